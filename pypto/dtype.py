@@ -1,0 +1,41 @@
+"""Data types shared by the language, the IR, codegen and the runtime."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DataType:
+    name: str      # DSL spelling: pl.<name>
+    text: str      # str(): "fp32"
+    mlir: str      # .pto spelling: "f32"
+    cpp: str       # C++ element type in the tile library
+    nbytes: int
+    code: int      # pypto_abi.h PYPTO_<name>
+    is_float: bool
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"pl.{self.name}"
+
+    def get_byte(self) -> int:
+        return self.nbytes
+
+
+FP32 = DataType("FP32", "fp32", "f32", "float", 4, 0, True)
+FP16 = DataType("FP16", "fp16", "f16", "pto::half", 2, 1, True)
+BF16 = DataType("BF16", "bfloat16", "bf16", "pto::bfloat16", 2, 2, True)
+INT8 = DataType("INT8", "int8", "i8", "int8_t", 1, 3, False)
+INT16 = DataType("INT16", "int16", "i16", "int16_t", 2, 4, False)
+INT32 = DataType("INT32", "int32", "i32", "int32_t", 4, 5, False)
+INT64 = DataType("INT64", "int64", "i64", "int64_t", 8, 6, False)
+UINT8 = DataType("UINT8", "uint8", "ui8", "uint8_t", 1, 7, False)
+BOOL = DataType("BOOL", "bool", "i1", "bool", 1, 8, False)
+INDEX = DataType("INDEX", "index", "index", "int64_t", 8, 9, False)
+
+ALL = (FP32, FP16, BF16, INT8, INT16, INT32, INT64, UINT8, BOOL, INDEX)
+BY_NAME = {d.name: d for d in ALL}
+BY_CODE = {d.code: d for d in ALL}
+BY_MLIR = {d.mlir: d for d in ALL}

@@ -1,0 +1,52 @@
+// The binary contract between generated kernels, generated host orchestration and
+// the simulator runtime (pypto/runtime). Plain C so both sides agree on layout.
+#pragma once
+#include <stdint.h>
+
+#define PYPTO_MAX_DIMS 5
+
+// Data type codes (same numbering as pypto.dtype.DataType.code).
+enum {
+    PYPTO_FP32 = 0, PYPTO_FP16 = 1, PYPTO_BF16 = 2, PYPTO_INT8 = 3, PYPTO_INT16 = 4,
+    PYPTO_INT32 = 5, PYPTO_INT64 = 6, PYPTO_UINT8 = 7, PYPTO_BOOL = 8, PYPTO_INDEX = 9,
+};
+
+// Argument directions of a submitted task (pl.adir.*).
+enum {
+    PYPTO_DIR_INPUT = 0, PYPTO_DIR_OUTPUT = 1, PYPTO_DIR_INOUT = 2,
+    PYPTO_DIR_OUTPUT_EXISTING = 3, PYPTO_DIR_NO_DEP = 4,
+};
+
+// A tensor as a kernel sees it: GM base address plus a strided window (in elements).
+typedef struct {
+    void* addr;
+    int64_t start_offset;
+    int32_t ndims;
+    int32_t dtype;
+    int64_t shape[PYPTO_MAX_DIMS];
+    int64_t strides[PYPTO_MAX_DIMS];
+} PyptoTensor;
+
+// Every kernel .so exports this. args[0..T) are (int64_t)(const PyptoTensor*),
+// args[T..T+S) are scalar bit patterns (uint64 reinterpret). Returns 0 on success;
+// otherwise writes a NUL-terminated message into err (errlen bytes) and returns 1.
+typedef int (*pypto_kernel_entry_fn)(const int64_t* args, char* err, int32_t errlen);
+
+// Services the runtime gives a host orchestration. Tensor handles are opaque ids.
+typedef struct {
+    void* ctx;
+    int64_t (*alloc_tensor)(void* ctx, int32_t dtype, int32_t ndims, const int64_t* shape);
+    int64_t (*view)(void* ctx, int64_t tensor, int32_t ndims, const int64_t* shape,
+                    const int64_t* offsets);
+    // Returns 0 on success, non-zero when the runtime refused the task.
+    int32_t (*submit)(void* ctx, int32_t kernel_id, int32_t n_tensors, const int64_t* tensors,
+                      const int32_t* dirs, int32_t n_scalars, const uint64_t* scalars);
+    void (*scope_begin)(void* ctx, int32_t manual);
+    void (*scope_end)(void* ctx);
+} PyptoRuntimeApi;
+
+// Every orchestration .so exports this (extern "C"): tensors are the program's tensor
+// parameters as handles, scalars their bit patterns, both in parameter order.
+typedef int32_t (*pypto_orchestration_entry_fn)(const PyptoRuntimeApi* api,
+                                                const int64_t* tensors,
+                                                const uint64_t* scalars);
