@@ -1,0 +1,350 @@
+"""The IR: types, expressions, statements, functions, programs.
+
+Plain dataclasses. Vars are compared by identity (their name is a hint); everything
+else is compared structurally by `pypto.ir.equal`. Passes build new nodes rather than
+mutating shared ones, except where a pass owns a freshly copied tree.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from pypto.dtype import DataType
+from pypto.errors import Span
+
+
+# ----------------------------------------------------------------------------- enums
+class MemorySpace(enum.Enum):
+    DDR = "ddr"
+    Vec = "vec"
+    Mat = "mat"
+    Left = "left"
+    Right = "right"
+    Acc = "acc"
+
+
+class FunctionType(enum.Enum):
+    Opaque = "Opaque"
+    Orchestration = "Orchestration"
+    InCore = "InCore"
+    AIC = "AIC"
+    AIV = "AIV"
+    Inline = "Inline"
+
+
+class Level(enum.Enum):
+    AIV = 0
+    AIC = 1
+    CORE_GROUP = 2
+    CHIP_DIE = 3
+    CHIP = 4
+    HOST = 5
+
+
+class Role(enum.Enum):
+    Orchestrator = "Orchestrator"
+    SubWorker = "SubWorker"
+
+
+class ParamDirection(enum.Enum):
+    In = "In"
+    Out = "Out"
+    InOut = "InOut"
+
+
+class ArgDir(enum.Enum):
+    """Per-call argument direction written by DeriveCallDirections (pl.adir.*)."""
+    input = 0
+    output = 1
+    inout = 2
+    output_existing = 3
+    no_dep = 4
+    scalar = 5
+
+
+class ForKind(enum.Enum):
+    Sequential = "range"
+    Parallel = "parallel"
+    Unroll = "unroll"
+
+
+KERNEL_TYPES = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV)
+
+
+def derived_level_role(ftype: FunctionType) -> tuple[Level | None, Role | None]:
+    return {
+        FunctionType.Orchestration: (Level.CHIP, Role.Orchestrator),
+        FunctionType.InCore: (Level.CHIP_DIE, Role.SubWorker),
+        FunctionType.AIC: (Level.AIC, Role.SubWorker),
+        FunctionType.AIV: (Level.AIV, Role.SubWorker),
+    }.get(ftype, (None, None))
+
+
+# ----------------------------------------------------------------------------- types
+@dataclass(frozen=True)
+class DynDim:
+    """A dynamic dimension, declared in source as `M = pl.dynamic("M")`."""
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+Dim = Union[int, DynDim]
+
+
+@dataclass(frozen=True)
+class ScalarType:
+    dtype: DataType
+
+
+@dataclass(frozen=True)
+class MemRef:
+    """Where a shaped value lives: a base (a Ptr var, or a DDR name), byte offset, size."""
+    base: Any          # Var of PtrType, or str for DDR tensors
+    offset: int
+    size: int
+
+    def __eq__(self, other):  # Var bases compare by identity
+        return (isinstance(other, MemRef) and self.offset == other.offset
+                and self.size == other.size and (self.base is other.base or
+                                                  (isinstance(self.base, str) and self.base == other.base)))
+
+    def __hash__(self):
+        return hash((self.offset, self.size))
+
+
+@dataclass(frozen=True)
+class TensorType:
+    shape: tuple[Dim, ...]
+    dtype: DataType
+    memref: MemRef | None = None
+
+    def nbytes(self) -> int | None:
+        n = self.dtype.nbytes
+        for d in self.shape:
+            if not isinstance(d, int):
+                return None
+            n *= d
+        return n
+
+
+@dataclass(frozen=True)
+class TileType:
+    shape: tuple[int, ...]
+    dtype: DataType
+    memory_space: MemorySpace | None = None
+    memref: MemRef | None = None
+
+    def nbytes(self) -> int:
+        n = self.dtype.nbytes
+        for d in self.shape:
+            n *= d
+        return n
+
+
+@dataclass(frozen=True)
+class PtrType:
+    """Identity of an on-chip allocation (`mem_vec_3: pl.Ptr = pl.tile.alloc(...)`)."""
+
+
+@dataclass(frozen=True)
+class TupleType:
+    types: tuple[Any, ...]
+
+
+Type = Union[ScalarType, TensorType, TileType, PtrType, TupleType]
+
+
+def with_memref(t, memref):
+    if isinstance(t, TensorType):
+        return TensorType(t.shape, t.dtype, memref)
+    if isinstance(t, TileType):
+        return TileType(t.shape, t.dtype, t.memory_space, memref)
+    return t
+
+
+# ----------------------------------------------------------------------------- exprs
+class Expr:
+    span: Span | None
+
+
+@dataclass(eq=False)
+class Var(Expr):
+    name: str
+    type: Any
+    span: Span | None = None
+
+    def __repr__(self) -> str:
+        return f"Var({self.name})"
+
+
+@dataclass(eq=False)
+class Const(Expr):
+    value: Any           # int | float | bool
+    dtype: DataType
+    span: Span | None = None
+
+    @property
+    def type(self):
+        return ScalarType(self.dtype)
+
+
+@dataclass(eq=False)
+class TupleExpr(Expr):
+    """A list of values: offsets, shapes, multi-value returns."""
+    items: list[Expr]
+    span: Span | None = None
+
+    @property
+    def type(self):
+        return TupleType(tuple(getattr(i, "type", None) for i in self.items))
+
+
+@dataclass(eq=False)
+class BinOp(Expr):
+    """Scalar arithmetic/comparison: op in + - * // % / min max == != < <= > >=."""
+    op: str
+    lhs: Expr
+    rhs: Expr
+    dtype: DataType
+    span: Span | None = None
+
+    @property
+    def type(self):
+        return ScalarType(self.dtype)
+
+
+@dataclass(eq=False)
+class Call(Expr):
+    """An operator call (`op` = "tile.add") or a call of another function of the
+    program (`op` = "@<function name>")."""
+    op: str
+    args: list[Expr]
+    kwargs: dict[str, Any] = field(default_factory=dict)   # op parameters (constants)
+    type: Any = None
+    attrs: dict[str, Any] = field(default_factory=dict)    # metadata (arg_directions)
+    span: Span | None = None
+
+    @property
+    def callee(self) -> str | None:
+        return self.op[1:] if self.op.startswith("@") else None
+
+
+# ----------------------------------------------------------------------------- stmts
+class Stmt:
+    span: Span | None
+
+
+@dataclass(eq=False)
+class Assign(Stmt):
+    var: Var
+    value: Expr
+    span: Span | None = None
+
+
+@dataclass(eq=False)
+class Eval(Stmt):
+    expr: Expr
+    span: Span | None = None
+
+
+@dataclass(eq=False)
+class Return(Stmt):
+    values: list[Expr]
+    span: Span | None = None
+
+
+@dataclass(eq=False)
+class Yield(Stmt):
+    values: list[Expr]
+    span: Span | None = None
+
+
+@dataclass(eq=False)
+class IterArg:
+    var: Var       # the name inside the body
+    init: Expr     # its value on entry
+
+
+@dataclass(eq=False)
+class For(Stmt):
+    loop_var: Var
+    start: Expr
+    stop: Expr
+    step: Expr
+    body: list[Stmt]
+    iter_args: list[IterArg] = field(default_factory=list)
+    return_vars: list[Var] = field(default_factory=list)   # bound after the loop
+    kind: ForKind = ForKind.Sequential
+    span: Span | None = None
+
+
+@dataclass(eq=False)
+class If(Stmt):
+    cond: Expr
+    then_body: list[Stmt]
+    else_body: list[Stmt] | None = None
+    return_vars: list[Var] = field(default_factory=list)
+    span: Span | None = None
+
+
+@dataclass(eq=False)
+class InCoreScope(Stmt):
+    """`with pl.at(level=pl.Level.CORE_GROUP[, name_hint=...]):`"""
+    body: list[Stmt]
+    name_hint: str = ""
+    span: Span | None = None
+
+
+@dataclass(eq=False)
+class RuntimeScope(Stmt):
+    """`with pl.scope():` in an orchestration (a PTO2 runtime scope)."""
+    body: list[Stmt]
+    manual: bool = False
+    span: Span | None = None
+
+
+# ----------------------------------------------------------------------------- functions
+@dataclass(eq=False)
+class Param:
+    var: Var
+    direction: ParamDirection = ParamDirection.In
+
+
+@dataclass(eq=False)
+class Function:
+    name: str
+    params: list[Param]
+    return_types: list[Any]
+    body: list[Stmt]
+    func_type: FunctionType = FunctionType.Opaque
+    level: Level | None = None
+    role: Role | None = None
+    attrs: dict[str, Any] = field(default_factory=dict)
+    span: Span | None = None
+
+    @property
+    def is_kernel(self) -> bool:
+        return self.func_type in KERNEL_TYPES
+
+
+@dataclass(eq=False)
+class Program:
+    name: str
+    functions: list[Function]
+    source: str = ""          # base name of the user's source file, for locs
+
+    def get(self, name: str) -> Function | None:
+        for f in self.functions:
+            if f.name == name:
+                return f
+        return None
+
+    def as_python(self, **kw) -> str:
+        from pypto.ir.printer import print_program
+        return print_program(self, **kw)
+
+    def __str__(self) -> str:
+        return self.as_python()

@@ -1,0 +1,357 @@
+"""The operator table: which ops exist, how `pl.<name>` dispatches on its arguments,
+and the result type of each op (with typed errors for wrong arity, shapes, dtypes).
+
+One table drives the parser, the passes and the verifier, so adding an op is one entry.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from pypto import dtype as dt
+from pypto.errors import TypeCheckError, Span
+from pypto.ir.nodes import (MemorySpace, PtrType, ScalarType, TensorType, TileType,
+                            Const, TupleExpr)
+
+BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
+SCALAR_FORM = {"add": "adds", "sub": "subs", "mul": "muls", "div": "divs",
+               "maximum": "maximums", "minimum": "minimums"}
+UNARY = ("exp", "log", "sqrt", "rsqrt", "recip", "neg", "abs", "relu")
+ROW_REDUCE = ("row_sum", "row_max", "row_min")
+COL_REDUCE = ("col_sum", "col_max", "col_min")
+ROW_EXPAND = ("row_expand_add", "row_expand_sub", "row_expand_mul", "row_expand_div")
+COL_EXPAND = ("col_expand_add", "col_expand_sub", "col_expand_mul", "col_expand_div")
+
+
+@dataclass(frozen=True)
+class OpDef:
+    name: str                      # IR name, e.g. "tile.add"
+    nargs: tuple[int, int]         # min, max positional args
+    infer: Callable                # (args, kwargs, span) -> type
+    kwargs: tuple[str, ...] = ()
+    pure: bool = True              # no side effect on memory (store is not)
+
+
+def _err(msg, span, hint=None):
+    raise TypeCheckError(msg, span, hint)
+
+
+def _shaped(op, x, span, kinds=(TensorType, TileType)):
+    t = getattr(x, "type", None)
+    if not isinstance(t, kinds):
+        want = " or ".join(k.__name__.replace("Type", "") for k in kinds)
+        _err(f"{op} expects a {want} argument, got {_tname(t)}", span)
+    return t
+
+
+def _tname(t) -> str:
+    if isinstance(t, TensorType):
+        return f"Tensor{list(map(str, t.shape))} {t.dtype}"
+    if isinstance(t, TileType):
+        return f"Tile{list(t.shape)} {t.dtype}"
+    if isinstance(t, ScalarType):
+        return f"Scalar {t.dtype}"
+    return type(t).__name__ if t is not None else "nothing"
+
+
+def _same_kind(t, shape, dtype):
+    if isinstance(t, TensorType):
+        return TensorType(tuple(shape), dtype)
+    return TileType(tuple(shape), dtype, None)
+
+
+def _check_dtype(op, a, b, span):
+    if a.dtype != b.dtype:
+        _err(f"{op}: dtype mismatch {a.dtype} vs {b.dtype}", span,
+             "insert pl.cast(x, dtype) to convert one operand; there is no implicit promotion")
+
+
+def _binary(op):
+    def infer(args, kw, span):
+        a, b = _shaped(op, args[0], span), _shaped(op, args[1], span)
+        if type(a) is not type(b):
+            _err(f"{op}: cannot mix {_tname(a)} and {_tname(b)}", span)
+        _check_dtype(op, a, b, span)
+        if tuple(a.shape) != tuple(b.shape):
+            bcast = op.split(".")[1] in ("add", "sub", "mul", "div") and len(a.shape) == 2 and \
+                len(b.shape) == 2 and ((b.shape[0] == a.shape[0] and b.shape[1] == 1) or
+                                       (b.shape[0] == 1 and b.shape[1] == a.shape[1]))
+            if not bcast:
+                _err(f"{op}: shape mismatch {list(a.shape)} vs {list(b.shape)}", span,
+                     "operands must have equal shapes (add/sub/mul/div also broadcast an [M,1] or [1,N] second operand)")
+        return _same_kind(a, a.shape, a.dtype)
+    return infer
+
+
+def _scalar_binary(op):
+    def infer(args, kw, span):
+        a = _shaped(op, args[0], span)
+        s = getattr(args[1], "type", None)
+        if not isinstance(s, ScalarType):
+            _err(f"{op}: second operand must be a scalar, got {_tname(s)}", span)
+        return _same_kind(a, a.shape, a.dtype)
+    return infer
+
+
+def _unary(op):
+    def infer(args, kw, span):
+        a = _shaped(op, args[0], span)
+        return _same_kind(a, a.shape, a.dtype)
+    return infer
+
+
+def _ints(op, x, span, what):
+    if isinstance(x, TupleExpr):
+        return x.items
+    _err(f"{op}: {what} must be a list like [0, 0]", span)
+
+
+def _static(op, items, span, what):
+    out = []
+    for i in items:
+        if not (isinstance(i, Const) and isinstance(i.value, int)):
+            _err(f"{op}: {what} must be integer constants", span)
+        out.append(i.value)
+    return out
+
+
+def _load(args, kw, span):
+    t = _shaped("load", args[0], span, (TensorType,))
+    offs = _ints("load", args[1], span, "offsets")
+    shapes = _static("load", _ints("load", args[2], span, "shapes"), span, "shapes")
+    if len(offs) != len(t.shape) or len(shapes) != len(t.shape):
+        _err(f"load: tensor has rank {len(t.shape)} but offsets/shapes have "
+             f"{len(offs)}/{len(shapes)} entries", span)
+    space = kw.get("target_memory", MemorySpace.Vec)
+    if space not in (MemorySpace.Vec, MemorySpace.Mat):
+        _err(f"load: a load from DDR lands in Vec or Mat, not {space.name}", span,
+             "load into Mat and use pl.move(tile, target_memory=...) for Left/Right")
+    for d, s in zip(t.shape, shapes):
+        if isinstance(d, int) and s > d:
+            _err(f"load: window {shapes} exceeds tensor shape {list(t.shape)}", span)
+    return TileType(tuple(shapes), t.dtype, space)
+
+
+def _store(args, kw, span):
+    tile = _shaped("store", args[0], span, (TileType,))
+    out = _shaped("store", args[2], span, (TensorType,))
+    _check_dtype("store", tile, out, span) if tile.memory_space != MemorySpace.Acc else None
+    offs = _ints("store", args[1], span, "offsets")
+    if len(offs) != len(out.shape):
+        _err(f"store: tensor has rank {len(out.shape)} but offsets have {len(offs)} entries", span)
+    return TensorType(out.shape, out.dtype)
+
+
+def _move(args, kw, span):
+    t = _shaped("move", args[0], span, (TileType,))
+    space = kw.get("target_memory")
+    if not isinstance(space, MemorySpace):
+        _err("move: target_memory=pl.Mem.<space> is required", span)
+    return TileType(t.shape, t.dtype, space)
+
+
+def _create_tile(args, kw, span):
+    shape = _static("create_tile", _ints("create_tile", args[0], span, "shape"), span, "shape")
+    dtype = kw.get("dtype")
+    if not isinstance(dtype, dt.DataType):
+        _err("create_tile: dtype=pl.<DTYPE> is required", span)
+    return TileType(tuple(shape), dtype, kw.get("target_memory", MemorySpace.Vec))
+
+
+def _create_tensor(args, kw, span):
+    shape = _static("create_tensor", _ints("create_tensor", args[0], span, "shape"), span, "shape")
+    dtype = kw.get("dtype")
+    if not isinstance(dtype, dt.DataType):
+        _err("create_tensor: dtype=pl.<DTYPE> is required", span)
+    return TensorType(tuple(shape), dtype)
+
+
+def _alloc(args, kw, span):
+    return PtrType()
+
+
+def _row_reduce(op):
+    def infer(args, kw, span):
+        a = _shaped(op, args[0], span)
+        if len(a.shape) != 2:
+            _err(f"{op} expects a 2-D operand, got shape {list(a.shape)}", span)
+        if isinstance(a, TileType):
+            if len(args) < 2:
+                _err(f"{op} on a tile needs a scratch tile: {op.split('.')[1]}(t, tmp)", span,
+                     "pass tmp = pl.create_tile(shape_of_t, dtype=..., target_memory=pl.Mem.Vec)")
+            _shaped(op, args[1], span, (TileType,))
+        return _same_kind(a, (a.shape[0], 1), a.dtype)
+    return infer
+
+
+def _col_reduce(op):
+    def infer(args, kw, span):
+        a = _shaped(op, args[0], span)
+        if len(a.shape) != 2:
+            _err(f"{op} expects a 2-D operand", span)
+        return _same_kind(a, (1, a.shape[1]), a.dtype)
+    return infer
+
+
+def _expand(op, row):
+    def infer(args, kw, span):
+        a, v = _shaped(op, args[0], span), _shaped(op, args[1], span)
+        _check_dtype(op, a, v, span)
+        want = (a.shape[0], 1) if row else (1, a.shape[1])
+        if tuple(v.shape) != tuple(want):
+            _err(f"{op}: vector operand must have shape {list(want)}, got {list(v.shape)}", span)
+        return _same_kind(a, a.shape, a.dtype)
+    return infer
+
+
+def _reshape(args, kw, span):
+    a = _shaped("reshape", args[0], span)
+    shape = _static("reshape", _ints("reshape", args[1], span, "shape"), span, "shape")
+    n_old = 1
+    for d in a.shape:
+        n_old *= d if isinstance(d, int) else 1
+    n_new = 1
+    for d in shape:
+        n_new *= d
+    if n_old != n_new:
+        _err(f"reshape: {list(a.shape)} has {n_old} elements, {shape} has {n_new}", span)
+    return _same_kind(a, shape, a.dtype) if isinstance(a, TensorType) else \
+        TileType(tuple(shape), a.dtype, a.memory_space)
+
+
+def _matmul_acc_dtype(a, b, op, span):
+    _check_dtype(op, a, b, span)
+    if a.dtype in (dt.FP32, dt.FP16, dt.BF16):
+        return dt.FP32
+    if a.dtype == dt.INT8:
+        return dt.INT32
+    _err(f"{op}: no matmul for {a.dtype} inputs (fp16, bf16, fp32 or int8)", span)
+
+
+def _matmul(args, kw, span):
+    a, b = _shaped("matmul", args[0], span), _shaped("matmul", args[1], span)
+    if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
+        _err(f"matmul: shapes {list(a.shape)} x {list(b.shape)} do not chain", span)
+    acc = _matmul_acc_dtype(a, b, "matmul", span)
+    if isinstance(a, TensorType):
+        out = kw.get("out_dtype") or a.dtype
+        return TensorType((a.shape[0], b.shape[1]), out)
+    return TileType((a.shape[0], b.shape[1]), acc, MemorySpace.Acc)
+
+
+def _matmul_acc(args, kw, span):
+    acc = _shaped("matmul_acc", args[0], span, (TileType,))
+    a, b = _shaped("matmul_acc", args[1], span), _shaped("matmul_acc", args[2], span)
+    if a.shape[1] != b.shape[0] or (acc.shape[0], acc.shape[1]) != (a.shape[0], b.shape[1]):
+        _err(f"matmul_acc: {list(acc.shape)} += {list(a.shape)} x {list(b.shape)} does not chain", span)
+    return acc
+
+
+def _cast(args, kw, span):
+    a = _shaped("cast", args[0], span)
+    target = kw.get("dtype") if "dtype" in kw else None
+    if not isinstance(target, dt.DataType):
+        _err("cast: the target dtype is required: pl.cast(x, pl.FP16)", span)
+    return _same_kind(a, a.shape, target) if isinstance(a, TensorType) else \
+        TileType(a.shape, target, a.memory_space)
+
+
+def _assemble(args, kw, span):
+    dst = _shaped("assemble", args[0], span, (TensorType,))
+    src = _shaped("assemble", args[1], span)
+    _check_dtype("assemble", dst, src, span)
+    return TensorType(dst.shape, dst.dtype)
+
+
+def _full(args, kw, span):
+    t = _create_tensor(args, kw, span)
+    return t
+
+
+OPS: dict[str, OpDef] = {}
+
+
+def _reg(name, nargs, infer, kwargs=(), pure=True):
+    OPS[name] = OpDef(name, nargs, infer, kwargs, pure)
+
+
+for _ns in ("tensor", "tile"):
+    for _o in BINARY:
+        _reg(f"{_ns}.{_o}", (2, 2), _binary(f"{_ns}.{_o}"))
+        _reg(f"{_ns}.{SCALAR_FORM[_o]}", (2, 2), _scalar_binary(f"{_ns}.{SCALAR_FORM[_o]}"))
+    for _o in UNARY:
+        _reg(f"{_ns}.{_o}", (1, 1), _unary(f"{_ns}.{_o}"))
+    for _o in ROW_REDUCE:
+        _reg(f"{_ns}.{_o}", (1, 2), _row_reduce(f"{_ns}.{_o}"))
+    for _o in COL_REDUCE:
+        _reg(f"{_ns}.{_o}", (1, 2), _col_reduce(f"{_ns}.{_o}"))
+    for _o in ROW_EXPAND:
+        _reg(f"{_ns}.{_o}", (2, 2), _expand(f"{_ns}.{_o}", True))
+    for _o in COL_EXPAND:
+        _reg(f"{_ns}.{_o}", (2, 2), _expand(f"{_ns}.{_o}", False))
+    _reg(f"{_ns}.reshape", (2, 2), _reshape)
+    _reg(f"{_ns}.matmul", (2, 2), _matmul, ("out_dtype",))
+    _reg(f"{_ns}.matmul_acc", (3, 3), _matmul_acc)
+    _reg(f"{_ns}.cast", (1, 1), _cast, ("dtype", "mode"))
+
+_reg("tile.load", (3, 4), _load, ("target_memory",))
+_reg("tile.store", (3, 3), _store, (), pure=False)
+_reg("tile.move", (1, 1), _move, ("target_memory",))
+_reg("tile.create", (1, 1), _create_tile, ("dtype", "target_memory"))
+_reg("tile.alloc", (2, 2), _alloc)
+_reg("tensor.create", (1, 1), _create_tensor, ("dtype",))
+_reg("tensor.full", (1, 1), _full, ("dtype", "value"))
+_reg("tensor.assemble", (3, 3), _assemble, (), pure=False)
+
+# Names a user may write as pl.<name>, and which namespaces they exist in.
+TILE_ONLY = {"load": "tile.load", "store": "tile.store", "move": "tile.move",
+             "create_tile": "tile.create", "relu": None}
+TENSOR_ONLY = {"create_tensor": "tensor.create", "full": "tensor.full",
+               "assemble": "tensor.assemble"}
+
+
+def dsl_names() -> set[str]:
+    names = set(TILE_ONLY) | set(TENSOR_ONLY)
+    for k in OPS:
+        names.add(k.split(".", 1)[1])
+    names.discard("alloc")
+    names.discard("create")
+    return names
+
+
+def resolve(name: str, args: list, span: Span | None) -> str:
+    """`pl.<name>(*args)` -> IR op name, dispatching on the first shaped argument."""
+    if name in TILE_ONLY and TILE_ONLY[name]:
+        return TILE_ONLY[name]
+    if name in TENSOR_ONLY:
+        return TENSOR_ONLY[name]
+    first = getattr(args[0], "type", None) if args else None
+    ns = "tile" if isinstance(first, TileType) else "tensor"
+    if name in SCALAR_FORM and len(args) == 2 and isinstance(getattr(args[1], "type", None), ScalarType):
+        name = SCALAR_FORM[name]
+    return f"{ns}.{name}"
+
+
+def infer_type(op: str, args: list, kwargs: dict, span: Span | None):
+    d = OPS.get(op)
+    if d is None:
+        _err(f"unknown operator {op}", span)
+    lo, hi = d.nargs
+    if not lo <= len(args) <= hi:
+        want = str(lo) if lo == hi else f"{lo} to {hi}"
+        _err(f"{op} takes {want} arguments, got {len(args)}", span)
+    for k in kwargs:
+        if k not in d.kwargs:
+            _err(f"{op} got an unexpected keyword argument {k!r}", span)
+    return d.infer(args, kwargs, span)
+
+
+def is_tensor_op(op: str) -> bool:
+    return op.startswith("tensor.") and op not in ("tensor.create", "tensor.full")
+
+
+def is_tile_op(op: str) -> bool:
+    return op.startswith("tile.")
+
+
+CUBE_OPS = {"tile.matmul", "tile.matmul_acc"}

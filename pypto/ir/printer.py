@@ -1,0 +1,266 @@
+"""Print a Program as `@pl.program` DSL source that `pl.parse` reads back.
+
+The printed text is the canonical form of the IR: equal programs print equal text, so
+its digest keys every downstream build step. Statements carry their user source
+location as a trailing `# @file:line:col` comment (the parser reads it back), so
+locations survive every pass and reach the `.pto`.
+"""
+from __future__ import annotations
+
+import math
+
+from pypto import dtype as dt
+from pypto.ir.nodes import (ArgDir, Assign, BinOp, Call, Const, DynDim, Eval, For, ForKind,
+                            Function, FunctionType, If, InCoreScope, MemorySpace, Param,
+                            ParamDirection, Program, PtrType, Return, Role, RuntimeScope,
+                            ScalarType, TensorType, TileType, TupleExpr, TupleType, Var, Yield)
+
+_INDENT = "    "
+_BINOPS = {"+", "-", "*", "/", "//", "%", "==", "!=", "<", "<=", ">", ">="}
+
+
+def print_program(prog: Program, *, locs: bool = True, explicit: bool = False) -> str:
+    return _Printer(locs, explicit).program(prog)
+
+
+def print_type(t) -> str:
+    return _Printer(False, False).type(t)
+
+
+class _Printer:
+    def __init__(self, locs: bool, explicit: bool):
+        self.locs = locs
+        self.explicit = explicit
+        self.names: dict[int, str] = {}
+        self.used: set[str] = set()
+
+    # ------------------------------------------------------------------ naming
+    def bind(self, v: Var) -> str:
+        key = id(v)
+        if key in self.names:
+            return self.names[key]
+        base = v.name if v.name.isidentifier() else "v"
+        name, k = base, 0
+        while name in self.used or name in ("pl", "self"):
+            k += 1
+            name = f"{base}_{k}"
+        self.used.add(name)
+        self.names[key] = name
+        return name
+
+    def ref(self, v: Var) -> str:
+        return self.names.get(id(v)) or self.bind(v)
+
+    # ------------------------------------------------------------------ types
+    def type(self, t) -> str:
+        if isinstance(t, TensorType):
+            parts = [self.shape(t.shape), repr(t.dtype)]
+            if t.memref is not None:
+                parts.append(self.memref(t.memref))
+            return f"pl.Tensor[{', '.join(parts)}]"
+        if isinstance(t, TileType):
+            parts = [self.shape(t.shape), repr(t.dtype)]
+            if t.memref is not None:
+                parts.append(self.memref(t.memref))
+            if t.memory_space is not None:
+                parts.append(f"pl.Mem.{t.memory_space.name}")
+            if self.explicit and t.memory_space is not None:
+                parts.append(self.tile_view(t))
+            return f"pl.Tile[{', '.join(parts)}]"
+        if isinstance(t, ScalarType):
+            return f"pl.Scalar[{t.dtype!r}]"
+        if isinstance(t, PtrType):
+            return "pl.Ptr"
+        if isinstance(t, TupleType):
+            return f"tuple[{', '.join(self.type(x) for x in t.types)}]"
+        raise TypeError(f"cannot print type {t!r}")
+
+    def tile_view(self, t: TileType) -> str:
+        from pypto.ir.layout import tile_layout
+        bl, sl, fr = tile_layout(t)
+        return f'pl.TileView(blayout="{bl}", slayout="{sl}", fractal={fr})'
+
+    def shape(self, shape) -> str:
+        return "[" + ", ".join(str(d) for d in shape) + "]"
+
+    def memref(self, m) -> str:
+        base = f'"{m.base}"' if isinstance(m.base, str) else self.ref(m.base)
+        return f"pl.MemRef({base}, {m.offset}, {m.size})"
+
+    # ------------------------------------------------------------------ exprs
+    def expr(self, e, nested=False) -> str:
+        if isinstance(e, Var):
+            return self.ref(e)
+        if isinstance(e, Const):
+            return self.const(e)
+        if isinstance(e, TupleExpr):
+            return "[" + ", ".join(self.expr(i) for i in e.items) + "]"
+        if isinstance(e, BinOp):
+            if e.op in ("min", "max"):
+                return f"pl.{e.op}({self.expr(e.lhs)}, {self.expr(e.rhs)})"
+            s = f"{self.expr(e.lhs, True)} {e.op} {self.expr(e.rhs, True)}"
+            return f"({s})" if nested else s
+        if isinstance(e, Call):
+            return self.call(e)
+        raise TypeError(f"cannot print expression {e!r}")
+
+    def const(self, c: Const) -> str:
+        v = c.value
+        if isinstance(v, bool):
+            return "True" if v else "False"
+        if isinstance(v, float):
+            if math.isinf(v) or math.isnan(v):
+                return f'pl.const("{v}", {c.dtype!r})'
+            text = repr(v)
+            return text if c.dtype == dt.FP32 else f"pl.const({text}, {c.dtype!r})"
+        return str(v) if c.dtype == dt.INDEX else f"pl.const({v}, {c.dtype!r})"
+
+    def value(self, v) -> str:
+        """A keyword/attribute constant."""
+        if isinstance(v, MemorySpace):
+            return f"pl.Mem.{v.name}"
+        if isinstance(v, dt.DataType):
+            return repr(v)
+        if isinstance(v, ArgDir):
+            return f"pl.adir.{v.name}"
+        if isinstance(v, (list, tuple)):
+            return "[" + ", ".join(self.value(x) for x in v) + "]"
+        if isinstance(v, dict):
+            return "{" + ", ".join(f'"{k}": {self.value(x)}' for k, x in v.items()) + "}"
+        if isinstance(v, str):
+            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return repr(v)
+
+    def call(self, c: Call) -> str:
+        args = [self.expr(a) for a in c.args]
+        args += [f"{k}={self.value(v)}" for k, v in c.kwargs.items()]
+        if c.attrs:
+            args.append(f"attrs={self.value(c.attrs)}")
+        head = f"self.{c.callee}" if c.callee else f"pl.{c.op}"
+        return f"{head}({', '.join(args)})"
+
+    # ------------------------------------------------------------------ stmts
+    def loc(self, node) -> str:
+        s = getattr(node, "span", None)
+        return f"  # @{s.file}:{s.line}:{s.col}" if (self.locs and s is not None) else ""
+
+    def block(self, stmts, depth, out, yield_targets=None):
+        if not stmts:
+            out.append(_INDENT * depth + "pass")
+        for s in stmts:
+            self.stmt(s, depth, out, yield_targets)
+
+    def stmt(self, s, depth, out, yield_targets=None):
+        pad = _INDENT * depth
+        if isinstance(s, Assign):
+            rhs = self.expr(s.value)
+            name = self.bind(s.var)
+            out.append(f"{pad}{name}: {self.type(s.var.type)} = {rhs}{self.loc(s)}")
+        elif isinstance(s, Eval):
+            out.append(f"{pad}{self.expr(s.expr)}{self.loc(s)}")
+        elif isinstance(s, Return):
+            vals = ", ".join(self.expr(v) for v in s.values)
+            out.append(f"{pad}return{' ' + vals if vals else ''}{self.loc(s)}")
+        elif isinstance(s, Yield):
+            vals = ", ".join(self.expr(v) for v in s.values)
+            if yield_targets:
+                lhs = ", ".join(self.bind(v) for v in yield_targets)
+                out.append(f"{pad}{lhs} = pl.yield_({vals}){self.loc(s)}")
+            else:
+                out.append(f"{pad}pl.yield_({vals}){self.loc(s)}")
+        elif isinstance(s, For):
+            self.for_(s, depth, out)
+        elif isinstance(s, If):
+            cond = self.expr(s.cond)
+            out.append(f"{pad}if {cond}:{self.loc(s)}")
+            self.block(s.then_body, depth + 1, out, s.return_vars)
+            if s.else_body:
+                out.append(f"{pad}else:")
+                self.block(s.else_body, depth + 1, out, s.return_vars)
+        elif isinstance(s, InCoreScope):
+            hint = f', name_hint="{s.name_hint}"' if s.name_hint else ""
+            out.append(f"{pad}with pl.at(level=pl.Level.CORE_GROUP{hint}):{self.loc(s)}")
+            self.block(s.body, depth + 1, out)
+        elif isinstance(s, RuntimeScope):
+            mode = "mode=pl.ScopeMode.MANUAL" if s.manual else ""
+            out.append(f"{pad}with pl.scope({mode}):{self.loc(s)}")
+            self.block(s.body, depth + 1, out)
+        else:
+            raise TypeError(f"cannot print statement {s!r}")
+
+    def for_(self, s: For, depth, out):
+        pad = _INDENT * depth
+        inits = [self.expr(a.init) for a in s.iter_args]
+        start, stop, step = (self.expr(x) for x in (s.start, s.stop, s.step))
+        if s.kind is ForKind.Unroll or not (_is_const(s.step, 1)):
+            bounds = [start, stop, step]
+        elif _is_const(s.start, 0):
+            bounds = [stop]
+        else:
+            bounds = [start, stop]
+        if inits:
+            bounds.append(f"init_values=({', '.join(inits)},)")
+        lv = self.bind(s.loop_var)
+        carried = ", ".join(self.bind(a.var) for a in s.iter_args)
+        target = f"{lv}, ({carried},)" if s.iter_args else lv
+        out.append(f"{pad}for {target} in pl.{s.kind.value}({', '.join(bounds)}):{self.loc(s)}")
+        # the yield at the end of the body binds the loop's results
+        self.block(s.body, depth + 1, out, s.return_vars)
+
+    # ------------------------------------------------------------------ functions
+    def function(self, f: Function, out):
+        self.names, self.used = {}, set()
+        deco = []
+        if f.func_type is not FunctionType.Opaque:
+            deco.append(f"type=pl.FunctionType.{f.func_type.value}")
+        if f.level is not None:
+            deco.append(f"level=pl.Level.{f.level.name}")
+        if f.role is not None:
+            deco.append(f"role=pl.Role.{f.role.value}")
+        if f.attrs:
+            deco.append(f"attrs={self.value(f.attrs)}")
+        out.append(f"{_INDENT}@pl.function({', '.join(deco)})" if deco else f"{_INDENT}@pl.function")
+        params = [] if f.role is Role.SubWorker else ["self"]
+        for p in f.params:
+            t = self.type(p.var.type)
+            if p.direction is not ParamDirection.In:
+                t = f"pl.{p.direction.value}[{t}]"
+            params.append(f"{self.bind(p.var)}: {t}")
+        ret = ""
+        if len(f.return_types) == 1:
+            ret = f" -> {self.type(f.return_types[0])}"
+        elif f.return_types:
+            ret = f" -> tuple[{', '.join(self.type(t) for t in f.return_types)}]"
+        out.append(f"{_INDENT}def {f.name}({', '.join(params)}){ret}:{self.loc(f)}")
+        self.block(f.body, 2, out)
+
+    def program(self, p: Program) -> str:
+        out = [f"# pypto.program: {p.name}", "import pypto.language as pl", ""]
+        dyns = sorted({d.name for d in _dyn_dims(p)})
+        for d in dyns:
+            out.append(f'{d} = pl.dynamic("{d}")')
+        if dyns:
+            out.append("")
+        out.append("@pl.program")
+        out.append(f"class {p.name}:")
+        for i, f in enumerate(p.functions):
+            if i:
+                out.append("")
+            self.function(f, out)
+        return "\n".join(out) + "\n"
+
+
+def _is_const(e, v) -> bool:
+    return isinstance(e, Const) and e.value == v and not isinstance(e.value, bool)
+
+
+def _dyn_dims(p: Program):
+    from pypto.ir.visit import all_types
+    for t in all_types(p):
+        if isinstance(t, TensorType):
+            for d in t.shape:
+                if isinstance(d, DynDim):
+                    yield d
+
+
+__all__ = ["print_program", "print_type", "Param"]
