@@ -1,0 +1,35 @@
+"""Content-addressed object store plus action cache, shared by concurrent builds.
+
+Knows nothing about what it stores: objects are bytes named by their xxh3_128
+digest, actions are small JSON manifests naming objects under a caller's key.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .memory import MemoryStore
+from .names import CacheError, digest_bytes
+from .store import Store
+
+__all__ = ["Store", "MemoryStore", "open_store", "digest_bytes", "CacheError", "default_root"]
+
+
+def default_root() -> Path:
+    """$PYPTO_CACHE_DIR, else <XDG_CACHE_HOME or ~/.cache>/pypto."""
+    if os.environ.get("PYPTO_CACHE_DIR"):
+        return Path(os.environ["PYPTO_CACHE_DIR"]).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg and os.path.isabs(os.path.expanduser(xdg)) \
+        else Path.home() / ".cache"  # the XDG spec says to ignore a relative value
+    return base / "pypto"
+
+
+def _disabled() -> bool:
+    return os.environ.get("PYPTO_CACHE_DISABLE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def open_store(root: str | os.PathLike | None = None) -> Store | MemoryStore:
+    if _disabled():
+        return MemoryStore()
+    return Store(root if root is not None else default_root())

@@ -1,0 +1,314 @@
+"""The on-disk store, shared by many processes.
+
+<root>/v1/objects/ab/<digest>   immutable blobs named by the xxh3_128 of their bytes
+<root>/v1/actions/ab/<key>      JSON manifest {"outputs": {name: digest}, ...}
+<root>/v1/locks/ab/<key>        flock files for per-key single flight
+<root>/v1/tmp/                  temp files, same filesystem, renamed into place
+<root>/v1/stats/                persistent hit/miss counters
+
+Correctness never depends on the locks: every file appears by an atomic rename,
+objects are published before the action that names them, and every read
+re-hashes the bytes, so the worst a crash or a race can cause is a miss.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from . import locks
+from .counters import Counters
+from .fsutil import Mismatch, discard, publish, read_chunks, write_temp
+from .gc import DEFAULT_GRACE, ActionInfo, ObjectInfo, collect
+from .names import (CacheError, check_digest, check_key, check_manifest, digest_bytes,
+                    is_digest, is_key, new_hasher)
+
+LAYOUT = "v1"
+
+
+class Store:
+    # A hit refreshes its action's mtime (the LRU clock) at most this often: one
+    # utime per minute per entry is cheap, and it stays well inside the gc grace.
+    TOUCH_INTERVAL = 60.0
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root).expanduser().absolute()
+        base = self.root / LAYOUT
+        self._objects = base / "objects"
+        self._actions = base / "actions"
+        self._locks = base / "locks"
+        self._tmp = base / "tmp"
+        self._counters = Counters(base / "stats")
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.root)!r})"
+
+    # -- paths (every name is validated before it touches the filesystem) --
+    def _object_path(self, digest: str) -> Path:
+        check_digest(digest)
+        return self._objects / digest[:2] / digest
+
+    def _action_path(self, key: str) -> Path:
+        check_key(key)
+        return self._actions / key[:2] / key
+
+    def _lock_path(self, key: str) -> Path:
+        check_key(key)
+        return self._locks / key[:2] / key
+
+    # -- objects --
+    def put_bytes(self, data: bytes) -> str:
+        data = bytes(data)
+        digest = digest_bytes(data)
+        path = self._object_path(digest)
+        if not _touch_existing(path):
+            publish([data], path, self._tmp)
+        return digest
+
+    def put_file(self, path) -> str:
+        with open(path, "rb") as f:
+            tmp, digest = write_temp(read_chunks(f), self._tmp)
+        try:
+            dest = self._object_path(digest)
+            if _touch_existing(dest):
+                discard(tmp)
+            else:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(tmp, dest)
+        except BaseException:
+            discard(tmp)
+            raise
+        return digest
+
+    def has(self, digest: str) -> bool:
+        return self._object_path(digest).is_file()
+
+    def get_bytes(self, digest: str) -> bytes | None:
+        path = self._object_path(digest)
+        try:
+            f = open(path, "rb")
+        except FileNotFoundError:
+            return None
+        with f:
+            data = f.read()
+            if digest_bytes(data) == digest:
+                return data
+            _drop_damaged(path, f)
+        return None
+
+    def _verify(self, digest: str) -> bool:
+        path = self._object_path(digest)
+        try:
+            f = open(path, "rb")
+        except FileNotFoundError:
+            return False
+        with f:
+            h = new_hasher()
+            for chunk in read_chunks(f):
+                h.update(chunk)
+            if h.hexdigest() == digest:
+                return True
+            _drop_damaged(path, f)
+        return False
+
+    def materialize(self, digest: str, dest, executable: bool = False) -> bool:
+        path = self._object_path(digest)
+        dest = Path(dest)
+        try:
+            f = open(path, "rb")
+        except FileNotFoundError:
+            return False
+        with f:
+            try:
+                # Temp file next to dest so the final rename stays on one filesystem.
+                publish(read_chunks(f), dest, dest.parent,
+                        mode=0o755 if executable else 0o644, expect=digest)
+            except Mismatch:
+                _drop_damaged(path, f)
+                return False
+        return True
+
+    # -- actions --
+    def get_action(self, key: str) -> dict | None:
+        path = self._action_path(key)
+        manifest, mtime = _load_manifest(path)
+        if manifest is None or not all(self._verify(d) for d in set(manifest["outputs"].values())):
+            self._counters.bump("misses")
+            return None
+        self._counters.bump("hits")
+        if time.time() - mtime > self.TOUCH_INTERVAL:
+            try:
+                os.utime(path)
+            except OSError:
+                pass  # lost an LRU refresh: harmless
+        return manifest
+
+    def put_action(self, key: str, manifest: dict) -> None:
+        path = self._action_path(key)
+        data = _encode_manifest(manifest)
+        missing = sorted(d for d in set(manifest["outputs"].values()) if not self.has(d))
+        if missing:
+            raise CacheError(f"put_action({key}): objects not in the store: {missing}")
+        publish([data], path, self._tmp)
+
+    def lock(self, key: str):
+        return locks.hold(self._lock_path(key))
+
+    # -- bookkeeping --
+    def stats(self) -> dict:
+        objects = list(_files(self._objects, is_digest))
+        actions = list(_files(self._actions))
+        object_bytes = sum(_size(p) for p in objects)
+        action_bytes = sum(_size(p) for p in actions)
+        return {
+            "objects": len(objects), "object_bytes": object_bytes,
+            "actions": len(actions), "action_bytes": action_bytes,
+            "bytes": object_bytes + action_bytes,
+            "hits": self._counters.read("hits"), "misses": self._counters.read("misses"),
+            "root": str(self.root),
+        }
+
+    def gc(self, max_size: int, grace: float = DEFAULT_GRACE) -> dict:
+        result = collect(self, max_size, grace)
+        cutoff = time.time() - grace
+        # Leftovers of killed writers, and lock files of keys that have no entry.
+        result["tmp"] = sum(1 for p in _flat_files(self._tmp) if _older(p, cutoff) and _unlink(p))
+        result["locks"] = sum(
+            1 for p in _files(self._locks)
+            if not (self._actions / p.parent.name / p.name).exists()
+            and _older(p, cutoff) and locks.remove_if_free(p))
+        return result
+
+    def clear(self) -> None:
+        for p in [*_files(self._actions), *_files(self._objects, is_digest),
+                  *_flat_files(self._tmp)]:
+            _unlink(p)
+        for p in _files(self._locks):
+            locks.remove_if_free(p)
+        self._counters.reset("hits")
+        self._counters.reset("misses")
+
+    # -- primitives for gc.collect --
+    def _gc_scan(self):
+        actions = []
+        for p in _files(self._actions):
+            manifest, mtime = _load_manifest(p)
+            if mtime is None:
+                continue
+            outputs = frozenset(manifest["outputs"].values()) if manifest else frozenset()
+            actions.append(ActionInfo(p.name, _size(p), mtime if manifest else 0.0, outputs))
+        objects = {}
+        for p in _files(self._objects, is_digest):
+            try:
+                st = p.stat()
+            except FileNotFoundError:
+                continue
+            objects[p.name] = ObjectInfo(p.name, st.st_size, st.st_mtime)
+        return actions, objects
+
+    def _gc_remove_action(self, key: str, cutoff: float) -> bool:
+        lock_path = self._lock_path(key)
+        fd = locks.acquire(lock_path, blocking=False)
+        if fd is None:
+            return False  # a build holds this key
+        try:
+            path = self._action_path(key)
+            if not _older(path, cutoff):
+                return False  # used since the scan
+            return _unlink(path)
+        finally:
+            _unlink(lock_path)  # safe: we hold it
+            locks.release(fd)
+
+    def _gc_remove_object(self, digest: str, cutoff: float) -> bool:
+        path = self._object_path(digest)
+        return _older(path, cutoff) and _unlink(path)
+
+
+# -- helpers --
+def _encode_manifest(manifest: dict) -> bytes:
+    check_manifest(manifest)
+    try:
+        return json.dumps(manifest, sort_keys=True, separators=(",", ":"),
+                          allow_nan=False).encode()
+    except (TypeError, ValueError) as e:
+        raise CacheError(f"manifest is not plain JSON: {e}") from None
+
+
+def _load_manifest(path: Path) -> tuple[dict | None, float | None]:
+    """(manifest or None if unusable, mtime or None if absent)."""
+    try:
+        with open(path, "rb") as f:
+            mtime = os.fstat(f.fileno()).st_mtime
+            raw = f.read()
+    except FileNotFoundError:
+        return None, None
+    try:
+        return check_manifest(json.loads(raw)), mtime
+    except (ValueError, CacheError):
+        return None, mtime
+
+
+def _touch_existing(path: Path) -> bool:
+    """True if `path` exists; refreshes its mtime so gc's grace protects a re-put object."""
+    try:
+        os.utime(path)
+        return True
+    except FileNotFoundError:
+        return False
+    except PermissionError:
+        return path.exists()
+
+
+def _drop_damaged(path: Path, f) -> None:
+    # Only unlink the file we actually read: a writer may have just replaced it.
+    try:
+        st, fst = os.stat(path), os.fstat(f.fileno())
+        if (st.st_ino, st.st_dev) == (fst.st_ino, fst.st_dev):
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _scandir(top):
+    try:
+        return list(os.scandir(top))
+    except FileNotFoundError:
+        return []
+
+
+def _files(top: Path, valid=is_key):
+    """Entries of a <top>/<shard>/<name> tree, skipping anything we did not write."""
+    for shard in _scandir(top):
+        if len(shard.name) == 2 and shard.is_dir(follow_symlinks=False):
+            for e in _scandir(shard.path):
+                if (valid(e.name) and e.name.startswith(shard.name)
+                        and e.is_file(follow_symlinks=False)):
+                    yield Path(e.path)
+
+
+def _flat_files(top: Path):
+    return [Path(e.path) for e in _scandir(top) if e.is_file(follow_symlinks=False)]
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def _older(path: Path, cutoff: float) -> bool:
+    try:
+        return path.stat().st_mtime <= cutoff
+    except FileNotFoundError:
+        return False
+
+
+def _unlink(path: Path) -> bool:
+    try:
+        os.unlink(path)
+        return True
+    except FileNotFoundError:
+        return False
