@@ -1,0 +1,14 @@
+"""The build graph: compile stages as content-hashed doit tasks.
+
+`graph` describes steps as data and keys them; `run` executes them in-process
+through doit against a `cache.Store`; `dodo_support` yields the same task dicts
+for a dodo.py. The stage list that uses the compiler lives in `stages` and is
+not imported here (the engine knows nothing about pypto).
+"""
+from .graph import STAGES, GraphError, Ref, Step, impl_digest, step_key
+from .run import (InputUnavailable, RunResult, StepFailed, TaskRecord, run_phased,
+                  run_steps, to_task_dict)
+
+__all__ = ["STAGES", "GraphError", "Ref", "Step", "impl_digest", "step_key",
+           "InputUnavailable", "RunResult", "StepFailed", "TaskRecord", "run_phased",
+           "run_steps", "to_task_dict"]
