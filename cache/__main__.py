@@ -28,15 +28,23 @@ def _human(n: int) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m cache", description="Inspect or trim the pypto build cache.")
-    ap.add_argument("--root", help="store root (default: $PYPTO_CACHE_DIR or ~/.cache/pypto)")
+    root_help = "store root (default: $PYPTO_CACHE_DIR, else ~/.cache/pypto)"
+    ap = argparse.ArgumentParser(prog="python -m cache",
+                                 description="Inspect or trim the pypto build cache.")
+    ap.add_argument("--root", help=root_help)
+    # --root is accepted after the subcommand too; SUPPRESS keeps an absent one
+    # from overwriting a --root given before it.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--root", default=argparse.SUPPRESS, help=root_help)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("stats", help="print object/action counts, size, hits and misses")
-    g = sub.add_parser("gc", help="evict least-recently-used entries down to a size")
+    sub.add_parser("stats", parents=[common],
+                   help="print object/action counts, size, hits and misses")
+    g = sub.add_parser("gc", parents=[common],
+                       help="evict least-recently-used entries down to a size")
     g.add_argument("--max-size", type=parse_size, required=True, help="e.g. 500M, 2G, 1024K, 4096")
     g.add_argument("--grace", type=float, default=DEFAULT_GRACE,
                    help=f"keep anything used in the last SECONDS (default {DEFAULT_GRACE:g})")
-    sub.add_parser("clear", help="remove every object and action")
+    sub.add_parser("clear", parents=[common], help="remove every object and action")
     args = ap.parse_args(argv)
 
     # The CLI always inspects the disk store, even with PYPTO_CACHE_DISABLE=1.
