@@ -23,6 +23,12 @@ class DataType:
     def get_byte(self) -> int:
         return self.nbytes
 
+    def __copy__(self):        # dtypes are singletons: copies of an IR share them
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
 
 FP32 = DataType("FP32", "fp32", "f32", "float", 4, 0, True)
 FP16 = DataType("FP16", "fp16", "f16", "pto::half", 2, 1, True)

@@ -1,0 +1,58 @@
+"""Backends (chip generations) and platforms, with the on-chip numbers passes plan against."""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from pypto.ir.nodes import MemorySpace
+
+
+class BackendType(enum.Enum):
+    Ascend910B = "Ascend910B"
+    Ascend950 = "Ascend950"
+
+
+@dataclass(frozen=True)
+class Chip:
+    arch: str                         # pto.target_arch
+    capacity: dict                    # MemorySpace -> usable bytes per core
+    align: dict                       # MemorySpace -> planner alignment in bytes
+    aic_cores: int
+    aiv_cores: int
+    acc_to_vec: bool                  # L0C -> UB data path
+    vec_to_mat: bool                  # UB -> L1 data path
+    gm_granularity: int               # bytes per GM access
+
+
+_KIB = 1024
+_ALIGN = {MemorySpace.Vec: 128, MemorySpace.Mat: 128, MemorySpace.Left: 64,
+          MemorySpace.Right: 64, MemorySpace.Acc: 128}
+
+CHIPS = {
+    BackendType.Ascend910B: Chip(
+        "a2a3",
+        {MemorySpace.Vec: 184 * _KIB, MemorySpace.Mat: 512 * _KIB, MemorySpace.Left: 64 * _KIB,
+         MemorySpace.Right: 64 * _KIB, MemorySpace.Acc: 128 * _KIB},
+        _ALIGN, 24, 48, False, False, 512),
+    BackendType.Ascend950: Chip(
+        "a5",
+        {MemorySpace.Vec: 240 * _KIB, MemorySpace.Mat: 512 * _KIB, MemorySpace.Left: 64 * _KIB,
+         MemorySpace.Right: 64 * _KIB, MemorySpace.Acc: 256 * _KIB},
+        _ALIGN, 36, 72, True, True, 128),
+}
+
+PLATFORMS = {"a2a3sim": BackendType.Ascend910B, "a2a3": BackendType.Ascend910B,
+             "a5sim": BackendType.Ascend950, "a5": BackendType.Ascend950}
+SIM_PLATFORMS = ("a2a3sim", "a5sim")
+
+
+def backend_for_platform(platform: str) -> BackendType:
+    try:
+        return PLATFORMS[platform]
+    except KeyError:
+        raise ValueError(f"unknown platform {platform!r}; valid platforms: "
+                         f"{', '.join(PLATFORMS)}") from None
+
+
+def chip(backend: BackendType) -> Chip:
+    return CHIPS[backend]

@@ -1,0 +1,70 @@
+"""The Default pass pipeline, as data: an ordered list of passes, each a pure
+Program -> Program function with the options it reads. The build graph makes one task
+per entry; `run_pipeline` runs them in memory (for `lower()` and for tests)."""
+from __future__ import annotations
+
+import copy
+import importlib
+from dataclasses import dataclass
+from types import ModuleType
+
+from pypto.passes.base import PassOptions
+
+_MODULES = [
+    "convert_to_ssa",
+    "flatten_call_expr",
+    "outline_incore_scopes",
+    "convert_tensor_to_tile_ops",
+    "infer_tile_memory_space",
+    "expand_mixed_kernel",
+    "init_memref",
+    "memory_reuse",
+    "allocate_memory_addr",
+    "derive_call_directions",
+]
+
+
+@dataclass(frozen=True)
+class Pass:
+    name: str
+    module: ModuleType
+    reads: tuple[str, ...]
+
+    def __call__(self, prog, opts: PassOptions):
+        return self.module.run(prog, opts)
+
+
+def _load(mod: str) -> Pass:
+    m = importlib.import_module(f"pypto.passes.{mod}")
+    return Pass(m.NAME, m, tuple(m.READS))
+
+
+ALL_PASSES = [_load(m) for m in _MODULES]
+
+
+def pipeline(opts: PassOptions) -> list[Pass]:
+    """The passes Default runs for these options (the planner decides which
+    memory passes run)."""
+    skip = set()
+    if opts.memory_planner in ("DSA_RP", "PTOAS"):
+        skip.add("MemoryReuse")
+    if opts.memory_planner == "PTOAS":
+        skip.add("AllocateMemoryAddr")
+    return [p for p in ALL_PASSES if p.name not in skip]
+
+
+def run_pass(p: Pass, prog, opts: PassOptions, verify: bool = True, done: list | None = None):
+    """Run one pass on a private copy (passes may rewrite their input in place)."""
+    out = p(copy.deepcopy(prog), opts)
+    if verify:
+        from pypto.passes.verify import verify as check
+        check(out, p.name, (done or []) + [p.name])
+    return out
+
+
+def run_pipeline(prog, opts: PassOptions, verify: bool = True):
+    done: list[str] = []
+    for p in pipeline(opts):
+        prog = run_pass(p, prog, opts, verify, done)
+        done.append(p.name)
+    return prog

@@ -1,0 +1,121 @@
+"""InferTileMemorySpace: every tile gets a memory space.
+
+Loads land where `target_memory` says, moves where they are sent, matmul results in
+Acc, everything else computes in Vec. Where an operand sits in the wrong space for its
+consumer, a `tile.move` is inserted when the chip has that data path; otherwise the
+error says which path is missing.
+"""
+from __future__ import annotations
+
+from pypto.errors import CodegenError
+from pypto.ir.nodes import Assign, Call, For, MemorySpace as M, Program, TileType, Var
+from pypto.ir.visit import Rewriter, defs, walk
+from pypto.passes.base import Namer
+
+NAME = "InferTileMemorySpace"
+READS = ("backend_type",)
+
+_PRODUCES = {"tile.matmul": M.Acc, "tile.matmul_acc": M.Acc}
+_OPERANDS = {"tile.matmul": (M.Left, M.Right), "tile.matmul_acc": (M.Acc, M.Left, M.Right)}
+_KEEP = ("tile.load", "tile.move", "tile.create", "tile.store", "tile.alloc")
+
+
+def run(prog: Program, opts) -> Program:
+    out = []
+    for f in prog.functions:
+        if f.is_kernel:
+            namer = Namer({p.var.name for p in f.params} | {v.name for s in walk(f.body) for v in defs(s)})
+            f = _Infer(namer, opts.chip).function(f)
+        out.append(f)
+    return Program(prog.name, out, prog.source)
+
+
+def _paths(chip):
+    p = {(M.Mat, M.Left), (M.Mat, M.Right), (M.Acc, M.Mat), (M.Vec, M.Vec)}
+    if chip.acc_to_vec:
+        p.add((M.Acc, M.Vec))
+    if chip.vec_to_mat:
+        p.add((M.Vec, M.Mat))
+    return p
+
+
+class _Infer(Rewriter):
+    def __init__(self, namer, chip):
+        self.namer = namer
+        self.chip = chip
+        self.paths = _paths(chip)
+        self.emit = []
+
+    def body(self, stmts):
+        out = []
+        for s in stmts:
+            self.emit = []
+            new = self.stmt(s)
+            out.extend(self.emit)
+            out.extend(new)
+        return out
+
+    def stmt(self, s):
+        if isinstance(s, For):
+            for a in s.iter_args:           # a carried tile lives where its initial value does
+                _set_space(a.var, _space(a.init))
+            emit = self.emit
+            new = self.default_stmt(s)
+            self.emit = emit
+            for a, r in zip(new.iter_args, new.return_vars):
+                _set_space(r, _space(a.var))
+            return [new]
+        if not (isinstance(s, Assign) and isinstance(s.value, Call)):
+            return [self.default_stmt(s)]
+        c = s.value
+        if c.op in _KEEP or not c.op.startswith("tile."):
+            if isinstance(s.var.type, TileType) and s.var.type.memory_space is None:
+                _set_space(s.var, c.kwargs.get("target_memory", M.Vec))
+            if c.op == "tile.move":
+                self.check_path(_space(c.args[0]), c.kwargs["target_memory"], s)
+            return [self.default_stmt(s)]
+        want = _OPERANDS.get(c.op)
+        args = []
+        for i, a in enumerate(c.args):
+            if isinstance(getattr(a, "type", None), TileType):
+                target = want[i] if want else M.Vec
+                a = self.place(a, target, s)
+            args.append(a)
+        _set_space(s.var, _PRODUCES.get(c.op, M.Vec))
+        return [Assign(s.var, Call(c.op, args, dict(c.kwargs), s.var.type, dict(c.attrs), c.span), s.span)]
+
+    def place(self, v: Var, target, s):
+        have = _space(v)
+        if have == target:
+            return v
+        if have == M.Vec and target in (M.Left, M.Right) and self.chip.vec_to_mat:
+            v = self.move(v, M.Mat, s)
+            have = M.Mat
+        self.check_path(have, target, s)
+        return self.move(v, target, s)
+
+    def move(self, v, target, s):
+        t = TileType(v.type.shape, v.type.dtype, target)
+        nv = Var(self.namer.fresh(v.name, target.value), t, s.span)
+        self.emit.append(Assign(nv, Call("tile.move", [v], {"target_memory": target}, t, {}, s.span), s.span))
+        return nv
+
+    def check_path(self, src, dst, s):
+        if src != dst and (src, dst) not in self.paths:
+            hint = ("on Ascend910B cube results reach vector cores only through GM: store the Acc tile "
+                    "to a tensor in one kernel and load it in another" if src == M.Acc else
+                    "load the data from GM into the space you need, or move it through Mat")
+            raise CodegenError(f"no data path from {src.name} to {dst.name} on {self.chip.arch}",
+                               s.span, hint)
+
+
+def _space(v):
+    t = getattr(v, "type", None)
+    return t.memory_space if isinstance(t, TileType) else None
+
+
+def _set_space(v, space):
+    t = v.type
+    if isinstance(t, TileType) and space is not None:
+        v.type = TileType(t.shape, t.dtype, space, t.memref)
+

@@ -1,0 +1,125 @@
+"""MemoryReuse: buffers whose lifetimes do not overlap share one allocation.
+
+Lifetimes are measured over the kernel's statements in order; a value used inside a
+loop but defined before it stays live to the end of the loop. An elementwise op may
+write into the buffer of an operand that dies at that very op (it reads and writes
+each element in place), which is how the quickstart's three 64 KiB tiles fit in UB.
+"""
+from __future__ import annotations
+
+from pypto.ir import ops
+from pypto.ir.nodes import Assign, Call, For, Function, MemRef, Program, PtrType, TileType, Var
+from pypto.ir.visit import bodies, defs, stmt_uses
+
+NAME = "MemoryReuse"
+READS = ()
+
+_IN_PLACE = ({f"tile.{o}" for o in ops.BINARY + ops.UNARY + ops.ROW_EXPAND + ops.COL_EXPAND}
+             | {f"tile.{ops.SCALAR_FORM[o]}" for o in ops.BINARY})
+
+
+def run(prog: Program, opts) -> Program:
+    return Program(prog.name, [reuse(f) if f.is_kernel else f for f in prog.functions], prog.source)
+
+
+def linearize(body):
+    """[(index, stmt, enclosing loops)] in program order, plus each loop's last index."""
+    order, loop_end = [], {}
+
+    def go(stmts, loops):
+        for s in stmts:
+            order.append((len(order), s, loops))
+            if isinstance(s, For):
+                start = len(order)
+                for b in bodies(s):
+                    go(b, loops + (id(s),))
+                loop_end[id(s)] = (start - 1, len(order) - 1)
+            else:
+                for b in bodies(s):
+                    go(b, loops)
+    go(body, ())
+    return order, loop_end
+
+
+def lifetimes(f: Function):
+    """Ptr var -> (first def index, last use index, op at first def)."""
+    order, loop_end = linearize(f.body)
+    def_at: dict[int, int] = {}
+    loops_of_def: dict[int, tuple] = {}
+    life: dict[int, list] = {}
+    ptrs: dict[int, Var] = {}
+    for i, s, loops in order:
+        for v in defs(s):
+            def_at[id(v)] = i
+            loops_of_def[id(v)] = loops
+            m = getattr(v.type, "memref", None)
+            if isinstance(v.type, TileType) and m is not None and isinstance(m.base, Var):
+                ptrs[id(m.base)] = m.base
+                op = s.value.op if isinstance(s, Assign) and isinstance(s.value, Call) else None
+                cur = life.get(id(m.base))
+                if cur is None:
+                    life[id(m.base)] = [i, i, op]
+                else:
+                    cur[1] = max(cur[1], i)
+    for i, s, loops in order:
+        for v in stmt_uses(s):
+            m = getattr(v.type, "memref", None)
+            if not (isinstance(v.type, TileType) and m is not None and id(m.base) in life):
+                continue
+            end = i
+            for lp in loops:                  # used in a loop it was not defined in
+                if lp not in loops_of_def.get(id(v), ()):
+                    end = max(end, loop_end[lp][1])
+            life[id(m.base)][1] = max(life[id(m.base)][1], end)
+    return ptrs, life
+
+
+def reuse(f: Function) -> Function:
+    ptrs, life = lifetimes(f)
+    sizes = {}
+    for s in f.body:
+        if isinstance(s, Assign) and isinstance(s.var.type, PtrType):
+            sizes[id(s.var)] = s.value.args[0].value
+            space = s.value.kwargs["target_memory"]
+            sizes[(id(s.var), "space")] = space
+    slots: list[dict] = []           # {"ptr", "space", "size", "until"}
+    remap: dict[int, Var] = {}
+    for pid in sorted(life, key=lambda k: life[k][0]):
+        start, end, op = life[pid]
+        space = sizes[(pid, "space")]
+        best = None
+        for slot in slots:
+            free = slot["until"] < start or (slot["until"] == start and op in _IN_PLACE)
+            if slot["space"] == space and free:
+                if best is None or abs(slot["size"] - sizes[pid]) < abs(best["size"] - sizes[pid]):
+                    best = slot
+        if best is None:
+            slots.append({"ptr": ptrs[pid], "space": space, "size": sizes[pid], "until": end})
+        else:
+            remap[pid] = best["ptr"]
+            best["size"] = max(best["size"], sizes[pid])
+            best["until"] = max(best["until"], end)
+    if not remap:
+        return f
+    new_size = {id(s["ptr"]): s["size"] for s in slots}
+    _rebase(f.body, remap)
+    body = []
+    for s in f.body:
+        if isinstance(s, Assign) and isinstance(s.var.type, PtrType):
+            if id(s.var) in remap:
+                continue
+            s.value.args[0].value = new_size.get(id(s.var), s.value.args[0].value)
+        body.append(s)
+    return Function(f.name, f.params, f.return_types, body, f.func_type, f.level, f.role,
+                    dict(f.attrs), f.span)
+
+
+def _rebase(body, remap):
+    from pypto.ir.visit import walk
+    for s in walk(body):
+        for v in defs(s):
+            m = getattr(v.type, "memref", None)
+            if m is not None and isinstance(m.base, Var) and id(m.base) in remap:
+                v.type = type(v.type)(**{**v.type.__dict__, "memref": MemRef(remap[id(m.base)], m.offset, m.size)})
+        if isinstance(s, Assign) and isinstance(s.value, Call):
+            s.value.type = s.var.type

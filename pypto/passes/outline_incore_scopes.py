@@ -1,0 +1,145 @@
+"""OutlineIncoreScopes: each `with pl.at(level=pl.Level.CORE_GROUP)` region becomes an
+InCore function `<parent>_incore_<k>` (or its `name_hint`), called from the parent.
+
+Values the region reads become parameters (in order of first use); tensors it writes
+(assemble/store targets) become Out (or InOut when also read) parameters and are
+returned. The parent, if Opaque, becomes the Orchestration.
+"""
+from __future__ import annotations
+
+from pypto.errors import CodegenError
+from pypto.ir.nodes import (Assign, Call, Eval, Function, FunctionType, InCoreScope, Param,
+                            ParamDirection, Program, Return, Var, derived_level_role)
+from pypto.ir.visit import Rewriter, Substitute, defs, stmt_uses, walk
+
+NAME = "OutlineIncoreScopes"
+READS = ()
+
+_WRITES = {"tensor.assemble": 0, "tile.store": 2}   # op -> index of the written tensor
+
+
+def run(prog: Program, opts) -> Program:
+    names = {f.name for f in prog.functions}
+    out: list[Function] = []
+    for f in prog.functions:
+        if not any(isinstance(s, InCoreScope) for s in walk(f.body)):
+            out.append(f)
+            continue
+        o = _Outliner(f, names)
+        body = o.body(f.body)
+        ftype = FunctionType.Orchestration if f.func_type is FunctionType.Opaque else f.func_type
+        level, role = (f.level, f.role) if f.func_type is not FunctionType.Opaque else derived_level_role(ftype)
+        out.extend(o.kernels)
+        out.append(Function(f.name, f.params, f.return_types, body, ftype, level, role,
+                            dict(f.attrs), f.span))
+    return Program(prog.name, out, prog.source)
+
+
+class _Outliner(Rewriter):
+    def __init__(self, parent: Function, names: set):
+        self.parent = parent
+        self.names = names
+        self.kernels: list[Function] = []
+        self.count = 0
+        self.rest: list = []           # statements after the current one, for live-out analysis
+        self.subst: dict[int, object] = {}
+
+    def body(self, stmts):
+        out = []
+        for i, s in enumerate(stmts):
+            saved = self.rest
+            self.rest = stmts[i + 1:] + saved
+            out.extend(self.stmt(s))
+            self.rest = saved
+        return out
+
+    def expr(self, e):
+        if isinstance(e, Var):
+            return self.subst.get(id(e), e)
+        return super().expr(e)
+
+    def stmt(self, s):
+        if isinstance(s, InCoreScope):
+            return self.outline(s)
+        return [self.default_stmt(s)]
+
+    def outline(self, scope: InCoreScope):
+        inner_defs = {id(v) for s in walk(scope.body) for v in defs(s)}
+        live_in, seen = [], set()
+        for s in walk(scope.body):
+            for v in stmt_uses(s):
+                if id(v) not in inner_defs and id(v) not in seen:
+                    seen.add(id(v))
+                    live_in.append(v)
+        # which live-in tensors does the region write, and which inner values alias them
+        alias: dict[int, Var] = {}
+        written: dict[int, bool] = {}        # id(live-in) -> also read?
+        for s in walk(scope.body):
+            if isinstance(s, (Assign, Eval)):
+                c = s.value if isinstance(s, Assign) else s.expr
+                if isinstance(c, Call) and c.op in _WRITES:
+                    dst = c.args[_WRITES[c.op]]
+                    root = alias.get(id(dst), dst)
+                    if isinstance(root, Var) and id(root) in seen:
+                        written.setdefault(id(root), False)
+                        if isinstance(s, Assign):
+                            alias[id(s.var)] = root
+        for s in walk(scope.body):
+            c = s.value if isinstance(s, Assign) else (s.expr if isinstance(s, Eval) else None)
+            if isinstance(c, Call):
+                for i, a in enumerate(c.args):
+                    if isinstance(a, Var) and id(a) in written and not (c.op in _WRITES and i == _WRITES[c.op]):
+                        written[id(a)] = True
+        used_after = {id(v) for s in walk(self.rest) for v in stmt_uses(s)}
+        live_out = [v for v in _inner_defs_in_order(scope.body) if id(v) in used_after]
+        for v in live_out:
+            if id(v) not in alias:
+                raise CodegenError(
+                    f"{v.name!r} is computed inside a pl.at region and used after it", v.span,
+                    "only tensors written in place (out[...] = ..., pl.store) may leave a pl.at region; "
+                    "write the value into a tensor created with pl.create_tensor")
+        name = scope.name_hint or self.fresh_name()
+        # the kernel works on its own copies of the parameters
+        params, mapping = [], {}
+        for v in live_in:
+            pv = Var(v.name, v.type, v.span)
+            mapping[id(v)] = pv
+            if id(v) in written:
+                d = ParamDirection.InOut if written[id(v)] else ParamDirection.Out
+            else:
+                d = ParamDirection.In
+            params.append(Param(pv, d))
+        kbody = Substitute(mapping).body(scope.body)
+        # return the final version of each written parameter, in parameter order
+        final: dict[int, Var] = {}
+        for s in walk(scope.body):
+            if isinstance(s, Assign) and id(s.var) in alias:
+                final[id(alias[id(s.var)])] = s.var
+        rets = [final.get(id(v), mapping[id(v)]) for v in live_in if id(v) in written]
+        kbody.append(Return(rets, scope.span))
+        level, role = derived_level_role(FunctionType.InCore)
+        self.kernels.append(Function(name, params, [r.type for r in rets], kbody,
+                                     FunctionType.InCore, level, role, {}, scope.span))
+        args = [self.expr(v) for v in live_in]
+        call = Call("@" + name, args, {}, rets[0].type if len(rets) == 1 else None, {}, scope.span)
+        if len(live_out) == 1 and len(rets) == 1:
+            outer = Var(live_out[0].name, live_out[0].type, live_out[0].span)
+            self.subst[id(live_out[0])] = outer
+            return [Assign(outer, call, scope.span)]
+        for v in live_out:        # several outputs: later uses read the written argument
+            self.subst[id(v)] = self.expr(alias[id(v)])
+        call.type = None
+        return [Eval(call, scope.span)]
+
+    def fresh_name(self) -> str:
+        while True:
+            name = f"{self.parent.name}_incore_{self.count}"
+            self.count += 1
+            if name not in self.names:
+                self.names.add(name)
+                return name
+
+
+def _inner_defs_in_order(body):
+    return [v for s in walk(body) for v in defs(s)]
+

@@ -1,0 +1,93 @@
+"""IR invariants checked after every pass (verification level BASIC).
+
+Each property becomes true at some pass and must stay true afterwards; a violation
+names the pass that broke it. These catch compiler bugs, not user errors.
+"""
+from __future__ import annotations
+
+from pypto.errors import VerificationError
+from pypto.ir import ops
+from pypto.ir.nodes import Assign, Call, Eval, For, Function, Program, TileType
+from pypto.ir.visit import bodies, defs, stmt_uses, walk
+
+# property -> the pass after which it holds
+ESTABLISHED_BY = {
+    "defined_before_use": None,          # always
+    "ssa": "ConvertToSSA",
+    "no_kernel_tensor_ops": "ConvertTensorToTileOps",
+    "tiles_placed": "InferTileMemorySpace",
+    "kernels_typed": "ExpandMixedKernel",
+}
+
+
+def _defined_before_use(f: Function):
+    def go(stmts, scope):
+        for s in stmts:
+            for v in stmt_uses(s):
+                if id(v) not in scope:
+                    return f"{v.name!r} used before it is defined in {f.name}"
+            inner = set(scope)
+            if isinstance(s, For):
+                inner |= {id(s.loop_var)} | {id(a.var) for a in s.iter_args}
+            for b in bodies(s):
+                err = go(b, inner if isinstance(s, For) else scope)
+                if err:
+                    return err
+            for v in defs(s):
+                scope.add(id(v))
+        return None
+    return go(f.body, {id(p.var) for p in f.params})
+
+
+def _ssa(f: Function):
+    seen = {id(p.var) for p in f.params}
+    for s in walk(f.body):
+        for v in defs(s):
+            if id(v) in seen:
+                return f"{v.name!r} is assigned more than once in {f.name}"
+            seen.add(id(v))
+    return None
+
+
+def _no_kernel_tensor_ops(f: Function):
+    if not f.is_kernel:
+        return None
+    for s in walk(f.body):
+        c = s.value if isinstance(s, Assign) else (s.expr if isinstance(s, Eval) else None)
+        if isinstance(c, Call) and ops.is_tensor_op(c.op):
+            return f"tensor op {c.op} left in kernel {f.name}"
+    return None
+
+
+def _tiles_placed(f: Function):
+    for s in walk(f.body):
+        for v in defs(s):
+            if isinstance(v.type, TileType) and v.type.memory_space is None:
+                return f"tile {v.name!r} in {f.name} has no memory space"
+    return None
+
+
+def _kernels_typed(f: Function):
+    from pypto.ir.nodes import FunctionType
+    if f.func_type is FunctionType.InCore:
+        return f"kernel {f.name} is still InCore (neither AIC nor AIV)"
+    return None
+
+
+_CHECKS = {"defined_before_use": _defined_before_use, "ssa": _ssa,
+           "no_kernel_tensor_ops": _no_kernel_tensor_ops, "tiles_placed": _tiles_placed,
+           "kernels_typed": _kernels_typed}
+
+
+def verify(prog: Program, after_pass: str, passes_so_far: list[str]) -> None:
+    active = [p for p, by in ESTABLISHED_BY.items() if by is None or by in passes_so_far]
+    for f in prog.functions:
+        for prop in active:
+            err = _CHECKS[prop](f)
+            if err:
+                raise VerificationError(f"after pass {after_pass}: {err} (property {prop})", f.span,
+                                        "this is a compiler bug; compile with verification_level=NONE "
+                                        "to get past it and report the program")
+
+
+
