@@ -1,0 +1,113 @@
+"""The same steps, for a dodo.py: `doit list`, `doit <target path>`, `doit clean`.
+
+    # dodo.py
+    from pipeline.dodo_support import creators
+    globals().update(creators(first_steps, make_kernel_steps, store, name="build"))
+
+or by hand:
+
+    def task_build():
+        yield from task_dicts(first_steps, store, group="build")
+
+    @create_after(executed="build")
+    def task_kernels():
+        yield from delayed_task_dicts(first_steps, make_kernel_steps, store)
+
+A step named "pass:main:03_SSA" becomes sub-task "main:03_SSA" of basename "pass",
+so `doit list` shows one line per stage and `doit list --all` every step. Targets
+stay as the steps spell them (relative to the dodo directory): doit selects a
+task by the exact target string.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable, Iterator
+
+from doit import create_after
+from doit.globals import Globals
+
+from .graph import GraphError, Step, check_graph
+from .run import BuildContext, to_task_dict
+
+
+def task_dicts(steps: list[Step], store, *, ctx: BuildContext | None = None,
+               group: str | None = None, external: Iterable[str] = (),
+               taken: Iterable[str] = ()) -> Iterator[dict]:
+    """Task dicts for a dodo `task_*` generator, one per step, in dependency order.
+
+    group: also yield a task of that name depending on every step (a handle for
+    `doit <group>` and for `create_after(executed=group)`).
+    external: step names outside `steps` that refs may point at (same doit run).
+    taken: basenames already used by other generators; steps under those are
+    yielded as plain tasks (full name) instead of as sub-tasks of a new group.
+    """
+    ordered = check_graph(steps, external=external)
+    ctx = ctx if ctx is not None else BuildContext(store)
+    taken = set(taken)
+    names = {s.name for s in ordered}
+    if group is not None and (group in names or group in taken
+                              or any(s.name.split(":", 1)[0] == group for s in ordered)):
+        raise GraphError(f"group name {group!r} clashes with a step name or basename")
+    for s in ordered:
+        d = to_task_dict(s, store, ctx)
+        full = d.pop("name")
+        base, sep, sub = full.partition(":")
+        if sep and base not in taken:
+            yield {"basename": base, "name": sub, **d}
+        else:
+            yield {"basename": full, **d}
+    if group is not None:
+        yield {"basename": group, "actions": None, "task_dep": [s.name for s in ordered],
+               "doc": f"build all {len(ordered)} steps of this phase"}
+
+
+def known_digests(steps: list[Step], ctx: BuildContext | None = None
+                  ) -> dict[str, dict[str, str]] | None:
+    """The output digests doit holds for `steps` (from this run, or the last one),
+    or None if any is unknown (phase 1 never ran with this db)."""
+    get = ctx.dep_get if ctx is not None and ctx.dep_get is not None else None
+    if get is None:
+        dm = Globals.dep_manager
+        if dm is None:
+            return None
+        get = dm._get
+    known = {}
+    for s in steps:
+        values = get(s.name, "_values_:") or {}
+        if not all(o in values for o in s.outputs):
+            return None
+        known[s.name] = {o: values[o] for o in s.outputs}
+    return known
+
+
+def delayed_task_dicts(first: list[Step], then: Callable[[dict], list[Step]], store, *,
+                       ctx: BuildContext | None = None) -> Iterator[dict]:
+    """Task dicts of the steps `then(phase-1 digests)` makes, for a creator decorated
+    with `create_after(executed=<phase-1 group>)`. Their refs to phase-1 steps stay
+    doit dependencies. Yields nothing while phase 1 has not run (e.g. `doit list`
+    on a fresh checkout)."""
+    known = known_digests(first, ctx)
+    if known is None:
+        return
+    second = then(known)
+    taken = {s.name.split(":", 1)[0] for s in first}
+    yield from task_dicts(second, store, ctx=ctx, external=[s.name for s in first],
+                          taken=taken)
+
+
+def creators(first: list[Step], then: Callable[[dict], list[Step]] | None, store, *,
+             name: str = "build") -> dict[str, Callable]:
+    """`task_<name>` (phase 1, with a group task `name`) and, if `then` is given,
+    `task_<name>_delayed` created after `name` has run; put them in a dodo's
+    globals()."""
+    ctx = BuildContext(store)
+
+    def phase1():
+        yield from task_dicts(first, store, ctx=ctx, group=name)
+    phase1.__doc__ = f"phase 1 of {name}"
+    out = {f"task_{name}": phase1}
+    if then is not None:
+        def phase2():
+            yield from delayed_task_dicts(first, then, store, ctx=ctx)
+        phase2.__doc__ = f"steps of {name} created from phase-1 results"
+        out[f"task_{name}_delayed"] = create_after(executed=name, target_regex=".*")(phase2)
+    return out
