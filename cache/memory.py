@@ -121,7 +121,8 @@ class MemoryStore:
 
     def gc(self, max_size: int, grace: float = DEFAULT_GRACE) -> dict:
         with self._mu:
-            return collect(self, max_size, grace)
+            # tmp/locks: nothing to sweep in memory; keys kept for parity with Store.gc
+            return {**collect(self, max_size, grace), "tmp": 0, "locks": 0}
 
     def clear(self) -> None:
         with self._mu:
