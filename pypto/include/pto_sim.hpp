@@ -1,0 +1,331 @@
+// pto_sim: the header-only tile library that pypto.ptoas emits C++ against.
+//
+// A Tile is a typed window at a byte address inside one on-chip space of the calling
+// thread (= simulated core). Its rows/cols are the constants of the tile_buf type; the
+// valid rows/cols are runtime values. Ops have logical row-major semantics over the valid
+// region; layout attributes only matter to the verifier. Every op checks its shapes and
+// throws pto::Error naming its call site instead of writing out of bounds.
+#pragma once
+#include "pto_sim_base.hpp"
+#include "pto_sim_gm.hpp"
+
+namespace pto {
+
+template <class T> struct Tile {
+    T* p;
+    int32_t rows, cols, vr, vc;
+    int32_t space;
+    int64_t addr;
+    T* row(int64_t i) const { return p + i * cols; }
+};
+
+template <class T>
+inline Tile<T> alloc_tile(int space, int64_t addr, int32_t rows, int32_t cols, int64_t vr, int64_t vc,
+                          const char* site) {
+    int64_t bytes = int64_t(rows) * cols * int64_t(sizeof(T));
+    if (addr < 0 || addr % 32 != 0) fail(site, "tile address %lld is not a 32-byte aligned offset", (long long)addr);
+    if (addr + bytes > kCapacity[space])
+        fail(site, "tile [%lld, %lld) overflows %s (capacity %lld bytes on %s)", (long long)addr,
+             (long long)(addr + bytes), kSpaceName[space], (long long)kCapacity[space], kArch);
+    if (vr < 0 || vr > rows || vc < 0 || vc > cols)
+        fail(site, "valid shape %lldx%lld exceeds the tile shape %dx%d", (long long)vr, (long long)vc, rows, cols);
+    Tile<T> t;
+    t.p = reinterpret_cast<T*>(space_base(space) + addr);
+    t.rows = rows;
+    t.cols = cols;
+    t.vr = int32_t(vr);
+    t.vc = int32_t(vc);
+    t.space = space;
+    t.addr = addr;
+    return t;
+}
+
+// pto.treshape: the same bytes seen with another shape (and possibly element type).
+template <class U, class T>
+inline Tile<U> treshape(const Tile<T>& s, int32_t rows, int32_t cols, int64_t vr, int64_t vc, const char* site) {
+    if (int64_t(rows) * cols * int64_t(sizeof(U)) != int64_t(s.rows) * s.cols * int64_t(sizeof(T)))
+        fail(site, "reshape %dx%d -> %dx%d changes the byte size", s.rows, s.cols, rows, cols);
+    return alloc_tile<U>(s.space, s.addr, rows, cols, vr, vc, site);
+}
+
+template <class A, class B> inline void same_valid(const Tile<A>& a, const Tile<B>& b, const char* site) {
+    if (a.vr != b.vr || a.vc != b.vc)
+        fail(site, "valid shapes differ: %dx%d vs %dx%d", a.vr, a.vc, b.vr, b.vc);
+}
+
+// ---------------------------------------------------------------- elementwise
+template <class T, class F> inline void map1(const Tile<T>& d, const Tile<T>& a, F f, const char* site) {
+    same_valid(d, a, site);
+    using C = calc_t<T>;
+    for (int64_t i = 0; i < d.vr; ++i) {
+        T* dr = d.row(i);
+        const T* ar = a.row(i);
+        for (int64_t j = 0; j < d.vc; ++j) dr[j] = T(f(C(ar[j])));
+    }
+}
+
+// b may be a full tile, a column vector [M,1] (per-row value) or a row vector [1,N].
+enum Bcast { B_FULL = 1, B_ROW = 2, B_COL = 4, B_ANY = 7 };
+
+template <class T, class F>
+inline void map2(const Tile<T>& d, const Tile<T>& a, const Tile<T>& b, int allowed, F f, const char* site) {
+    same_valid(d, a, site);
+    int64_t si, sj;  // strides into b
+    if ((allowed & B_FULL) && b.vr == d.vr && b.vc == d.vc) { si = b.cols; sj = 1; }
+    else if ((allowed & B_ROW) && b.vr == d.vr && b.vc == 1) { si = b.cols; sj = 0; }
+    else if ((allowed & B_COL) && b.vr == 1 && b.vc == d.vc) { si = 0; sj = 1; }
+    else fail(site, "operand shape %dx%d does not broadcast to %dx%d", b.vr, b.vc, d.vr, d.vc);
+    using C = calc_t<T>;
+    for (int64_t i = 0; i < d.vr; ++i) {
+        T* dr = d.row(i);
+        const T* ar = a.row(i);
+        const T* br = b.p + i * si;
+        for (int64_t j = 0; j < d.vc; ++j) dr[j] = T(f(C(ar[j]), C(br[j * sj])));
+    }
+}
+
+template <class C> inline C div_(C x, C y, const char* site) {
+    if constexpr (is_int<C>) return divsi(x, y, site);
+    else return x / y;
+}
+
+#define PTO_BINARY(NAME, ALLOWED, EXPR)                                                         \
+    template <class T>                                                                          \
+    inline void NAME(const Tile<T>& d, const Tile<T>& a, const Tile<T>& b, const char* site) { \
+        map2(d, a, b, ALLOWED, [site](auto x, auto y) { (void)site; return EXPR; }, site);      \
+    }
+PTO_BINARY(tadd, B_ANY, x + y)
+PTO_BINARY(tsub, B_ANY, x - y)
+PTO_BINARY(tmul, B_ANY, x * y)
+PTO_BINARY(tdiv, B_ANY, div_(x, y, site))
+PTO_BINARY(tmax, B_ANY, max_(x, y))
+PTO_BINARY(tmin, B_ANY, min_(x, y))
+PTO_BINARY(tand, B_FULL, x & y)
+PTO_BINARY(tor, B_FULL, x | y)
+PTO_BINARY(txor, B_FULL, x ^ y)
+PTO_BINARY(tshl, B_FULL, x << y)
+PTO_BINARY(tshr, B_FULL, x >> y)
+PTO_BINARY(trowexpandadd, B_ROW, x + y)
+PTO_BINARY(trowexpandsub, B_ROW, x - y)
+PTO_BINARY(trowexpandmul, B_ROW, x * y)
+PTO_BINARY(trowexpanddiv, B_ROW, div_(x, y, site))
+PTO_BINARY(trowexpandmax, B_ROW, max_(x, y))
+PTO_BINARY(trowexpandmin, B_ROW, min_(x, y))
+PTO_BINARY(tcolexpandadd, B_COL, x + y)
+PTO_BINARY(tcolexpandsub, B_COL, x - y)
+PTO_BINARY(tcolexpandmul, B_COL, x * y)
+PTO_BINARY(tcolexpanddiv, B_COL, div_(x, y, site))
+PTO_BINARY(tcolexpandmax, B_COL, max_(x, y))
+PTO_BINARY(tcolexpandmin, B_COL, min_(x, y))
+#undef PTO_BINARY
+
+// Tile-scalar ops; the scalar is converted to the element's compute type once.
+#define PTO_SCALAR(NAME, EXPR)                                                            \
+    template <class T, class S>                                                           \
+    inline void NAME(const Tile<T>& d, const Tile<T>& a, S s, const char* site) {         \
+        using C = calc_t<T>;                                                              \
+        const C y = C(s);                                                                 \
+        map1(d, a, [y, site](C x) { (void)site; return EXPR; }, site);                   \
+    }
+PTO_SCALAR(tadds, x + y)
+PTO_SCALAR(tsubs, x - y)
+PTO_SCALAR(tmuls, x * y)
+PTO_SCALAR(tdivs, div_(x, y, site))
+PTO_SCALAR(tmaxs, max_(x, y))
+PTO_SCALAR(tmins, min_(x, y))
+PTO_SCALAR(tlrelu, x > C(0) ? x : C(x * y))
+PTO_SCALAR(tands, x & y)
+PTO_SCALAR(tors, x | y)
+PTO_SCALAR(txors, x ^ y)
+PTO_SCALAR(tshls, x << y)
+PTO_SCALAR(tshrs, x >> y)
+#undef PTO_SCALAR
+
+template <class C> inline C abs_(C x) { return x < C(0) ? C(-x) : x; }
+
+inline float math_exp(float x) { return __builtin_expf(x); }
+inline double math_exp(double x) { return __builtin_exp(x); }
+inline float math_log(float x) { return __builtin_logf(x); }
+inline double math_log(double x) { return __builtin_log(x); }
+inline float math_sqrt(float x) { return __builtin_sqrtf(x); }
+inline double math_sqrt(double x) { return __builtin_sqrt(x); }
+
+#define PTO_UNARY(NAME, EXPR)                                                      \
+    template <class T> inline void NAME(const Tile<T>& d, const Tile<T>& a, const char* site) { \
+        using C = calc_t<T>;                                                       \
+        map1(d, a, [](C x) { return EXPR; }, site);                                \
+    }
+PTO_UNARY(tabs, abs_(x))
+PTO_UNARY(tneg, C(-x))
+PTO_UNARY(trelu, x > C(0) ? x : C(0))
+PTO_UNARY(tnot, C(~x))
+PTO_UNARY(texp, C(math_exp(x)))
+PTO_UNARY(tlog, C(math_log(x)))
+PTO_UNARY(tsqrt, C(math_sqrt(x)))
+PTO_UNARY(trsqrt, C(C(1) / math_sqrt(x)))
+PTO_UNARY(trecip, C(C(1) / x))
+#undef PTO_UNARY
+
+// ---------------------------------------------------------------- broadcasts / fills
+template <class T, class S> inline void texpands(const Tile<T>& d, S s, const char* /*site*/) {
+    const T v = T(calc_t<T>(s));
+    for (int64_t i = 0; i < d.vr; ++i)
+        for (int64_t j = 0; j < d.vc; ++j) d.row(i)[j] = v;
+}
+template <class T> inline void trowexpand(const Tile<T>& d, const Tile<T>& v, const char* site) {
+    if (v.vr != d.vr || v.vc != 1) fail(site, "row expand needs a %dx1 source, got %dx%d", d.vr, v.vr, v.vc);
+    for (int64_t i = 0; i < d.vr; ++i)
+        for (int64_t j = 0; j < d.vc; ++j) d.row(i)[j] = v.row(i)[0];
+}
+template <class T> inline void tcolexpand(const Tile<T>& d, const Tile<T>& v, const char* site) {
+    if (v.vr != 1 || v.vc != d.vc) fail(site, "column expand needs a 1x%d source, got %dx%d", d.vc, v.vr, v.vc);
+    for (int64_t i = 0; i < d.vr; ++i)
+        for (int64_t j = 0; j < d.vc; ++j) d.row(i)[j] = v.p[j];
+}
+
+// ---------------------------------------------------------------- reductions
+// Row reductions write [M,1]; column reductions write [1,N]. The tmp operand of the real
+// ISA is a scratch tile the hardware needs; here it is verified but unused.
+template <class T, class F> inline void rowreduce(const Tile<T>& d, const Tile<T>& s, F f, const char* site) {
+    if (d.vr != s.vr || d.vc != 1) fail(site, "row reduction of %dx%d needs a %dx1 result, got %dx%d", s.vr, s.vc, s.vr, d.vr, d.vc);
+    if (s.vc < 1) fail(site, "row reduction over an empty row");
+    using C = calc_t<T>;
+    for (int64_t i = 0; i < s.vr; ++i) {
+        const T* r = s.row(i);
+        C acc = C(r[0]);
+        for (int64_t j = 1; j < s.vc; ++j) acc = f(acc, C(r[j]));
+        d.row(i)[0] = T(acc);
+    }
+}
+template <class T, class F> inline void colreduce(const Tile<T>& d, const Tile<T>& s, F f, const char* site) {
+    if (d.vr != 1 || d.vc != s.vc) fail(site, "column reduction of %dx%d needs a 1x%d result, got %dx%d", s.vr, s.vc, s.vc, d.vr, d.vc);
+    if (s.vr < 1) fail(site, "column reduction over an empty column");
+    using C = calc_t<T>;
+    for (int64_t j = 0; j < s.vc; ++j) {
+        C acc = C(s.p[j]);
+        for (int64_t i = 1; i < s.vr; ++i) acc = f(acc, C(s.row(i)[j]));
+        d.p[j] = T(acc);
+    }
+}
+#define PTO_REDUCE(NAME, KIND, EXPR)                                                  \
+    template <class T> inline void NAME(const Tile<T>& d, const Tile<T>& s, const char* site) { \
+        KIND(d, s, [](auto a, auto b) { return EXPR; }, site);                         \
+    }
+PTO_REDUCE(trowsum, rowreduce, a + b)
+PTO_REDUCE(trowmax, rowreduce, max_(a, b))
+PTO_REDUCE(trowmin, rowreduce, min_(a, b))
+PTO_REDUCE(trowprod, rowreduce, a * b)
+PTO_REDUCE(tcolsum, colreduce, a + b)
+PTO_REDUCE(tcolmax, colreduce, max_(a, b))
+PTO_REDUCE(tcolmin, colreduce, min_(a, b))
+PTO_REDUCE(tcolprod, colreduce, a * b)
+#undef PTO_REDUCE
+
+// ---------------------------------------------------------------- conversion / moves
+template <class D, class S> inline void tcvt(const Tile<D>& d, const Tile<S>& s, int mode, const char* site) {
+    same_valid(d, s, site);
+    for (int64_t i = 0; i < d.vr; ++i) {
+        D* dr = d.row(i);
+        const S* sr = s.row(i);
+        for (int64_t j = 0; j < d.vc; ++j) dr[j] = convert<D>(sr[j], mode);
+    }
+}
+// tmov copies the valid region between spaces; out of acc it may also convert the dtype.
+template <class D, class S> inline void tmov(const Tile<D>& d, const Tile<S>& s, const char* site) {
+    tcvt(d, s, RM_RINT, site);
+}
+template <class T> inline void ttrans(const Tile<T>& d, const Tile<T>& s, const char* site) {
+    if (d.vr != s.vc || d.vc != s.vr) fail(site, "transpose of %dx%d needs a %dx%d result, got %dx%d", s.vr, s.vc, s.vc, s.vr, d.vr, d.vc);
+    if (d.p == s.p && s.vr > 1 && s.vc > 1) fail(site, "transpose cannot run in place");
+    for (int64_t i = 0; i < s.vr; ++i)
+        for (int64_t j = 0; j < s.vc; ++j) d.row(j)[i] = s.row(i)[j];
+}
+
+// ---------------------------------------------------------------- GM <-> tile
+template <class T, class G> inline void check_part(const Tile<T>& t, const GmPart<G>& p, const char* site) {
+    if (p.rows() != t.vr || p.cols() != t.vc)
+        fail(site, "partition %lldx%lld does not match the tile's valid shape %dx%d", (long long)p.rows(),
+             (long long)p.cols(), t.vr, t.vc);
+}
+template <class T> inline void tload(const Tile<T>& d, const GmPart<T>& p, const char* site) {
+    check_part(d, p, site);
+    const int64_t cs = p.col_stride();
+    for (int64_t i = 0; i < d.vr; ++i) {
+        const T* src = p.base + p.row_offset(i);
+        T* dr = d.row(i);
+        if (cs == 1) std::memcpy(dr, src, size_t(d.vc) * sizeof(T));
+        else for (int64_t j = 0; j < d.vc; ++j) dr[j] = src[j * cs];
+    }
+}
+// From vec the dtypes match; from acc the fix-pipe converts (f32 -> f16/bf16, ...).
+template <class G, class T> inline void tstore(const GmPart<G>& p, const Tile<T>& s, const char* site) {
+    check_part(s, p, site);
+    const int64_t cs = p.col_stride();
+    for (int64_t i = 0; i < s.vr; ++i) {
+        G* dst = p.base + p.row_offset(i);
+        const T* sr = s.row(i);
+        for (int64_t j = 0; j < s.vc; ++j) dst[j * cs] = convert<G>(sr[j], RM_RINT);
+    }
+}
+
+// ---------------------------------------------------------------- cube
+// c[m,n] (+)= a[m,k] x b[k,n]; float inputs accumulate in f32, i8 in i32.
+template <class C, class A, class B>
+inline void matmul_into(const Tile<C>& c, const Tile<A>& a, const Tile<B>& b, bool accumulate, const char* site) {
+    const int64_t m = a.vr, k = a.vc, n = b.vc;
+    if (b.vr != k) fail(site, "matmul inner dims differ: left is %lldx%lld, right is %dx%d", (long long)m, (long long)k, b.vr, b.vc);
+    if (c.vr != m || c.vc != n) fail(site, "matmul result must be %lldx%lld, got %dx%d", (long long)m, (long long)n, c.vr, c.vc);
+    if (m < 1 || k < 1 || n < 1 || m > 4095 || k > 4095 || n > 4095)
+        fail(site, "matmul m=%lld k=%lld n=%lld: each must be in [1, 4095]", (long long)m, (long long)k, (long long)n);
+    using Acc = typename pick<is_int<C>, int32_t, float>::type;
+    for (int64_t i = 0; i < m; ++i) {
+        C* cr = c.row(i);
+        if (!accumulate)
+            for (int64_t j = 0; j < n; ++j) cr[j] = C(0);
+        const A* ar = a.row(i);
+        for (int64_t kk = 0; kk < k; ++kk) {
+            const Acc av = Acc(calc_t<A>(ar[kk]));
+            const B* br = b.row(kk);
+            for (int64_t j = 0; j < n; ++j) cr[j] = C(Acc(cr[j]) + av * Acc(calc_t<B>(br[j])));
+        }
+    }
+}
+template <class C, class A, class B>
+inline void tmatmul(const Tile<C>& c, const Tile<A>& a, const Tile<B>& b, const char* site) {
+    matmul_into(c, a, b, false, site);
+}
+// pto.tmatmul.acc ins(acc_in, a, b) outs(c): c = acc_in + a x b (usually c is acc_in).
+template <class C, class A, class B>
+inline void tmatmul_acc(const Tile<C>& c, const Tile<C>& acc_in, const Tile<A>& a, const Tile<B>& b, const char* site) {
+    if (c.p != acc_in.p) {
+        same_valid(c, acc_in, site);
+        for (int64_t i = 0; i < c.vr; ++i) std::memmove(c.row(i), acc_in.row(i), size_t(c.vc) * sizeof(C));
+    }
+    matmul_into(c, a, b, true, site);
+}
+// pto.tmatmul.bias ins(a, b, bias) outs(c): c = a x b + bias[0, :].
+template <class C, class A, class B, class Bi>
+inline void tmatmul_bias(const Tile<C>& c, const Tile<A>& a, const Tile<B>& b, const Tile<Bi>& bias, const char* site) {
+    if (bias.vr != 1 || bias.vc != b.vc) fail(site, "bias must be 1x%d, got %dx%d", b.vc, bias.vr, bias.vc);
+    matmul_into(c, a, b, false, site);
+    for (int64_t i = 0; i < c.vr; ++i)
+        for (int64_t j = 0; j < c.vc; ++j) c.row(i)[j] = C(calc_t<C>(c.row(i)[j]) + calc_t<C>(convert<C>(bias.p[j], RM_RINT)));
+}
+
+// ---------------------------------------------------------------- kernel entry helpers
+template <class T> inline T scalar_arg(int64_t raw) {
+    const uint64_t u = uint64_t(raw);
+    if constexpr (is_same<T, float>::value) return f32_from_bits(uint32_t(u));
+    else if constexpr (is_same<T, double>::value) return f64_from_bits(u);
+    else if constexpr (is_same<T, half>::value) return half::from_bits(uint16_t(u));
+    else if constexpr (is_same<T, bfloat16>::value) return bfloat16::from_bits(uint16_t(u));
+    else if constexpr (is_same<T, bool>::value) return (u & 1u) != 0;
+    else return T(u);
+}
+
+inline void copy_message(char* err, int32_t errlen, const char* msg) {
+    if (!err || errlen <= 0) return;
+    std::snprintf(err, size_t(errlen), "%s", msg);
+}
+
+}  // namespace pto

@@ -1,0 +1,210 @@
+// pto_sim base: errors, 16-bit float types, numeric conversion, per-core on-chip arenas.
+// Part of the header-only tile library that pypto.ptoas emits C++ against (see pto_sim.hpp).
+#pragma once
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "pypto_abi.h"
+
+namespace pto {
+
+// ---------------------------------------------------------------- tiny traits
+// Own minimal traits and GCC math builtins instead of <type_traits>/<cmath>: those two
+// headers alone doubled the compile time of a kernel.
+template <class A, class B> struct is_same { static constexpr bool value = false; };
+template <class A> struct is_same<A, A> { static constexpr bool value = true; };
+template <class T> struct int_info { static constexpr bool is_int = false, is_signed = false; };
+#define PTO_INT_INFO(T, S) \
+    template <> struct int_info<T> { static constexpr bool is_int = true, is_signed = S; };
+PTO_INT_INFO(int8_t, true) PTO_INT_INFO(int16_t, true) PTO_INT_INFO(int32_t, true) PTO_INT_INFO(int64_t, true)
+PTO_INT_INFO(uint8_t, false) PTO_INT_INFO(uint16_t, false) PTO_INT_INFO(uint32_t, false) PTO_INT_INFO(uint64_t, false)
+#undef PTO_INT_INFO
+template <class T> constexpr bool is_int = int_info<T>::is_int;
+template <class T> constexpr bool is_signed_int = int_info<T>::is_signed;
+template <bool C, class A, class B> struct pick { using type = A; };
+template <class A, class B> struct pick<false, A, B> { using type = B; };
+
+// ---------------------------------------------------------------- errors
+// Every check failure throws an Error; the generated kernel entry catches it and copies
+// msg into the caller's buffer. `site` is "<loc>: <op>" chosen by the emitter.
+struct Error {
+    char msg[768];
+    const char* what() const { return msg; }
+};
+
+[[noreturn]] inline void fail(const char* site, const char* fmt, ...) {
+    Error e;
+    int n = std::snprintf(e.msg, sizeof e.msg, "%s: error: ", site);
+    if (n < 0 || n >= int(sizeof e.msg)) n = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(e.msg + n, sizeof e.msg - size_t(n), fmt, ap);
+    va_end(ap);
+    throw e;
+}
+
+// ---------------------------------------------------------------- fp16 / bf16
+// Conversions are round-to-nearest-even with subnormals, infinities and NaN kept.
+inline uint32_t f32_bits(float f) { uint32_t x; std::memcpy(&x, &f, 4); return x; }
+inline float f32_from_bits(uint32_t x) { float f; std::memcpy(&f, &x, 4); return f; }
+inline double f64_from_bits(uint64_t x) { double d; std::memcpy(&d, &x, 8); return d; }
+
+inline uint16_t f32_to_f16_bits(float f) {
+    uint32_t x = f32_bits(f);
+    uint32_t sign = (x >> 16) & 0x8000u, exp = (x >> 23) & 0xFFu, man = x & 0x7FFFFFu;
+    if (exp == 0xFF) return uint16_t(sign | 0x7C00u | (man ? 0x200u | (man >> 13) : 0u));
+    int32_t e = int32_t(exp) - 112;  // rebias 127 -> 15
+    if (e >= 31) return uint16_t(sign | 0x7C00u);
+    if (e <= 0) {  // half subnormal (or zero)
+        if (e < -10) return uint16_t(sign);
+        man |= 0x800000u;
+        uint32_t shift = uint32_t(14 - e), m = man >> shift, rem = man & ((1u << shift) - 1u);
+        uint32_t halfway = 1u << (shift - 1);
+        if (rem > halfway || (rem == halfway && (m & 1u))) ++m;
+        return uint16_t(sign | m);
+    }
+    uint32_t h = sign | (uint32_t(e) << 10) | (man >> 13), rem = man & 0x1FFFu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // a carry may reach inf: correct
+    return uint16_t(h);
+}
+
+inline float f16_bits_to_f32(uint16_t h) {
+    uint32_t sign = uint32_t(h & 0x8000u) << 16, exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu;
+    if (exp == 0) {
+        if (man == 0) return f32_from_bits(sign);
+        int e = -1;
+        do { ++e; man <<= 1; } while (!(man & 0x400u));
+        return f32_from_bits(sign | (uint32_t(112 - e) << 23) | ((man & 0x3FFu) << 13));
+    }
+    if (exp == 31) return f32_from_bits(sign | 0x7F800000u | (man << 13));
+    return f32_from_bits(sign | ((exp + 112) << 23) | (man << 13));
+}
+
+inline uint16_t f32_to_bf16_bits(float f) {
+    uint32_t x = f32_bits(f);
+    if ((x & 0x7FFFFFFFu) > 0x7F800000u) return uint16_t((x >> 16) | 0x40u);  // quiet NaN
+    x += 0x7FFFu + ((x >> 16) & 1u);
+    return uint16_t(x >> 16);
+}
+inline float bf16_bits_to_f32(uint16_t b) { return f32_from_bits(uint32_t(b) << 16); }
+
+// 2-byte storage types; arithmetic goes through float (implicit widening, explicit narrowing).
+struct half {
+    uint16_t bits;
+    half() = default;
+    explicit half(float f) : bits(f32_to_f16_bits(f)) {}
+    operator float() const { return f16_bits_to_f32(bits); }
+    static half from_bits(uint16_t b) { half h; h.bits = b; return h; }
+};
+struct bfloat16 {
+    uint16_t bits;
+    bfloat16() = default;
+    explicit bfloat16(float f) : bits(f32_to_bf16_bits(f)) {}
+    operator float() const { return bf16_bits_to_f32(bits); }
+    static bfloat16 from_bits(uint16_t b) { bfloat16 h; h.bits = b; return h; }
+};
+
+template <class T> constexpr bool is_floating =
+    is_same<T, float>::value || is_same<T, double>::value || is_same<T, half>::value || is_same<T, bfloat16>::value;
+
+// The type element arithmetic is done in: float for 16-bit floats, a wider int for small
+// ints (no promotion surprises, wrap-around on narrowing like the hardware).
+template <class T> struct calc { using type = T; };
+template <> struct calc<half> { using type = float; };
+template <> struct calc<bfloat16> { using type = float; };
+template <> struct calc<int8_t> { using type = int32_t; };
+template <> struct calc<uint8_t> { using type = int32_t; };
+template <> struct calc<int16_t> { using type = int32_t; };
+template <> struct calc<int32_t> { using type = int64_t; };
+template <class T> using calc_t = typename calc<T>::type;
+
+// Rounding modes of pto.tcvt (#pto<round_mode X>); they matter for float -> int.
+enum RoundMode { RM_RINT = 0, RM_ROUND = 1, RM_FLOOR = 2, RM_CEIL = 3, RM_TRUNC = 4 };
+
+template <class D, class S> inline D convert(S v, int mode) {
+    if constexpr (is_same<D, S>::value) {
+        return v;
+    } else if constexpr (is_floating<D>) {
+        if constexpr (is_floating<S>) return D(float(v));
+        else return D(float(double(v)));  // exact for i32 up to 2^24, else one rounding via double
+    } else {
+        double x;
+        if constexpr (is_floating<S>) x = double(float(v));
+        else x = double(v);
+        if (x != x) return D(0);  // NaN
+        switch (mode) {
+            case RM_ROUND: x = __builtin_round(x); break;
+            case RM_FLOOR: x = __builtin_floor(x); break;
+            case RM_CEIL: x = __builtin_ceil(x); break;
+            case RM_TRUNC: x = __builtin_trunc(x); break;
+            default: x = __builtin_nearbyint(x); break;
+        }
+        // saturate like the hardware conversion units
+        constexpr double lo = double(is_signed_int<D> ? -(int64_t(1) << (8 * sizeof(D) - 1)) : 0);
+        constexpr double hi = double((uint64_t(1) << (8 * sizeof(D) - (is_signed_int<D> ? 1 : 0))) - 1);
+        if (x < lo) x = lo;
+        if (x > hi) x = hi;
+        return D(int64_t(x));
+    }
+}
+
+// ---------------------------------------------------------------- on-chip memory
+// One arena per space per simulated core. Runtime threads are cores, so each thread owns
+// private UB/L1/L0A/L0B/L0C. Capacities are the usable limits the planner works within.
+enum Space : int { VEC = 0, MAT = 1, LEFT = 2, RIGHT = 3, ACC = 4, BIAS = 5, SCALING = 6, NSPACE = 7 };
+
+#ifdef PTO_ARCH_A5
+constexpr int64_t kCapacity[NSPACE] = {245760, 524288, 65536, 65536, 262144, 4096, 4096};
+constexpr const char* kArch = "a5";
+#else
+constexpr int64_t kCapacity[NSPACE] = {188416, 524288, 65536, 65536, 131072, 1024, 2048};
+constexpr const char* kArch = "a2a3";
+#endif
+constexpr const char* kSpaceName[NSPACE] = {"vec", "mat", "left", "right", "acc", "bias", "scaling"};
+
+inline int64_t space_offset(int s) {
+    int64_t off = 0;
+    for (int i = 0; i < s; ++i) off += kCapacity[i];
+    return off;
+}
+
+struct Arena {
+    unsigned char* base = nullptr;
+    ~Arena() { std::free(base); }
+};
+
+// calloc so untouched pages of a big arena cost no memory; freed when the thread exits.
+inline unsigned char* space_base(int s) {
+    static thread_local Arena arena;
+    if (!arena.base) {
+        arena.base = static_cast<unsigned char*>(std::calloc(1, size_t(space_offset(NSPACE))));
+        if (!arena.base) fail("pto_sim", "cannot allocate the on-chip buffers of this core");
+    }
+    return arena.base + space_offset(s);
+}
+
+// ---------------------------------------------------------------- scalar helpers
+template <class T> inline T max_(T a, T b) { return a < b ? b : a; }
+template <class T> inline T min_(T a, T b) { return b < a ? b : a; }
+
+template <class T> inline T divsi(T a, T b, const char* site) {
+    if (b == 0) fail(site, "integer division by zero");
+    return T(a / b);
+}
+template <class T> inline T remsi(T a, T b, const char* site) {
+    if (b == 0) fail(site, "integer remainder by zero");
+    return T(a % b);
+}
+template <class T> inline T floordivsi(T a, T b, const char* site) {
+    T q = divsi(a, b, site);
+    return (q * b != a && ((a < 0) != (b < 0))) ? T(q - 1) : q;
+}
+template <class T> inline T ceildivsi(T a, T b, const char* site) {
+    T q = divsi(a, b, site);
+    return (q * b != a && ((a < 0) == (b < 0))) ? T(q + 1) : q;
+}
+
+}  // namespace pto

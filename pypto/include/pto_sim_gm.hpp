@@ -1,0 +1,130 @@
+// pto_sim global memory: kernel tensor arguments, tensor views and their partitions.
+// Every access is bounds-checked against the tensor the runtime passed in.
+#pragma once
+#include "pto_sim_base.hpp"
+
+namespace pto {
+
+constexpr int kMaxDims = PYPTO_MAX_DIMS;
+
+// A list of up to 5 extents/offsets, built by the emitter with dims(a, b, ...).
+struct Dims {
+    int n;
+    int64_t v[kMaxDims];
+};
+template <class... A> inline Dims dims(A... a) {
+    static_assert(sizeof...(A) <= kMaxDims, "at most 5 dimensions");
+    return Dims{int(sizeof...(A)), {int64_t(a)...}};
+}
+
+// One tensor parameter: the element pointer (start_offset applied) and the real shape.
+template <class T> struct GmArg {
+    T* base;
+    int ndims;
+    int64_t shape[kMaxDims];
+    int64_t strides[kMaxDims];
+    const char* name;
+};
+
+template <class T>
+inline GmArg<T> gm_arg(int64_t raw, int32_t dtype, const char* name) {
+    const PyptoTensor* t = reinterpret_cast<const PyptoTensor*>(raw);
+    if (!t) fail(name, "tensor argument is a null descriptor");
+    if (t->dtype != dtype) fail(name, "tensor argument has dtype code %d, the kernel expects %d", int(t->dtype), int(dtype));
+    if (t->ndims < 0 || t->ndims > kMaxDims) fail(name, "tensor argument has %d dims", int(t->ndims));
+    if (!t->addr) fail(name, "tensor argument has a null address");
+    GmArg<T> g;
+    g.base = static_cast<T*>(t->addr) + t->start_offset;
+    g.ndims = t->ndims;
+    for (int i = 0; i < kMaxDims; ++i) {
+        g.shape[i] = i < t->ndims ? t->shape[i] : 1;
+        g.strides[i] = i < t->ndims ? t->strides[i] : 0;
+    }
+    g.name = name;
+    return g;
+}
+
+// Furthest element (in elements from base) a shape/stride pair can touch; -1 when empty.
+inline int64_t reach(int n, const int64_t* shape, const int64_t* strides) {
+    int64_t r = 0;
+    for (int i = 0; i < n; ++i) {
+        if (shape[i] <= 0) return -1;
+        r += (shape[i] - 1) * (strides[i] < 0 ? -strides[i] : strides[i]);
+    }
+    return r;
+}
+
+// pto.make_tensor_view: the kernel's own shape/strides over the argument's memory.
+template <class T> struct GmView {
+    T* base;
+    int rank;
+    int64_t shape[kMaxDims];
+    int64_t strides[kMaxDims];
+};
+
+template <class T>
+inline GmView<T> make_tensor_view(const GmArg<T>& a, Dims shape, Dims strides, const char* site) {
+    if (shape.n != strides.n) fail(site, "shape has %d dims but strides %d", shape.n, strides.n);
+    GmView<T> v;
+    v.base = a.base;
+    v.rank = shape.n;
+    for (int i = 0; i < shape.n; ++i) {
+        if (shape.v[i] < 0) fail(site, "negative extent %lld in dim %d", (long long)shape.v[i], i);
+        v.shape[i] = shape.v[i];
+        v.strides[i] = strides.v[i];
+        if (a.ndims == shape.n && shape.v[i] > a.shape[i])
+            fail(site, "view dim %d has extent %lld but tensor %s has only %lld", i,
+                 (long long)shape.v[i], a.name, (long long)a.shape[i]);
+    }
+    int64_t need = reach(v.rank, v.shape, v.strides);
+    int64_t have = reach(a.ndims, a.shape, a.strides);
+    if (need > have)
+        fail(site, "view reaches element %lld but tensor %s ends at element %lld",
+             (long long)need, a.name, (long long)have);
+    return v;
+}
+
+// pto.partition_view: a window of a view; rows = product of leading dims, cols = last dim.
+template <class T> struct GmPart {
+    T* base;
+    int rank;
+    int64_t size[kMaxDims];
+    int64_t strides[kMaxDims];
+    int64_t rows() const {
+        int64_t r = 1;
+        for (int i = 0; i + 1 < rank; ++i) r *= size[i];
+        return r;
+    }
+    int64_t cols() const { return rank ? size[rank - 1] : 1; }
+    // Element offset of the first element of flattened row r.
+    int64_t row_offset(int64_t r) const {
+        int64_t off = 0;
+        for (int i = rank - 2; i >= 0; --i) {
+            off += (r % size[i]) * strides[i];
+            r /= size[i];
+        }
+        return off;
+    }
+    int64_t col_stride() const { return rank ? strides[rank - 1] : 1; }
+};
+
+template <class T>
+inline GmPart<T> partition_view(const GmView<T>& v, Dims offsets, Dims sizes, const char* site) {
+    if (offsets.n != v.rank || sizes.n != v.rank)
+        fail(site, "view has rank %d but %d offsets and %d sizes are given", v.rank, offsets.n, sizes.n);
+    GmPart<T> p;
+    p.base = v.base;
+    p.rank = v.rank;
+    for (int i = 0; i < v.rank; ++i) {
+        int64_t o = offsets.v[i], s = sizes.v[i];
+        if (o < 0 || s < 0 || o + s > v.shape[i])
+            fail(site, "partition [%lld, %lld) of dim %d is outside the tensor view extent %lld",
+                 (long long)o, (long long)(o + s), i, (long long)v.shape[i]);
+        p.base += o * v.strides[i];
+        p.size[i] = s;
+        p.strides[i] = v.strides[i];
+    }
+    return p;
+}
+
+}  // namespace pto

@@ -1,0 +1,25 @@
+"""The one exception type ptoas raises, with both positions an error can have."""
+from __future__ import annotations
+
+
+class PtoasError(Exception):
+    """A parse or verification error.
+
+    `line`/`col` point into the .pto text; `loc` is the op's source location
+    ("file.py:L:C") when the op carried a loc(...). The message starts with the source
+    location when there is one (that is where the user can fix it), else the .pto one.
+    """
+
+    def __init__(self, message: str, *, line: int = 0, col: int = 0, loc: str | None = None,
+                 source_name: str = "<pto>"):
+        self.message = message
+        self.line = line
+        self.col = col
+        self.loc = loc
+        self.source_name = source_name
+        pto_pos = f"{source_name}:{line}:{col}"
+        if loc:
+            text = f"{loc}: error: {message} [{pto_pos}]"
+        else:
+            text = f"{pto_pos}: error: {message}"
+        super().__init__(text)

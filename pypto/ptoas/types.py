@@ -1,0 +1,71 @@
+"""Parsing type text (builtin scalar names and `!pto.*<...>` tokens) into ir types."""
+from __future__ import annotations
+
+from .ir import OpaqueType, PartitionType, PtrType, ScalarType, TensorViewType, TileType, Type
+
+SCALAR_NAMES = {"index", "i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64",
+                "f16", "bf16", "f32", "f64"}
+
+
+def _shape(body: str) -> tuple[tuple, str]:
+    parts = body.strip().split("x")
+    elem = parts[-1]
+    dims = tuple(None if p == "?" else int(p) for p in parts[:-1])
+    return dims, elem
+
+
+def _tile(body: str) -> TileType:
+    fields: dict[str, str] = {}
+    for item in body.split(","):
+        if not item.strip():
+            continue
+        key, _, val = item.partition("=")
+        fields[key.strip()] = val.strip()
+    for key in ("loc", "dtype", "rows", "cols"):
+        if key not in fields:
+            raise ValueError(f"tile_buf type lacks '{key}='")
+
+    def opt_int(key: str, default):
+        val = fields.get(key)
+        if val is None:
+            return default
+        return None if val == "?" else int(val)
+
+    rows, cols = int(fields["rows"]), int(fields["cols"])
+    loc = fields["loc"]
+    known = {"loc", "dtype", "rows", "cols", "v_row", "v_col", "blayout", "slayout",
+             "fractal", "pad", "compact"}
+    unknown = sorted(set(fields) - known)
+    if unknown:
+        raise ValueError(f"tile_buf type has unknown field(s) {', '.join(unknown)}")
+    return TileType(
+        loc=loc, dtype=fields["dtype"], rows=rows, cols=cols,
+        v_row=opt_int("v_row", rows), v_col=opt_int("v_col", cols),
+        blayout=fields.get("blayout", "row_major"),
+        slayout=fields.get("slayout", "none_box"),
+        fractal=int(fields.get("fractal", 1024 if loc == "acc" else 512)),
+        pad=int(fields.get("pad", 0)),
+        compact=opt_int("compact", None),
+    )
+
+
+def parse_type(text: str) -> Type:
+    """Raises ValueError with a short reason on malformed text."""
+    if text in SCALAR_NAMES:
+        return ScalarType(text)
+    if not text.startswith("!"):
+        raise ValueError(f"unknown type '{text}'")
+    head, lt, rest = text.partition("<")
+    body = rest[:-1] if lt else ""
+    try:
+        if head == "!pto.ptr":
+            return PtrType(body.strip())
+        if head == "!pto.tensor_view":
+            return TensorViewType(*_shape(body))
+        if head == "!pto.partition_tensor_view":
+            return PartitionType(*_shape(body))
+        if head == "!pto.tile_buf":
+            return _tile(body)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"malformed {head} type: {e}") from None
+    return OpaqueType(text)
