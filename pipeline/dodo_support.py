@@ -11,12 +11,17 @@ or by hand:
 
     @create_after(executed="build")
     def task_kernels():
-        yield from delayed_task_dicts(first_steps, make_kernel_steps, store)
+        yield from delayed_task_dicts(first_steps, make_kernel_steps, store, group="kernels")
 
 A step named "pass:main:03_SSA" becomes sub-task "main:03_SSA" of basename "pass",
 so `doit list` shows one line per stage and `doit list --all` every step. Targets
 stay as the steps spell them (relative to the dodo directory): doit selects a
 task by the exact target string.
+
+Delayed (phase-2) steps: `doit <their target path>` and `doit <group>` work; a
+phase-2 step cannot be selected by its task name, because doit only learns that
+name once the creator has run. `doit list` shows phase-2 steps from the last
+run's results (none on a fresh checkout).
 """
 from __future__ import annotations
 
@@ -47,17 +52,27 @@ def task_dicts(steps: list[Step], store, *, ctx: BuildContext | None = None,
     if group is not None and (group in names or group in taken
                               or any(s.name.split(":", 1)[0] == group for s in ordered)):
         raise GraphError(f"group name {group!r} clashes with a step name or basename")
+    groups: dict[str, list[Step]] = {}
+    for s in ordered:
+        base, sep, _ = s.name.partition(":")
+        if sep and base not in taken:
+            groups.setdefault(base, []).append(s)
+    for base, members in groups.items():  # the group tasks `doit list` shows
+        stages = ", ".join(sorted({s.stage for s in members}))
+        yield {"basename": base, "name": None,
+               "doc": f"{stages}: {len(members)} step{'s' if len(members) > 1 else ''}"}
     for s in ordered:
         d = to_task_dict(s, store, ctx)
         full = d.pop("name")
         base, sep, sub = full.partition(":")
-        if sep and base not in taken:
+        if base in groups:
             yield {"basename": base, "name": sub, **d}
         else:
             yield {"basename": full, **d}
     if group is not None:
         yield {"basename": group, "actions": None, "task_dep": [s.name for s in ordered],
-               "doc": f"build all {len(ordered)} steps of this phase"}
+               "doc": f"all {len(ordered)} steps: " + ", ".join(sorted(
+                   {s.name.split(":", 1)[0] for s in ordered}))}
 
 
 def known_digests(steps: list[Step], ctx: BuildContext | None = None
@@ -80,18 +95,22 @@ def known_digests(steps: list[Step], ctx: BuildContext | None = None
 
 
 def delayed_task_dicts(first: list[Step], then: Callable[[dict], list[Step]], store, *,
-                       ctx: BuildContext | None = None) -> Iterator[dict]:
+                       group: str, ctx: BuildContext | None = None) -> Iterator[dict]:
     """Task dicts of the steps `then(phase-1 digests)` makes, for a creator decorated
     with `create_after(executed=<phase-1 group>)`. Their refs to phase-1 steps stay
     doit dependencies. Yields nothing while phase 1 has not run (e.g. `doit list`
-    on a fresh checkout)."""
+    on a fresh checkout).
+
+    group: the creator's own task name (`task_kernels` -> "kernels"). doit runs
+    what a delayed creator yields only through a task of that name, so one is
+    yielded depending on every created step."""
     known = known_digests(first, ctx)
     if known is None:
         return
     second = then(known)
     taken = {s.name.split(":", 1)[0] for s in first}
     yield from task_dicts(second, store, ctx=ctx, external=[s.name for s in first],
-                          taken=taken)
+                          taken=taken, group=group)
 
 
 def creators(first: list[Step], then: Callable[[dict], list[Step]] | None, store, *,
@@ -107,7 +126,7 @@ def creators(first: list[Step], then: Callable[[dict], list[Step]] | None, store
     out = {f"task_{name}": phase1}
     if then is not None:
         def phase2():
-            yield from delayed_task_dicts(first, then, store, ctx=ctx)
+            yield from delayed_task_dicts(first, then, store, ctx=ctx, group=f"{name}_delayed")
         phase2.__doc__ = f"steps of {name} created from phase-1 results"
         out[f"task_{name}_delayed"] = create_after(executed=name, target_regex=".*")(phase2)
     return out

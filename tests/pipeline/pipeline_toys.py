@@ -80,16 +80,19 @@ def wrong_outputs(inputs, options):
 
 
 def outline(inputs, options):
-    """'pass' that splits "kernel NAME: BODY" lines out of a program: output
-    "program" is the orchestration text, "kernels" a JSON list of names."""
+    """'pass' that splits "KERNEL name: body" lines out of a program: output
+    "program" is what remains (the orchestration), "kernels" a JSON object
+    {name: body}. Which kernels exist is known only once this has run."""
     _log("outline", options)
-    names, orch = [], []
+    kernels, orch = {}, []
     for ln in inputs["text"].decode().splitlines():
         if ln.startswith("KERNEL "):
-            names.append(ln.split()[1].rstrip(":").lower())
+            name, body = ln[len("KERNEL "):].split(":", 1)
+            kernels[name.strip()] = body.strip() + "\n"
+            orch.append(f"call {name.strip()}")
         else:
             orch.append(ln)
-    return {"program": "\n".join(orch) + "\n", "kernels": json.dumps(names)}
+    return {"program": "\n".join(orch) + "\n", "kernels": json.dumps(kernels, sort_keys=True)}
 
 
 def nested_build(inputs, options):
@@ -142,6 +145,48 @@ def chain(src: Ref, *, impl_upper="impl-u", fn_upper=upper, sfx="", targets_dir=
              targets=k_t, executable=("so",) if targets_dir else (),
              doc="build the kernel"),
     ]
+
+
+def two_phase(store, src: Ref, out_dir: str):
+    """A toy 2-phase graph: (first steps, then) where then(digests) makes one
+    pto -> kernel chain per outlined kernel plus the orchestration step.
+    Targets are spelled relative to `out_dir` as given (relative for a dodo)."""
+    first = [
+        Step("frontend:prog", "frontend", strip_comments, "impl-s", {"tag": "fe"}, {"src": src},
+             ("text",), targets={"text": f"{out_dir}/prog.fe.txt"}, doc="strip comments"),
+        Step("pass:prog:outline", "pass", outline, "impl-o", {"tag": "ol"},
+             {"text": Ref("frontend:prog", "text")}, ("program", "kernels"), doc="outline kernels"),
+    ]
+
+    def then(digests):
+        kernels = json.loads(store.get_bytes(digests["pass:prog:outline"]["kernels"]))
+        steps = []
+        for name, body in sorted(kernels.items()):
+            body_ref = Ref(None, store.put_bytes(body.encode()))
+            steps += [
+                Step(f"pto:{name}", "pto", upper, "impl-u", {"tag": f"pto.{name}"},
+                     {"text": body_ref}, ("text",), doc=f"codegen of kernel {name}"),
+                Step(f"kernel:{name}", "kernel", sleepy, "impl-k", {"tag": f"k.{name}", "seconds": 0},
+                     {"text": Ref(f"pto:{name}", "text")}, ("so",),
+                     targets={"so": f"{out_dir}/{name}.so"}, executable=("so",),
+                     doc=f"build kernel {name}"),
+            ]
+        steps.append(Step("orchestration:prog", "orchestration", join, "impl-j", {"tag": "orch"},
+                          {"0": Ref("pass:prog:outline", "program"),
+                           **{f"k.{n}": Ref(f"kernel:{n}", "so") for n in kernels}},
+                          ("text",), targets={"text": f"{out_dir}/prog.orch.txt"},
+                          doc="host code"))
+        return steps
+
+    return first, then
+
+
+PROGRAM = """# a toy program
+setup
+KERNEL add: a + b
+KERNEL mul: a * b
+teardown
+"""
 
 
 def statuses(result) -> dict[str, str]:

@@ -1,0 +1,178 @@
+"""The pypto compile flow as build steps: one pure stage function per stage, and the
+builders that lay a program's steps out as data.
+
+This is the only module of `pipeline` that knows the compiler. Stage functions take
+and return bytes (canonical texts and binaries), never objects, so every result can
+be content-addressed and every step re-run alone.
+"""
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+from pipeline.graph import Ref, Step, impl_digest
+
+_ROOT = Path(__file__).resolve().parent.parent / "pypto"
+
+
+# ----------------------------------------------------------------------------- impl digests
+def _files(*globs) -> list[Path]:
+    out = []
+    for g in globs:
+        out.extend(sorted(_ROOT.glob(g)))
+    return out
+
+
+# the IR, its printer and parser: every IR-to-IR stage reads and writes through them
+_IR_FILES = ("dtype.py", "errors.py", "backend.py", "ir/nodes.py", "ir/ops.py", "ir/printer.py",
+             "ir/visit.py", "ir/equal.py", "ir/layout.py", "language/**/*.py")
+
+
+@functools.lru_cache(maxsize=None)
+def stage_impl(stage: str, extra: str = "") -> str:
+    """Digest of the code implementing a stage (cached per process)."""
+    common = _files(*_IR_FILES)
+    if stage == "pass":
+        files = common + _files("passes/base.py", "passes/verify.py", "passes/__init__.py",
+                                f"passes/{extra}.py")
+    elif stage == "specialize":
+        files = common + _files("jit/specialize.py")
+    elif stage == "frontend":
+        files = common
+    elif stage == "pto":
+        files = common + _files("codegen/pto.py", "codegen/*.py")
+    elif stage == "ptoas":
+        files = _files("ptoas/*.py", "include/*.h", "include/*.hpp")
+    elif stage == "kernel":
+        from pypto.ptoas.build import toolchain_id
+        return impl_digest(*_files("ptoas/build.py"), toolchain_id())
+    elif stage == "orchestration":
+        from pypto.ptoas.build import toolchain_id
+        return impl_digest(*(common + _files("codegen/*.py", "include/pypto_abi.h", "ptoas/build.py")),
+                           toolchain_id())
+    elif stage == "config":
+        files = common + _files("codegen/config.py")
+    else:
+        raise ValueError(f"unknown stage {stage}")
+    return impl_digest(*files)
+
+
+# ----------------------------------------------------------------------------- stage functions
+def _parse(data: bytes):
+    from pypto.language import parse
+    return parse(data.decode("utf-8"), filename="<ir>")
+
+
+def _print(prog, explicit: bool = False) -> bytes:
+    from pypto.ir.printer import print_program
+    return print_program(prog, explicit=explicit).encode("utf-8")
+
+
+def specialize_stage(inputs: dict, options: dict) -> dict:
+    """@pl.jit source + argument metadata -> @pl.program source text."""
+    from pypto.jit.specialize import specialize
+    return {"program": specialize(json.loads(inputs["spec"])).encode("utf-8")}
+
+
+def frontend_stage(inputs: dict, options: dict) -> dict:
+    """Program source -> the canonical printed program (00_frontend.py)."""
+    prog = _parse(inputs["program"])
+    out = {"program": _print(prog)}
+    if options.get("explicit"):
+        out["dump"] = _print(prog, explicit=True)
+    return out
+
+
+def pass_stage(inputs: dict, options: dict) -> dict:
+    """One pass of the Default pipeline: program text -> program text."""
+    from pypto.backend import BackendType
+    from pypto.passes import ALL_PASSES, run_pass
+    from pypto.passes.base import PassOptions
+    p = next(x for x in ALL_PASSES if x.name == options["pass"])
+    opts = PassOptions(backend_type=BackendType(options.get("backend_type", "Ascend910B")),
+                       memory_planner=options.get("memory_planner", "PYPTO"))
+    level = options["verify"]
+    out = run_pass(p, _parse(inputs["program"]), opts, verify=level != "none",
+                   done=list(options["done"]))
+    text = _print(out)
+    if level == "roundtrip":
+        from pypto.ir.equal import assert_structural_equal
+        from pypto.errors import VerificationError
+        try:
+            assert_structural_equal(out, _parse(text))
+        except AssertionError as e:
+            raise VerificationError(f"after pass {p.name}: the printed IR does not parse back to "
+                                    f"the same program: {e}") from None
+    res = {"program": text}
+    if options.get("explicit"):
+        res["dump"] = _print(out, explicit=True)
+    return res
+
+
+def pto_stage(inputs: dict, options: dict) -> dict:
+    """One kernel (a program holding just that function) -> its .pto text."""
+    from pypto.codegen.pto import generate_kernel
+    prog = _parse(inputs["kernel"])
+    text = generate_kernel(prog, options["kernel"], arch=options["arch"],
+                           emit_loc=options["emit_loc"])
+    return {"pto": text.encode("utf-8")}
+
+
+def ptoas_stage(inputs: dict, options: dict) -> dict:
+    """.pto -> C++ against the tile library (our ptoas)."""
+    from pypto.ptoas import compile_pto
+    res = compile_pto(inputs["pto"].decode("utf-8"), arch=options["arch"], level=options["level"],
+                      dump_passes=options["dump"])
+    out = {"cpp": res.cpp.encode("utf-8")}
+    if options["dump"]:
+        out["passes"] = json.dumps(res.pass_dumps, sort_keys=True).encode("utf-8")
+    return out
+
+
+def kernel_stage(inputs: dict, options: dict) -> dict:
+    """C++ -> a shared object for the simulator (system C++ compiler)."""
+    from pypto.ptoas.build import build_kernel
+    if options["platform"] not in ("a2a3sim", "a5sim"):
+        from pypto.errors import CodegenError
+        raise CodegenError(
+            f"building device binaries for platform {options['platform']!r} needs the vendor "
+            f"toolchain (ccec), which is not installed",
+            hint="compile for a2a3sim or a5sim to run on the CPU simulator, or pass "
+                 "skip_ptoas=True to stop at the .pto files")
+    return {"so": build_kernel(inputs["cpp"].decode("utf-8"), arch=options["arch"],
+                               core_type=options["core_type"])}
+
+
+def orchestration_stage(inputs: dict, options: dict) -> dict:
+    """The Orchestration function -> host C++ that submits kernels, and its build."""
+    from pypto.codegen.orchestration import generate_orchestration
+    from pypto.ptoas.build import build_host
+    prog = _parse(inputs["program"])
+    cpp = generate_orchestration(prog, options["name"], dict(options["kernel_ids"]))
+    out = {"cpp": cpp.encode("utf-8")}
+    if options["build"]:
+        out["so"] = build_host(cpp)
+    return out
+
+
+def config_stage(inputs: dict, options: dict) -> dict:
+    """kernel_config.py and compiled_meta.json: what the runtime and from_dir read."""
+    from cache import digest_bytes
+    from pypto.codegen.config import compiled_meta_text, kernel_config_text
+    prog = _parse(inputs["program"])
+    out = {"meta": compiled_meta_text(prog, options["orchestration"], options["platform"],
+                                      options["backend_type"], options["runtime"]).encode("utf-8")}
+    if options["kernels"] is not None:
+        kernels = []
+        for k in options["kernels"]:
+            kernels.append(dict(k, digest=digest_bytes(inputs[f"so:{k['name']}"])))
+        out["config"] = kernel_config_text(prog, options["orchestration"], kernels,
+                                           options["runtime"], options["platform"]).encode("utf-8")
+    return out
+
+
+# ----------------------------------------------------------------------------- step builders
+STAGE_FNS = {"specialize": specialize_stage, "frontend": frontend_stage, "pass": pass_stage,
+             "pto": pto_stage, "ptoas": ptoas_stage, "kernel": kernel_stage,
+             "orchestration": orchestration_stage, "config": config_stage}
