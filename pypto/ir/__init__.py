@@ -1,0 +1,26 @@
+"""`from pypto import ir`: the IR, `ir.compile`, and the enums of its parameters."""
+from pypto.ir.nodes import (Program, Function, FunctionType, Level, Role, MemorySpace,
+                            ParamDirection, ArgDir)
+from pypto.ir.options import (PassDumpLevel, VerificationLevel, MemoryPlanner, RuntimeKind,
+                              OptimizationStrategy, DiagnosticPhase, DiagnosticCheck)
+from pypto.ir.printer import print_program as python_print
+
+__all__ = ["Program", "Function", "FunctionType", "Level", "Role", "MemorySpace",
+           "ParamDirection", "ArgDir", "PassDumpLevel", "VerificationLevel", "MemoryPlanner",
+           "RuntimeKind", "OptimizationStrategy", "DiagnosticPhase", "DiagnosticCheck",
+           "python_print", "compile", "CompiledProgram", "assert_structural_equal",
+           "structural_equal"]
+
+
+def __getattr__(name):
+    # kept lazy: the compile facade pulls in the build graph, CompiledProgram the runtime
+    if name == "compile":
+        from pypto.ir.compile import compile
+        return compile
+    if name == "CompiledProgram":
+        from pypto.runtime.compiled import CompiledProgram
+        return CompiledProgram
+    if name in ("assert_structural_equal", "structural_equal"):
+        from pypto.ir import equal
+        return getattr(equal, name)
+    raise AttributeError(f"module 'pypto.ir' has no attribute {name!r}")

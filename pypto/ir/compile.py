@@ -1,0 +1,195 @@
+"""`ir.compile`: validate the parameters, then hand the program to the build graph.
+
+This module only normalises options; every stage runs as a task of `pipeline`
+(imported lazily, so importing the compiler stays cheap).
+"""
+from __future__ import annotations
+
+import datetime
+import os
+from pathlib import Path
+
+from pypto.backend import BackendType, chip, backend_for_platform
+from pypto.ir.options import (DiagnosticPhase, MemoryPlanner, OptimizationStrategy,
+                              PassDumpLevel, RuntimeKind, VerificationLevel, coerce)
+
+
+class UnsupportedOptionError(ValueError):
+    """A parameter value this build of pypto does not implement yet."""
+
+
+def _not_yet(param: str, value, what: str):
+    raise UnsupportedOptionError(
+        f"{param}={value!r}: {what} is not available in this version of pypto yet; "
+        f"leave {param} at its default")
+
+
+def _truthy(env: str, default: bool) -> bool:
+    v = os.environ.get(env)
+    if v is None or v.strip() == "":
+        return default
+    return v.strip().lower() not in ("0", "false", "no", "off")
+
+
+def default_output_dir(name: str) -> Path:
+    """`<base>/<name>_<YYYYmmdd_HHMMSS>`; a clash in the same second gets `_2`, `_3`...
+    claimed atomically with mkdir, so concurrent compiles never share a directory."""
+    base = Path(os.environ.get("PYPTO_PROG_BUILD_DIR") or "build_output")
+    stamp = datetime.datetime.now().strftime("%Y%m%d_%H%M%S")
+    base.mkdir(parents=True, exist_ok=True)
+    k = 1
+    while True:
+        d = base / (f"{name}_{stamp}" if k == 1 else f"{name}_{stamp}_{k}")
+        try:
+            d.mkdir()
+            return d
+        except FileExistsError:
+            k += 1
+
+
+def build_options(*, strategy=OptimizationStrategy.Default, dump_passes=True,
+                  backend_type=BackendType.Ascend910B, platform=None, skip_ptoas=False,
+                  verification_level=None, diagnostic_phase=None, disabled_diagnostics=None,
+                  memory_planner=None, enable_pypto_l0c_double_buffer=None, profiling=False,
+                  distributed_config=None, analyze_auto_scopes_for_deps=False,
+                  emit_source_loc=None, dump_ptoas_passes=False, runtime=None):
+    """Normalise ir.compile's options into the graph's BuildOptions."""
+    from pipeline.driver import BuildOptions
+    from pypto.passes import pipeline
+    from pypto.passes.base import PassOptions
+    coerce(OptimizationStrategy, strategy, "strategy")
+    if isinstance(dump_passes, bool):
+        dump = PassDumpLevel.CONCISE if dump_passes else PassDumpLevel.NONE
+    else:
+        dump = coerce(PassDumpLevel, dump_passes, "dump_passes")
+    if platform is not None:
+        backend = backend_for_platform(platform)
+    else:
+        backend = coerce(BackendType, backend_type, "backend_type")
+        platform = "a5sim" if backend is BackendType.Ascend950 else "a2a3sim"
+    if verification_level is None:
+        env = os.environ.get("PYPTO_VERIFY_LEVEL", "").strip().lower()
+        verification_level = env if env in ("none", "basic", "roundtrip") else "basic"
+    verify = coerce(VerificationLevel, verification_level, "verification_level")
+    planner = coerce(MemoryPlanner, memory_planner or MemoryPlanner.PYPTO, "memory_planner")
+    if planner is not MemoryPlanner.PYPTO:
+        _not_yet("memory_planner", planner.name, "the DSA_RP and PTOAS memory planners")
+    if diagnostic_phase is not None and coerce(DiagnosticPhase, diagnostic_phase,
+                                               "diagnostic_phase") is not DiagnosticPhase.NONE:
+        _not_yet("diagnostic_phase", diagnostic_phase, "phase-gated diagnostics")
+    if disabled_diagnostics:
+        _not_yet("disabled_diagnostics", disabled_diagnostics, "per-check diagnostics")
+    if profiling:
+        _not_yet("profiling", profiling, "report/pipeline_profile (use report/tasks.json)")
+    if distributed_config is not None:
+        _not_yet("distributed_config", distributed_config, "distributed (HOST-level) compilation")
+    if analyze_auto_scopes_for_deps:
+        _not_yet("analyze_auto_scopes_for_deps", True, "AUTO-scope dependency analysis")
+    if enable_pypto_l0c_double_buffer:
+        _not_yet("enable_pypto_l0c_double_buffer", True, "L0C double buffering")
+    rt = coerce(RuntimeKind, runtime or RuntimeKind.TENSORMAP_AND_RINGBUFFER, "runtime")
+    emit_loc = _truthy("PYPTO_EMIT_PTO_LOC", True) if emit_source_loc is None else bool(emit_source_loc)
+    popts = PassOptions(backend_type=backend, memory_planner=planner.value)
+    passes = tuple((p.name, p.module.__name__.rsplit(".", 1)[1], p.reads) for p in pipeline(popts))
+    return BuildOptions(platform=platform, backend_type=backend.value, arch=chip(backend).arch,
+                        dump=dump.name.lower(), skip_ptoas=bool(skip_ptoas), verify=verify.value,
+                        memory_planner=planner.value, emit_loc=emit_loc,
+                        dump_ptoas_passes=bool(dump_ptoas_passes), runtime=rt.value, passes=passes)
+
+
+def compile(program, *, output_dir=None, strategy=OptimizationStrategy.Default, dump_passes=True,
+            backend_type=BackendType.Ascend910B, platform=None, skip_ptoas=False,
+            verification_level=None, diagnostic_phase=None, disabled_diagnostics=None,
+            memory_planner=None, enable_pypto_l0c_double_buffer=None, profiling=False,
+            distributed_config=None, analyze_auto_scopes_for_deps=False, emit_source_loc=None,
+            dump_ptoas_passes=False, runtime=None):
+    """Compile an `ir.Program` through the build graph; returns a CompiledProgram."""
+    from pypto.ir.nodes import Program
+    from pypto.ir.printer import print_program
+    if not isinstance(program, Program):
+        raise TypeError(f"ir.compile expects an ir.Program (a @pl.program class), got "
+                        f"{type(program).__name__}; for a @pl.jit function call .compile(...)")
+    opts = build_options(strategy=strategy, dump_passes=dump_passes, backend_type=backend_type,
+                         platform=platform, skip_ptoas=skip_ptoas,
+                         verification_level=verification_level, diagnostic_phase=diagnostic_phase,
+                         disabled_diagnostics=disabled_diagnostics, memory_planner=memory_planner,
+                         enable_pypto_l0c_double_buffer=enable_pypto_l0c_double_buffer,
+                         profiling=profiling, distributed_config=distributed_config,
+                         analyze_auto_scopes_for_deps=analyze_auto_scopes_for_deps,
+                         emit_source_loc=emit_source_loc, dump_ptoas_passes=dump_ptoas_passes,
+                         runtime=runtime)
+    source = print_program(program).encode("utf-8")
+    return _run(program.name, source, opts, output_dir, program=program, from_spec=False)
+
+
+def _run(name, source: bytes, opts, output_dir, *, program, from_spec):
+    from pipeline.driver import build
+    from pypto.runtime.compiled import CompiledProgram
+    out = Path(output_dir) if output_dir is not None else default_output_dir(name)
+    out.mkdir(parents=True, exist_ok=True)
+    result = build(name, source, opts, out, from_spec=from_spec)
+    if opts.skip_ptoas:
+        return SkippedPtoas(out, program, result)
+    return CompiledProgram(out, program=program)
+
+
+class SkippedPtoas:
+    """What compile(skip_ptoas=True) returns: the .pto files and metadata, nothing to run."""
+
+    def __init__(self, output_dir: Path, program, build):
+        self.output_dir = Path(output_dir).resolve()
+        self.program = program
+        self.pto_files = sorted((self.output_dir / "ptoas").glob("*.pto"))
+
+    def __fspath__(self):
+        return str(self.output_dir)
+
+    def __call__(self, *a, **k):
+        raise RuntimeError(f"{self.output_dir} was compiled with skip_ptoas=True: it has .pto files "
+                           f"but no kernels to run; compile without skip_ptoas to run it")
+
+
+# ----------------------------------------------------------------------------- @pl.jit entry points
+def _config_kwargs(config) -> dict:
+    """The compile options a RunConfig carries (SPEC §3)."""
+    if config is None:
+        return {}
+    kw = {"platform": getattr(config, "platform", None) or "a2a3sim",
+          "dump_passes": getattr(config, "dump_passes", False),
+          "dump_ptoas_passes": getattr(config, "dump_ptoas_passes", False),
+          "profiling": getattr(config, "compile_profiling", False),
+          "diagnostic_phase": getattr(config, "diagnostic_phase", None),
+          "disabled_diagnostics": getattr(config, "disabled_diagnostics", None),
+          "analyze_auto_scopes_for_deps": getattr(config, "analyze_auto_scopes_for_deps", False),
+          "memory_planner": getattr(config, "memory_planner", None),
+          "distributed_config": getattr(config, "distributed_config", None),
+          "runtime": getattr(config, "runtime", None)}
+    strategy = getattr(config, "strategy", None)
+    if strategy is not None:
+        kw["strategy"] = strategy
+    return kw
+
+
+def compile_jit(spec: dict, *, config=None):
+    """Compile a @pl.jit specialization: the graph starts at the specialize stage."""
+    import json
+    kw = _config_kwargs(config)
+    out = getattr(config, "save_kernels_dir", None) if config is not None else None
+    opts = build_options(**kw)
+    source = json.dumps(spec, sort_keys=True).encode("utf-8")
+    return _run(spec["program"], source, opts, out, program=None, from_spec=True)
+
+
+def lower_jit(spec: dict, *, config=None):
+    """Specialize and run the passes in memory; returns the post-pass Program and writes
+    nothing (no artifacts, no passes_dump, no cache entries)."""
+    from pypto.backend import BackendType as BT
+    from pypto.jit.specialize import specialize
+    from pypto.language import parse
+    from pypto.passes import run_pipeline
+    from pypto.passes.base import PassOptions
+    opts = build_options(**_config_kwargs(config))
+    prog = parse(specialize(spec), filename="<jit>")
+    return run_pipeline(prog, PassOptions(backend_type=BT(opts.backend_type),
+                                          memory_planner=opts.memory_planner),
+                        verify=opts.verify != "none")

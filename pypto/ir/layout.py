@@ -1,0 +1,57 @@
+"""Physical layout of an on-chip tile, per memory space and shape.
+
+`tile_layout(t)` answers the three `!pto.tile_buf` attributes that are not in the IR
+type itself: the block layout, the in-box (fractal) layout and the fractal size in
+bytes. The `.pto` codegen prints them on every tile type, and the printer's explicit
+mode shows them as `pl.TileView(...)`.
+
+| space | blayout   | slayout   | fractal |
+|-------|-----------|-----------|---------|
+| vec   | row_major | none_box  | 512     |  (a column vector [M, 1], M > 1: col_major)
+| mat   | col_major | row_major | 512     |  (NZ)
+| left  | row_major | row_major | 512     |  (a5: col_major / row_major)
+| right | row_major | col_major | 512     |
+| acc   | col_major | row_major | 1024    |
+"""
+from __future__ import annotations
+
+from pypto.ir.nodes import MemorySpace, TileType
+
+ARCHS = ("a2a3", "a5")
+
+_FIXED = {
+    MemorySpace.Mat: ("col_major", "row_major", 512),
+    MemorySpace.Right: ("row_major", "col_major", 512),
+    MemorySpace.Acc: ("col_major", "row_major", 1024),
+}
+_LEFT = {"a2a3": ("row_major", "row_major", 512), "a5": ("col_major", "row_major", 512)}
+
+
+def tile_rows_cols(shape) -> tuple[int, int]:
+    """The 2-D physical shape of a tile: a 1-D tile is one row; leading unit dims of a
+    higher-rank tile are dropped. Raises ValueError for anything else."""
+    shape = tuple(shape)
+    if len(shape) == 0:
+        return 1, 1
+    if len(shape) == 1:
+        return 1, int(shape[0])
+    if any(d != 1 for d in shape[:-2]):
+        raise ValueError(f"a tile is at most 2-D (leading dims must be 1), got shape {list(shape)}")
+    return int(shape[-2]), int(shape[-1])
+
+
+def tile_layout(t: TileType, arch: str = "a2a3") -> tuple[str, str, int]:
+    """(blayout, slayout, fractal) of tile `t` on `arch` ("a2a3" or "a5")."""
+    if arch not in ARCHS:
+        raise ValueError(f"unknown arch {arch!r}; expected one of {', '.join(ARCHS)}")
+    space = t.memory_space
+    if space is MemorySpace.Vec:
+        rows, cols = tile_rows_cols(t.shape)
+        if cols == 1 and rows > 1:
+            return "col_major", "none_box", 512
+        return "row_major", "none_box", 512
+    if space is MemorySpace.Left:
+        return _LEFT[arch]
+    if space in _FIXED:
+        return _FIXED[space]
+    raise ValueError(f"a tile in memory space {space!r} has no on-chip layout")
