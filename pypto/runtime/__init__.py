@@ -1,0 +1,25 @@
+"""The simulator runtime: run compiled programs on CPU threads.
+
+    from pypto.runtime import RunConfig, ChipWorker
+
+    with ChipWorker(config=RunConfig(platform="a2a3sim")) as worker:
+        out = compiled(a, b)             # dispatched to `worker`
+
+Importing this package is cheap: numpy and torch are imported only when tensors are
+touched.
+"""
+from .compiled import CompiledProgram
+from .config import RunConfig
+from .errors import (ArtifactError, DeviceUnavailableError, DigestMismatchError,
+                     KernelExecutionError, OrchestrationError, PlatformMismatchError,
+                     SimulatorError)
+from .records import RunRecord, TaskRecord
+from .tensors import DeviceTensor
+from .worker import ChipWorker, RegistrationHandle, current_worker
+
+__all__ = [
+    "RunConfig", "ChipWorker", "DeviceTensor", "CompiledProgram", "RegistrationHandle",
+    "current_worker", "RunRecord", "TaskRecord",
+    "ArtifactError", "DigestMismatchError", "PlatformMismatchError", "DeviceUnavailableError",
+    "SimulatorError", "OrchestrationError", "KernelExecutionError",
+]

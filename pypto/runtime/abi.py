@@ -1,0 +1,66 @@
+"""ctypes mirror of pypto/include/pypto_abi.h (keep the two in step)."""
+from __future__ import annotations
+
+import ctypes
+
+MAX_DIMS = 5
+
+# Argument directions (PYPTO_DIR_*).
+DIR_INPUT, DIR_OUTPUT, DIR_INOUT, DIR_OUTPUT_EXISTING, DIR_NO_DEP = range(5)
+DIR_NAMES = {DIR_INPUT: "input", DIR_OUTPUT: "output", DIR_INOUT: "inout",
+             DIR_OUTPUT_EXISTING: "output_existing", DIR_NO_DEP: "no_dep"}
+READS = frozenset({DIR_INPUT, DIR_INOUT})
+WRITES = frozenset({DIR_OUTPUT, DIR_INOUT, DIR_OUTPUT_EXISTING})
+
+KERNEL_ENTRY = "pypto_kernel_entry"
+ORCHESTRATION_ENTRY = "pypto_orchestration_entry"
+ERR_LEN = 1024
+
+
+class PyptoTensor(ctypes.Structure):
+    _fields_ = [
+        ("addr", ctypes.c_void_p),
+        ("start_offset", ctypes.c_int64),
+        ("ndims", ctypes.c_int32),
+        ("dtype", ctypes.c_int32),
+        ("shape", ctypes.c_int64 * MAX_DIMS),
+        ("strides", ctypes.c_int64 * MAX_DIMS),
+    ]
+
+
+ctx_t = ctypes.c_void_p
+i64p = ctypes.POINTER(ctypes.c_int64)
+i32p = ctypes.POINTER(ctypes.c_int32)
+u64p = ctypes.POINTER(ctypes.c_uint64)
+
+ALLOC_FN = ctypes.CFUNCTYPE(ctypes.c_int64, ctx_t, ctypes.c_int32, ctypes.c_int32, i64p)
+VIEW_FN = ctypes.CFUNCTYPE(ctypes.c_int64, ctx_t, ctypes.c_int64, ctypes.c_int32, i64p, i64p)
+SUBMIT_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctx_t, ctypes.c_int32, ctypes.c_int32, i64p,
+                             i32p, ctypes.c_int32, u64p)
+SCOPE_BEGIN_FN = ctypes.CFUNCTYPE(None, ctx_t, ctypes.c_int32)
+SCOPE_END_FN = ctypes.CFUNCTYPE(None, ctx_t)
+
+
+class PyptoRuntimeApi(ctypes.Structure):
+    _fields_ = [
+        ("ctx", ctx_t),
+        ("alloc_tensor", ALLOC_FN),
+        ("view", VIEW_FN),
+        ("submit", SUBMIT_FN),
+        ("scope_begin", SCOPE_BEGIN_FN),
+        ("scope_end", SCOPE_END_FN),
+    ]
+
+
+def bind_kernel_entry(lib: ctypes.CDLL):
+    fn = getattr(lib, KERNEL_ENTRY)
+    fn.argtypes = [i64p, ctypes.c_char_p, ctypes.c_int32]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+def bind_orchestration_entry(lib: ctypes.CDLL, name: str = ORCHESTRATION_ENTRY):
+    fn = getattr(lib, name)
+    fn.argtypes = [ctypes.POINTER(PyptoRuntimeApi), i64p, u64p]
+    fn.restype = ctypes.c_int32
+    return fn

@@ -1,0 +1,181 @@
+"""CompiledProgram: a handle to a compiled output directory that can be called."""
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from .artifacts import (COMPILED_META, KERNEL_CONFIG, ChipCallable, kernel_table,
+                        load_chip_callable, read_kernel_config, read_meta)
+from .config import PLATFORMS, RunConfig, backend_for_platform, runtime_kind_name
+from .errors import ArtifactError
+from .tensors import Param, is_numpy_array, is_torch_tensor, parse_params
+
+
+class CompiledProgram:
+    """The artifacts of one compile (kernel binaries, orchestration, metadata).
+
+    `compiled(a, b, out)` runs in place and returns the Out tensor(s) when the program
+    returns something; `out = compiled(a, b)` leaves the Out parameters off and gets
+    them allocated and returned. Inside `with ChipWorker(...)` the call runs on that
+    worker, otherwise on a one-shot worker.
+    """
+
+    def __init__(self, output_dir, *, program: Any = None):
+        self.output_dir = Path(output_dir)
+        self.program = program
+        meta_path = self.output_dir / COMPILED_META
+        self.meta = read_meta(meta_path)
+        self.kernel_config = read_kernel_config(self.output_dir / KERNEL_CONFIG)
+        kernel_table(self.output_dir, self.kernel_config["KERNELS"])
+        self.params: list[Param] = parse_params(self.meta["params"], str(meta_path))
+        self.param_names = [p.name for p in self.params]
+        self.output_indices = [i for i, p in enumerate(self.params)
+                               if p.is_tensor and p.direction == "Out"]
+        self.has_return = int(self.meta.get("num_return_types", 0) or 0) > 0
+        self.runtime_config = dict(self.kernel_config["RUNTIME_CONFIG"])
+
+        meta_runtime = self.meta.get("runtime")
+        cfg_runtime = self.runtime_config.get("runtime")
+        try:
+            names = {runtime_kind_name(r) for r in (meta_runtime, cfg_runtime) if r is not None}
+        except ValueError as e:
+            raise ArtifactError(f"{self.output_dir}: {e}") from e
+        if len(names) > 1:
+            raise ArtifactError(f"{self.output_dir}: compiled_meta.json says runtime {meta_runtime!r} "
+                                f"but kernel_config.py says {cfg_runtime!r}")
+        self.runtime_name = names.pop() if names else runtime_kind_name(None)
+
+        platform = self.meta.get("platform") or self.runtime_config.get("platform")
+        if platform not in PLATFORMS:
+            raise ArtifactError(f"{meta_path}: unknown platform {platform!r}; valid platforms are "
+                                f"{', '.join(PLATFORMS)}")
+        cfg_platform = self.runtime_config.get("platform")
+        if cfg_platform is not None and cfg_platform != platform:
+            raise ArtifactError(f"{self.output_dir}: compiled_meta.json says platform {platform!r} "
+                                f"but kernel_config.py says {cfg_platform!r}")
+        self.platform: str = platform
+        self.backend_type = self.meta.get("backend_type") or backend_for_platform(platform)
+
+        orch = self.kernel_config["ORCHESTRATION"]
+        orchs = orch if isinstance(orch, list) else [orch]
+        self.orchestration_names = [str(o.get("name", "")) for o in orchs] if len(orchs) > 1 else []
+        n_tensors = sum(1 for p in self.params if p.is_tensor)
+        for o in orchs:
+            sig = o.get("signature")
+            if sig is not None and len(sig) != n_tensors:
+                raise ArtifactError(
+                    f"{self.output_dir / KERNEL_CONFIG}: orchestration signature has {len(sig)} "
+                    f"tensors, compiled_meta.json {n_tensors} tensor parameters")
+        self._chip: ChipCallable | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_dir(cls, path) -> "CompiledProgram":
+        return cls(path)
+
+    # -- binaries ------------------------------------------------------------------------
+    @property
+    def chip_callable(self) -> ChipCallable:
+        """The digest-verified, loaded orchestration and kernels (loaded on first use)."""
+        if self._chip is None:
+            with self._lock:
+                if self._chip is None:
+                    self._chip = load_chip_callable(self.output_dir, self.kernel_config)
+        return self._chip
+
+    def load(self) -> "CompiledProgram":
+        self.chip_callable
+        return self
+
+    @property
+    def kernels(self) -> list[dict]:
+        return list(self.kernel_config["KERNELS"])
+
+    # -- calling -------------------------------------------------------------------------
+    def __call__(self, *args, config: RunConfig | None = None):
+        from .worker import ChipWorker, current_worker
+        worker = current_worker()
+        if worker is not None:
+            return worker.run(self, *args, config=config)
+        if config is None:
+            config = RunConfig(platform=self.platform, runtime=self.runtime_name)
+        elif config.runtime is None:
+            config = config.replace(runtime=self.runtime_name)
+        with ChipWorker(config=config) as one_shot:
+            return one_shot.run(self, *args)
+
+    def _prepare_call(self, args: tuple):
+        """Full argument list, plus the indices of Out tensors allocated here."""
+        n = len(self.params)
+        if len(args) == n:
+            return tuple(args), None
+        if self.output_indices and len(args) == n - len(self.output_indices):
+            full: list = []
+            given = iter(args)
+            for i, p in enumerate(self.params):
+                full.append(None if i in self.output_indices else next(given))
+            want_numpy = _wants_numpy(args)
+            for i in self.output_indices:
+                full[i] = _allocate_output(self.params[i], want_numpy)
+            return tuple(full), list(self.output_indices)
+        leave = f" (or {n - len(self.output_indices)} leaving off the Out parameters " \
+                f"{', '.join(self.param_names[i] for i in self.output_indices)})" if self.output_indices else ""
+        raise TypeError(f"{self._name()} takes {n} arguments ({', '.join(self.param_names)}){leave}; "
+                        f"got {len(args)}")
+
+    def _results(self, full_args: tuple, allocated):
+        if allocated is not None:
+            indices = allocated
+        elif not self.has_return:
+            return None
+        else:
+            indices = self.output_indices or [i for i, p in enumerate(self.params)
+                                              if p.is_tensor and p.direction == "InOut"]
+        if not indices:
+            return None
+        outs = tuple(full_args[i] for i in indices)
+        return outs[0] if len(outs) == 1 else outs
+
+    def _name(self) -> str:
+        orch = self.kernel_config["ORCHESTRATION"]
+        if isinstance(orch, dict) and orch.get("name"):
+            return str(orch["name"])
+        return self.output_dir.name
+
+    # -- path-like ------------------------------------------------------------------------
+    def __fspath__(self) -> str:
+        return os.fspath(self.output_dir)
+
+    def __str__(self) -> str:
+        return str(self.output_dir)
+
+    def __repr__(self) -> str:
+        return (f"CompiledProgram({str(self.output_dir)!r}, platform={self.platform!r}, "
+                f"runtime={self.runtime_name!r}, params={self.param_names})")
+
+
+def _wants_numpy(args) -> bool:
+    """Allocate numpy outputs when every tensor given is a numpy array (so a numpy-only
+    caller never pays for importing torch); torch otherwise."""
+    tensors = [a for a in args if is_torch_tensor(a) or is_numpy_array(a)]
+    if tensors and all(is_numpy_array(a) for a in tensors):
+        return True
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return True
+    return False
+
+
+def _allocate_output(param: Param, want_numpy: bool):
+    if any(n < 0 for n in param.shape):
+        raise TypeError(f"parameter '{param.name}' has a dynamic shape {param.describe_shape()}; "
+                        "pass the output tensor explicitly")
+    from . import dtypes
+    if want_numpy:
+        import numpy as np
+        return np.zeros(param.shape, dtype=dtypes.numpy_dtype(param.dtype))
+    import torch
+    return torch.zeros(param.shape, dtype=dtypes.torch_dtype(param.dtype))

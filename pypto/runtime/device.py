@@ -1,0 +1,271 @@
+"""The simulated chip: core slots, a pool of host threads, and launches.
+
+A Device owns a pool of Python threads (as many as the host has CPUs, at least 2).
+Each thread takes a ready task whose core type (aic/aiv) has a free modelled core
+slot, calls the kernel through ctypes (which releases the GIL, so kernels really run
+in parallel), then releases the task's successors. A Launch is one run of a program on
+the device: its tasks, its intermediate buffers, its records and its first error.
+"""
+from __future__ import annotations
+
+import ctypes
+import heapq
+import os
+import threading
+import time
+from collections import deque
+
+from . import abi
+from .config import CORE_SLOTS
+from .errors import KernelExecutionError, SimulatorError
+from .orchestration import BufferSpec, Graph, TaskSpec
+from .records import RunRecord, TaskRecord
+
+
+def host_threads() -> int:
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return max(2, n)
+
+
+class Task:
+    __slots__ = ("launch", "spec", "kernel", "pending", "successors", "done", "started",
+                 "descs", "args", "deps")
+
+    def __init__(self, launch: "Launch", spec: TaskSpec, kernel, descs, args):
+        self.launch, self.spec, self.kernel = launch, spec, kernel
+        self.descs, self.args = descs, args
+        self.pending = 0
+        self.successors: list[Task] = []
+        self.done = False
+        self.started = False
+        self.deps: tuple = ()
+
+
+class Device:
+    def __init__(self, arch: str, n_threads: int | None = None):
+        self.arch = arch
+        self.slots = dict(CORE_SLOTS[arch])
+        self.cond = threading.Condition()
+        self._ready = {t: deque() for t in self.slots}
+        self._free = {t: list(range(n)) for t, n in self.slots.items()}
+        total = sum(self.slots.values())
+        self.n_threads = max(1, min(n_threads or host_threads(), total))
+        self._threads: list[threading.Thread] = []
+        self._stopping = False
+        self._turn = 0
+
+    # -- pool lifetime -----------------------------------------------------------------
+    def start(self) -> None:
+        with self.cond:
+            if self._threads or self._stopping:
+                return
+            for i in range(self.n_threads):
+                t = threading.Thread(target=self._loop, args=(i,), daemon=True,
+                                     name=f"pypto-core-{i}")
+                self._threads.append(t)
+                t.start()
+
+    def stop(self) -> None:
+        with self.cond:
+            self._stopping = True
+            self.cond.notify_all()
+        for t in self._threads:
+            if t is not threading.current_thread():
+                t.join()
+        self._threads = []
+
+    # -- scheduling (call with self.cond held) -------------------------------------------
+    def push_ready(self, task: Task) -> None:
+        self._ready[task.kernel.core_type].append(task)
+
+    def purge(self, launch: "Launch") -> None:
+        for q in self._ready.values():
+            kept = [t for t in q if t.launch is not launch]
+            q.clear()
+            q.extend(kept)
+
+    def _take(self):
+        types = list(self._ready)
+        self._turn = (self._turn + 1) % len(types)
+        for ctype in types[self._turn:] + types[:self._turn]:
+            q = self._ready[ctype]
+            if q and self._free[ctype]:
+                return q.popleft(), heapq.heappop(self._free[ctype])
+        return None
+
+    def _loop(self, index: int) -> None:
+        err = ctypes.create_string_buffer(abi.ERR_LEN)
+        while True:
+            with self.cond:
+                while True:
+                    if self._stopping:
+                        return
+                    got = self._take()
+                    if got is not None:
+                        break
+                    self.cond.wait()
+                task, slot = got
+                task.started = True
+                task.launch.running += 1
+            err[0] = b"\0"
+            message = ""
+            start = time.perf_counter_ns()
+            try:
+                status = int(task.kernel.entry(task.args, err, abi.ERR_LEN))
+            except BaseException as e:  # a ctypes-level failure, not a kernel status
+                status, message = -1, f"{type(e).__name__}: {e}"
+            end = time.perf_counter_ns()
+            if status != 0 and not message:
+                message = err.value.decode("utf-8", "replace")
+            with self.cond:
+                heapq.heappush(self._free[task.kernel.core_type], slot)
+                task.launch.finished(task, status, message, start, end, slot, index)
+                self.cond.notify_all()
+
+
+class Launch:
+    """One execution of a program on a Device."""
+
+    def __init__(self, device: Device, chip, buffers: list[BufferSpec], addrs: list[int],
+                 record: RunRecord, keep_tensors: bool = False):
+        self.device = device
+        self.chip = chip
+        self.buffers = list(buffers)
+        self.addrs = list(addrs)
+        self.record = record
+        self.keep_tensors = keep_tensors
+        self.tasks: list[Task] = []
+        self.records: dict[int, TaskRecord] = {}
+        self.owned = []               # intermediate host buffers (numpy)
+        self.remaining = 0            # tasks added and neither finished nor cancelled
+        self.running = 0
+        self.submitting = True
+        self.error: BaseException | None = None
+
+    # -- buffers -----------------------------------------------------------------------
+    def alloc(self, slot: int, spec: BufferSpec) -> None:
+        from .tensors import aligned_buffer
+        while len(self.buffers) <= slot:
+            self.buffers.append(None)
+            self.addrs.append(0)
+        arr = aligned_buffer(spec.nbytes)
+        self.owned.append(arr)
+        self.buffers[slot] = spec
+        self.addrs[slot] = arr.ctypes.data
+
+    # -- tasks -------------------------------------------------------------------------
+    def alive(self, index: int) -> bool:
+        return not self.tasks[index].done
+
+    def _make_task(self, spec: TaskSpec) -> Task:
+        kernel = self.chip.kernel(spec.func_id)
+        n_t = len(spec.tensors)
+        descs = (abi.PyptoTensor * max(n_t, 1))()
+        for d, t in zip(descs, spec.tensors):
+            d.addr = self.addrs[t.buffer] or None
+            d.start_offset = t.start_offset
+            d.ndims = len(t.shape)
+            d.dtype = t.dtype
+            for i, (n, s) in enumerate(zip(t.shape, t.strides)):
+                d.shape[i] = n
+                d.strides[i] = s
+        args = (ctypes.c_int64 * max(n_t + len(spec.scalars), 1))()
+        base = ctypes.addressof(descs)
+        size = ctypes.sizeof(abi.PyptoTensor)
+        for i in range(n_t):
+            args[i] = base + i * size
+        for j, bits in enumerate(spec.scalars):
+            args[n_t + j] = bits - (1 << 64) if bits >= (1 << 63) else bits
+        return Task(self, spec, kernel, descs, args)
+
+    def submit(self, spec: TaskSpec) -> None:
+        """TENSORMAP_AND_RINGBUFFER: add a task while the orchestration is running; it
+        starts as soon as its producers are done."""
+        task = self._make_task(spec)
+        with self.device.cond:
+            if self.error is not None:
+                raise SimulatorError("launch already failed")
+            self.tasks.append(task)
+            self._link(task, spec.deps)
+            self.remaining += 1
+            if task.pending == 0:
+                self.device.push_ready(task)
+                self.device.cond.notify()
+
+    def run_graph(self, graph: Graph) -> None:
+        """HOST_BUILD_GRAPH: add a whole recorded graph at once."""
+        tasks = [self._make_task(spec) for spec in graph.tasks]
+        with self.device.cond:
+            self.tasks = tasks
+            for task in tasks:
+                self._link(task, task.spec.deps)
+            self.remaining += len(tasks)
+            for task in tasks:
+                if task.pending == 0:
+                    self.device.push_ready(task)
+            self.device.cond.notify_all()
+
+    def _link(self, task: Task, deps) -> None:
+        live = []
+        for d in deps:
+            producer = self.tasks[d]
+            live.append(d)
+            if not producer.done:
+                producer.successors.append(task)
+                task.pending += 1
+        task.deps = tuple(live)
+
+    def finished(self, task: Task, status: int, message: str, start: int, end: int,
+                 slot: int, thread: int) -> None:
+        """Called by a pool thread with device.cond held."""
+        task.done = True
+        self.running -= 1
+        self.remaining -= 1
+        spec = task.spec
+        tensors = ()
+        if self.keep_tensors:
+            tensors = tuple((self.addrs[t.buffer], t.start_offset, t.shape, t.strides, t.dtype,
+                             t.direction) for t in spec.tensors)
+        self.records[spec.index] = TaskRecord(
+            spec.index, spec.func_id, task.kernel.name, task.kernel.core_type, slot, start, end,
+            task.deps, thread, spec.scope, status, tensors, spec.scalars if self.keep_tensors else ())
+        if status != 0:
+            self.fail(KernelExecutionError(task.kernel.name, spec.func_id, spec.index, status,
+                                           message, task.kernel.core_type))
+        if self.error is None:
+            for succ in task.successors:
+                succ.pending -= 1
+                if succ.pending == 0:
+                    self.device.push_ready(succ)
+        task.successors = []
+
+    def fail(self, error: BaseException) -> None:
+        """Record the first error and cancel every task that has not started (with
+        device.cond held)."""
+        if self.error is None:
+            self.error = error
+            self.device.purge(self)
+            self.remaining = self.running
+            self.device.cond.notify_all()
+
+    def fail_locked(self, error: BaseException) -> None:
+        with self.device.cond:
+            self.fail(error)
+
+    def end_submitting(self) -> None:
+        with self.device.cond:
+            self.submitting = False
+            self.device.cond.notify_all()
+
+    def wait(self) -> None:
+        with self.device.cond:
+            while self.submitting or self.remaining > 0:
+                self.device.cond.wait()
+        rec = self.record
+        rec.tasks = [self.records[i] for i in sorted(self.records)]
+        rec.edges = [(d, t.task_id) for t in rec.tasks for d in t.deps]
+        if self.error is not None:
+            rec.error = str(self.error)

@@ -1,0 +1,130 @@
+"""Running one launch: the orchestration, then (or meanwhile) the kernels.
+
+TENSORMAP_AND_RINGBUFFER: tasks are scheduled as the orchestration submits them, and
+start as soon as their producers are done, while the orchestration is still running.
+HOST_BUILD_GRAPH: the orchestration runs to completion into a Graph first; the graph
+is then executed, and can be executed again for arguments with the same binding key
+without re-running the orchestration.
+"""
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+
+from .config import HOST_BUILD_GRAPH, TENSORMAP_AND_RINGBUFFER
+from .device import Device, Launch
+from .errors import OrchestrationError
+from .orchestration import Graph, Recorder, run_orchestration
+from .records import RunRecord
+from .tensors import Binding
+
+GRAPH_CACHE_SIZE = 16
+
+
+def _orchestration_error(chip, status: int, recorder: Recorder, exc: BaseException | None):
+    name = chip.orchestration.name
+    if exc is not None:
+        return OrchestrationError(f"orchestration '{name}' raised {type(exc).__name__}: {exc}")
+    if recorder.error is not None:
+        return OrchestrationError(f"orchestration '{name}': {recorder.error}")
+    if status != 0:
+        return OrchestrationError(f"orchestration '{name}' returned status {status}")
+    return None
+
+
+def execute(device: Device, chip, binding: Binding, runtime: str, record: RunRecord,
+            graphs: "OrderedDict | None" = None, keep_tensors: bool = False) -> RunRecord:
+    """Run the program once. Raises KernelExecutionError / OrchestrationError after all
+    in-flight kernels have finished; the record is filled in either way."""
+    device.start()
+    record.n_threads = device.n_threads
+    record.start_ns = time.perf_counter_ns()
+    try:
+        if runtime == TENSORMAP_AND_RINGBUFFER:
+            _run_tensormap(device, chip, binding, record, keep_tensors)
+        elif runtime == HOST_BUILD_GRAPH:
+            _run_host_graph(device, chip, binding, record, graphs, keep_tensors)
+        else:
+            raise ValueError(f"unknown runtime {runtime!r}")
+    finally:
+        record.end_ns = time.perf_counter_ns()
+    return record
+
+
+def _run_tensormap(device, chip, binding, record, keep_tensors):
+    launch = Launch(device, chip, binding.buffers, binding.addrs, record, keep_tensors)
+    recorder = Recorder(chip, binding.buffers, on_task=launch.submit, on_alloc=launch.alloc,
+                        alive=launch.alive)
+    status, exc = 0, None
+    record.orchestration_start_ns = time.perf_counter_ns()
+    try:
+        status = run_orchestration(recorder, binding.scalars)
+    except BaseException as e:   # e.g. KeyboardInterrupt while submitting
+        exc = e
+    finally:
+        record.orchestration_end_ns = time.perf_counter_ns()
+        error = _orchestration_error(chip, status, recorder, exc)
+        if error is not None:
+            launch.fail_locked(error)
+        launch.end_submitting()
+        launch.wait()
+    record.scopes = [tuple(s) for s in recorder.scope_log]
+    if exc is not None and not isinstance(exc, Exception):
+        raise exc
+    if launch.error is not None:
+        raise launch.error
+
+
+def build_graph(chip, binding: Binding) -> Graph:
+    """Run the orchestration into a Graph, executing nothing."""
+    graph = Graph(binding.key, list(binding.buffers), len(binding.buffers))
+    recorder = Recorder(chip, binding.buffers, on_task=graph.tasks.append)
+    status, exc = 0, None
+    start = time.perf_counter_ns()
+    try:
+        status = run_orchestration(recorder, binding.scalars)
+    except Exception as e:
+        exc = e
+    graph.build_ns = time.perf_counter_ns() - start
+    error = _orchestration_error(chip, status, recorder, exc)
+    if error is not None:
+        raise error
+    graph.buffers = list(recorder.buffers)
+    graph.scopes = [tuple(s) for s in recorder.scope_log]
+    return graph
+
+
+def _run_host_graph(device, chip, binding, record, graphs, keep_tensors):
+    graph = graphs.get(binding.key) if graphs is not None else None
+    if graph is None:
+        record.orchestration_start_ns = time.perf_counter_ns()
+        graph = build_graph(chip, binding)
+        record.orchestration_end_ns = time.perf_counter_ns()
+        record.graph_built = True
+        if graphs is not None:
+            graphs[binding.key] = graph
+            while len(graphs) > GRAPH_CACHE_SIZE:
+                graphs.popitem(last=False)
+    else:
+        graphs.move_to_end(binding.key)
+        record.replayed = True
+    run_graph(device, chip, graph, binding, record, keep_tensors)
+
+
+def run_graph(device: Device, chip, graph: Graph, binding: Binding, record: RunRecord,
+              keep_tensors: bool = False) -> None:
+    if binding.key != graph.key:
+        raise ValueError("these arguments do not match the ones the graph was recorded for "
+                         "(shapes, dtypes, aliasing or scalar values differ)")
+    device.start()
+    launch = Launch(device, chip, binding.buffers, binding.addrs, record, keep_tensors)
+    for slot in range(graph.n_external, len(graph.buffers)):
+        launch.alloc(slot, graph.buffers[slot])
+    record.scopes = list(graph.scopes)
+    try:
+        launch.run_graph(graph)
+    finally:
+        launch.end_submitting()
+        launch.wait()
+    if launch.error is not None:
+        raise launch.error

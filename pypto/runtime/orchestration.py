@@ -1,0 +1,302 @@
+"""The runtime API a host orchestration calls (PyptoRuntimeApi), and what it records.
+
+A Recorder answers the orchestration's callbacks: it hands out tensor handles,
+creates views, tracks scopes and turns each submit into a TaskSpec whose
+dependencies come from the TensorMap. Task specs refer to memory by buffer slot
+(external parameters first, then intermediates), never by address, so a recorded
+Graph can be bound to new arguments and replayed.
+"""
+from __future__ import annotations
+
+import ctypes
+import itertools
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, NamedTuple
+
+from pypto import dtype as _dt
+
+from . import abi
+from .tensormap import Access, Region, TensorMap
+
+MAX_TENSOR_ARGS = 256
+MAX_SCALAR_ARGS = 128
+
+
+class BufferSpec(NamedTuple):
+    """One allocation: an external parameter (slot < n_external) or an intermediate."""
+    dtype: int                 # DataType code
+    shape: tuple
+    nbytes: int
+    group: int                 # memory group (aliasing externals share one)
+    group_offset: int          # byte offset of this buffer within its group
+
+
+class TensorDesc(NamedTuple):
+    """A task's tensor argument: a strided window of a buffer (in elements)."""
+    buffer: int
+    start_offset: int
+    shape: tuple
+    strides: tuple
+    dtype: int
+    direction: int
+
+
+class TaskSpec(NamedTuple):
+    index: int
+    func_id: int
+    tensors: tuple             # TensorDesc, ...
+    scalars: tuple             # uint64 bit patterns
+    deps: tuple                # indices of earlier tasks
+    scope: int                 # id of the innermost scope at submit (0: none)
+
+
+@dataclass
+class Graph:
+    """A whole task graph (HOST_BUILD_GRAPH), replayable against new arguments with
+    the same binding key."""
+    key: Any
+    buffers: list[BufferSpec]
+    n_external: int
+    tasks: list[TaskSpec] = field(default_factory=list)
+    scopes: list = field(default_factory=list)
+    build_ns: int = 0
+
+    @property
+    def intermediates(self) -> list[BufferSpec]:
+        return self.buffers[self.n_external:]
+
+
+class _Ref:
+    __slots__ = ("buffer", "dtype", "offsets", "shape", "strides")
+
+    def __init__(self, buffer, dtype, offsets, shape, strides):
+        self.buffer, self.dtype, self.offsets = buffer, dtype, offsets
+        self.shape, self.strides = shape, strides
+
+
+def contiguous_strides(shape) -> tuple:
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= max(int(n), 1)
+    return tuple(reversed(strides))
+
+
+class Recorder:
+    """Answers one orchestration run's API calls.
+
+    on_task(spec) receives every accepted task; on_alloc(slot, spec) every new
+    intermediate; alive(task) (optional) tells the TensorMap which earlier tasks can
+    still constrain new ones.
+    """
+
+    def __init__(self, chip, buffers: list[BufferSpec],
+                 on_task: Callable[[TaskSpec], None],
+                 on_alloc: Callable[[int, BufferSpec], None] | None = None,
+                 alive: Callable[[int], bool] | None = None,
+                 next_group: int = 0):
+        self.chip = chip
+        self.buffers = list(buffers)
+        self.n_external = len(buffers)
+        self.on_task, self.on_alloc, self.alive = on_task, on_alloc, alive
+        self.tensormap = TensorMap()
+        self.refs: dict[int, _Ref] = {}
+        for slot, b in enumerate(buffers):
+            self.refs[slot + 1] = _Ref(slot, b.dtype, (0,) * len(b.shape), tuple(b.shape),
+                                       contiguous_strides(b.shape))
+        self._next_handle = len(buffers) + 1
+        self._next_group = max([b.group for b in buffers], default=-1) + 1
+        self._next_group = max(self._next_group, next_group)
+        self.n_tasks = 0
+        self.scopes: list[int] = []
+        self._scope_ids = itertools.count(1)
+        self.scope_log: list[tuple] = []      # (scope id, parent, manual, first task, end task)
+        self.error: str | None = None
+
+    # -- errors ------------------------------------------------------------------------
+    def fail(self, message: str) -> None:
+        if self.error is None:
+            self.error = message
+
+    # -- API ---------------------------------------------------------------------------
+    def alloc_tensor(self, dtype: int, ndims: int, shape_ptr) -> int:
+        if dtype not in _dt.BY_CODE:
+            raise ValueError(f"alloc_tensor: unknown dtype code {dtype}")
+        if not 0 <= ndims <= abi.MAX_DIMS:
+            raise ValueError(f"alloc_tensor: ndims {ndims} outside 0..{abi.MAX_DIMS}")
+        shape = tuple(int(shape_ptr[i]) for i in range(ndims))
+        if any(n < 0 for n in shape):
+            raise ValueError(f"alloc_tensor: negative dimension in shape {list(shape)}")
+        count = 1
+        for n in shape:
+            count *= n
+        nbytes = count * _dt.BY_CODE[dtype].nbytes
+        spec = BufferSpec(dtype, shape, nbytes, self._next_group, 0)
+        self._next_group += 1
+        slot = len(self.buffers)
+        self.buffers.append(spec)
+        if self.on_alloc is not None:
+            self.on_alloc(slot, spec)
+        return self._new_handle(_Ref(slot, dtype, (0,) * ndims, shape, contiguous_strides(shape)))
+
+    def view(self, handle: int, ndims: int, shape_ptr, offsets_ptr) -> int:
+        base = self._ref(handle, "view")
+        if ndims != len(base.shape):
+            raise ValueError(f"view: tensor {handle} has {len(base.shape)} dims, view asks for {ndims}")
+        shape = tuple(int(shape_ptr[i]) for i in range(ndims))
+        offs = tuple(int(offsets_ptr[i]) for i in range(ndims)) if offsets_ptr else (0,) * ndims
+        for d, (n, o, full) in enumerate(zip(shape, offs, base.shape)):
+            if n < 0 or o < 0 or o + n > full:
+                raise ValueError(
+                    f"view: dim {d} window [{o}, {o + n}) is outside tensor {handle} of shape {list(base.shape)}")
+        offsets = tuple(a + b for a, b in zip(base.offsets, offs))
+        return self._new_handle(_Ref(base.buffer, base.dtype, offsets, shape, base.strides))
+
+    def submit(self, kernel_id: int, n_tensors: int, tensors_ptr, dirs_ptr,
+               n_scalars: int, scalars_ptr) -> None:
+        if self.error is not None:
+            raise _Refused(f"submit of kernel {kernel_id} refused after an earlier error")
+        kernel = self.chip.kernel(kernel_id)
+        if kernel is None:
+            known = ", ".join(str(k) for k in sorted(self.chip.kernels)) or "none"
+            raise ValueError(f"submit: unknown kernel id {kernel_id} (known: {known})")
+        if not 0 <= n_tensors <= MAX_TENSOR_ARGS or not 0 <= n_scalars <= MAX_SCALAR_ARGS:
+            raise ValueError(f"submit of '{kernel.name}': {n_tensors} tensors / {n_scalars} scalars "
+                             f"(limits {MAX_TENSOR_ARGS} / {MAX_SCALAR_ARGS})")
+        if kernel.signature and len(kernel.signature) != n_tensors:
+            raise ValueError(f"submit of '{kernel.name}': {n_tensors} tensor arguments, its signature "
+                             f"has {len(kernel.signature)}")
+        descs, accesses = [], []
+        for i in range(n_tensors):
+            handle = int(tensors_ptr[i])
+            direction = int(dirs_ptr[i])
+            if direction not in abi.DIR_NAMES:
+                raise ValueError(f"submit of '{kernel.name}': argument {i} has unknown direction {direction}")
+            ref = self._ref(handle, f"submit of '{kernel.name}' argument {i}")
+            start = sum(o * s for o, s in zip(ref.offsets, ref.strides))
+            descs.append(TensorDesc(ref.buffer, start, ref.shape, ref.strides, ref.dtype, direction))
+            if direction != abi.DIR_NO_DEP:
+                region = self._region(ref)
+                if region is not None:
+                    accesses.append(Access(region, direction in abi.READS, direction in abi.WRITES))
+        scalars = tuple(int(scalars_ptr[i]) for i in range(n_scalars))
+        index = self.n_tasks
+        deps = self.tensormap.add(index, accesses, self.alive)
+        spec = TaskSpec(index, kernel_id, tuple(descs), scalars, tuple(deps),
+                        self.scopes[-1] if self.scopes else 0)
+        self.n_tasks += 1
+        self.on_task(spec)
+
+    def scope_begin(self, manual: int) -> None:
+        sid = next(self._scope_ids)
+        self.scope_log.append([sid, self.scopes[-1] if self.scopes else 0, bool(manual),
+                               self.n_tasks, None])
+        self.scopes.append(sid)
+
+    def scope_end(self) -> None:
+        if not self.scopes:
+            raise ValueError("scope_end without a matching scope_begin")
+        sid = self.scopes.pop()
+        for entry in self.scope_log:
+            if entry[0] == sid:
+                entry[4] = self.n_tasks
+
+    def finish(self) -> None:
+        if self.scopes and self.error is None:
+            self.fail(f"orchestration returned with {len(self.scopes)} scope(s) still open "
+                      "(scope_begin without scope_end)")
+
+    # -- helpers -----------------------------------------------------------------------
+    def _new_handle(self, ref: _Ref) -> int:
+        handle = self._next_handle
+        self._next_handle += 1
+        self.refs[handle] = ref
+        return handle
+
+    def _ref(self, handle: int, what: str) -> _Ref:
+        ref = self.refs.get(handle)
+        if ref is None:
+            raise ValueError(f"{what}: {handle} is not a tensor handle")
+        return ref
+
+    def _region(self, ref: _Ref) -> Region | None:
+        if any(n == 0 for n in ref.shape):
+            return None
+        buf = self.buffers[ref.buffer]
+        esize = _dt.BY_CODE[buf.dtype].nbytes
+        box = tuple((o, o + n) for o, n in zip(ref.offsets, ref.shape))
+        first = sum(o * s for o, s in zip(ref.offsets, ref.strides))
+        last = first + sum((n - 1) * s for n, s in zip(ref.shape, ref.strides))
+        lo = buf.group_offset + first * esize
+        hi = buf.group_offset + (last + 1) * esize
+        return Region(buf.group, ref.buffer, box, lo, hi)
+
+
+class _Refused(Exception):
+    """A submit refused because the run already failed (not a new error)."""
+
+
+# -- the C callbacks -------------------------------------------------------------------
+_ACTIVE: dict[int, Recorder] = {}
+_ACTIVE_LOCK = threading.Lock()
+_CTX_IDS = itertools.count(1)
+
+
+def _guard(ctx, what: str, call, failed):
+    rec = _ACTIVE.get(ctx or 0)
+    if rec is None:
+        return failed
+    try:
+        return call(rec)
+    except _Refused:
+        return failed
+    except BaseException as e:  # never let an exception cross into C
+        rec.fail(f"{what}: {e}" if not str(e).startswith(what) else str(e))
+        return failed
+
+
+def _c_alloc(ctx, dtype, ndims, shape):
+    return _guard(ctx, "alloc_tensor", lambda r: r.alloc_tensor(dtype, ndims, shape), 0)
+
+
+def _c_view(ctx, tensor, ndims, shape, offsets):
+    return _guard(ctx, "view", lambda r: r.view(tensor, ndims, shape, offsets), 0)
+
+
+def _c_submit(ctx, kernel_id, n_tensors, tensors, dirs, n_scalars, scalars):
+    def call(r):
+        r.submit(kernel_id, n_tensors, tensors, dirs, n_scalars, scalars)
+        return 0
+    return _guard(ctx, "submit", call, 1)
+
+
+def _c_scope_begin(ctx, manual):
+    _guard(ctx, "scope_begin", lambda r: r.scope_begin(manual), None)
+
+
+def _c_scope_end(ctx):
+    _guard(ctx, "scope_end", lambda r: r.scope_end(), None)
+
+
+# Module-level callback objects: they must outlive every call into C.
+_CALLBACKS = (abi.ALLOC_FN(_c_alloc), abi.VIEW_FN(_c_view), abi.SUBMIT_FN(_c_submit),
+              abi.SCOPE_BEGIN_FN(_c_scope_begin), abi.SCOPE_END_FN(_c_scope_end))
+
+
+def run_orchestration(recorder: Recorder, scalars: list[int]) -> int:
+    """Call the orchestration entry with handles 1..T for the external tensors.
+    Returns the entry's status; API misuse is left in recorder.error."""
+    ctx = next(_CTX_IDS)
+    api = abi.PyptoRuntimeApi(ctypes.c_void_p(ctx), *_CALLBACKS)
+    n = recorder.n_external
+    tensors = (ctypes.c_int64 * max(n, 1))(*range(1, n + 1))
+    svals = (ctypes.c_uint64 * max(len(scalars), 1))(*scalars)
+    with _ACTIVE_LOCK:
+        _ACTIVE[ctx] = recorder
+    try:
+        return int(recorder.chip.orchestration.entry(ctypes.byref(api), tensors, svals))
+    finally:
+        with _ACTIVE_LOCK:
+            _ACTIVE.pop(ctx, None)
+        recorder.finish()

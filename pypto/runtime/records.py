@@ -1,0 +1,53 @@
+"""What a run leaves behind: one record per task, and a summary per run.
+
+These are the raw material of the DFX outputs (swimlane, dependency dumps, timing).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class TaskRecord:
+    task_id: int
+    func_id: int
+    kernel: str
+    core_type: str          # "aic" | "aiv"
+    core_index: int         # slot within its core type
+    start_ns: int           # time.perf_counter_ns() around the kernel call
+    end_ns: int
+    deps: tuple             # task ids this task waited for
+    thread: int             # index of the pool thread that ran it
+    scope: int = 0
+    status: int = 0
+    tensors: tuple = ()     # (addr, start_offset, shape, strides, dtype code, direction)
+    scalars: tuple = ()
+
+    @property
+    def duration_ns(self) -> int:
+        return self.end_ns - self.start_ns
+
+
+@dataclass
+class RunRecord:
+    program: str
+    platform: str
+    runtime: str
+    tasks: list = field(default_factory=list)        # TaskRecord, by task id
+    edges: list = field(default_factory=list)        # (producer, consumer)
+    scopes: list = field(default_factory=list)       # (scope id, parent, manual, first task, end task)
+    start_ns: int = 0
+    end_ns: int = 0
+    orchestration_start_ns: int = 0
+    orchestration_end_ns: int = 0
+    graph_built: bool = False        # HOST_BUILD_GRAPH: the orchestration ran this launch
+    replayed: bool = False           # HOST_BUILD_GRAPH: a cached graph was executed
+    n_threads: int = 0
+    error: str | None = None
+
+    @property
+    def device_wall_ns(self) -> int:
+        done = [t for t in self.tasks if t.end_ns]
+        if not done:
+            return 0
+        return max(t.end_ns for t in done) - min(t.start_ns for t in done)

@@ -1,0 +1,301 @@
+"""ChipWorker: one (simulated) chip, its resident tensors and registered programs."""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from . import dtypes
+from .config import RunConfig, runtime_kind_name
+from .device import Device
+from .errors import DeviceUnavailableError, PlatformMismatchError
+from .executor import execute
+from .records import RunRecord
+from .tensors import (DeviceTensor, aligned_buffer, bind_arguments, copy_bytes, host_source,
+                      host_view, is_numpy_array, is_torch_tensor)
+
+_local = threading.local()
+
+
+def _stack() -> list:
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    return stack
+
+
+def current_worker() -> "ChipWorker | None":
+    """The innermost active `with ChipWorker(...)` of this thread, if any."""
+    stack = _stack()
+    return stack[-1] if stack else None
+
+
+class RegistrationHandle:
+    """A program registered on a worker: call it like the program itself."""
+
+    def __init__(self, worker: "ChipWorker", compiled):
+        self.worker = worker
+        self.compiled = compiled
+        self.graphs: OrderedDict = OrderedDict()   # HOST_BUILD_GRAPH: key -> Graph
+        self.active = True
+
+    def __call__(self, *args, config: RunConfig | None = None):
+        if not self.active:
+            raise RuntimeError(f"program {self.compiled.output_dir} was unregistered")
+        return self.worker._dispatch(self, args, config)
+
+    def unregister(self) -> None:
+        if self.active:
+            self.active = False
+            self.graphs.clear()
+            self.worker._forget(self)
+
+    def __enter__(self) -> "RegistrationHandle":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.unregister()
+
+    def __repr__(self) -> str:
+        state = "active" if self.active else "unregistered"
+        return f"<RegistrationHandle {self.compiled.output_dir} ({state})>"
+
+
+class ChipWorker:
+    """A simulated chip.
+
+    `with ChipWorker(config=RunConfig(platform="a2a3sim")) as w:` makes it the worker
+    that `compiled(*args)` dispatches to on this thread; leaving the block closes it.
+    """
+
+    def __init__(self, config: RunConfig | None = None, **kwargs: Any):
+        if config is None:
+            config = RunConfig(**kwargs)
+        elif kwargs:
+            config = config.replace(**kwargs)
+        if not isinstance(config, RunConfig):
+            raise TypeError(f"config must be a RunConfig, got {type(config).__name__}")
+        if not config.is_simulator:
+            raise DeviceUnavailableError(
+                f"platform {config.platform!r} needs an Ascend NPU and its vendor runtime, "
+                f"which this machine does not have; run on '{config.platform}sim' instead")
+        self.config = config
+        self.platform = config.platform
+        self.runtime = config.runtime_name
+        self.device_id = config.device_id
+        self._device: Device | None = None
+        self._registrations: dict[int, RegistrationHandle] = {}
+        self._tensors: dict[int, DeviceTensor] = {}
+        self._run_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self.closed = False
+        self.last_run: RunRecord | None = None
+        self.stats = {"launches": 0, "orchestration_runs": 0, "graph_replays": 0,
+                      "copies_to_device": 0, "copies_from_device": 0,
+                      "bytes_to_device": 0, "bytes_from_device": 0}
+
+    # -- lifetime ----------------------------------------------------------------------
+    def init(self) -> "ChipWorker":
+        self._check_open()
+        if self._device is None:
+            self._device = Device(self.config.arch)
+            self._device.start()
+        return self
+
+    def __enter__(self) -> "ChipWorker":
+        self.init()
+        _stack().append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        stack = _stack()
+        if self in stack:
+            # remove the innermost occurrence
+            for i in range(len(stack) - 1, -1, -1):
+                if stack[i] is self:
+                    del stack[i]
+                    break
+        self.close()
+
+    def close(self) -> None:
+        """Free every DeviceTensor and registration the caller left behind, and stop the
+        core threads. Idempotent."""
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+            tensors = list(self._tensors.values())
+            self._tensors.clear()
+            handles = list(self._registrations.values())
+            self._registrations.clear()
+        for t in tensors:
+            t._release()
+        for h in handles:
+            h.active = False
+            h.graphs.clear()
+        with self._run_lock:
+            if self._device is not None:
+                self._device.stop()
+                self._device = None
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise RuntimeError("ChipWorker is closed")
+
+    # -- programs ----------------------------------------------------------------------
+    def check_compatible(self, compiled) -> None:
+        """Refuse a program built for another platform or runtime kind."""
+        if compiled.platform != self.platform:
+            raise PlatformMismatchError(
+                f"program {compiled.output_dir} was built for platform '{compiled.platform}' but "
+                f"this ChipWorker runs '{self.platform}'; compile with platform='{self.platform}' "
+                f"or use ChipWorker(config=RunConfig(platform='{compiled.platform}'))")
+        if compiled.runtime_name != self.runtime:
+            raise PlatformMismatchError(
+                f"program {compiled.output_dir} was built for runtime '{compiled.runtime_name}' "
+                f"but this ChipWorker is bound to runtime '{self.runtime}'; compile with "
+                f"runtime={self.runtime.upper()} or bind the worker with "
+                f"RunConfig(runtime='{compiled.runtime_name}')")
+
+    def register(self, compiled) -> RegistrationHandle:
+        """Check and load a program once; the handle runs it without repeating that work."""
+        self._check_open()
+        self.check_compatible(compiled)
+        with self._lock:
+            handle = self._registrations.get(id(compiled))
+            if handle is not None and handle.compiled is compiled and handle.active:
+                return handle
+        compiled.load()
+        with self._lock:
+            self._check_open()
+            handle = self._registrations.get(id(compiled))
+            if handle is None or handle.compiled is not compiled or not handle.active:
+                handle = RegistrationHandle(self, compiled)
+                self._registrations[id(compiled)] = handle
+        return handle
+
+    def _forget(self, handle: RegistrationHandle) -> None:
+        with self._lock:
+            if self._registrations.get(id(handle.compiled)) is handle:
+                del self._registrations[id(handle.compiled)]
+
+    def run(self, compiled, *args, config: RunConfig | None = None):
+        """Run a program with the given arguments (in-place or return style)."""
+        return self.register(compiled)(*args, config=config)
+
+    def _dispatch(self, handle: RegistrationHandle, args: tuple, config: RunConfig | None):
+        self._check_open()
+        compiled = handle.compiled
+        cfg = self.config if config is None else config
+        if config is not None:
+            if config.platform != self.platform:
+                raise PlatformMismatchError(
+                    f"run config asks for platform '{config.platform}' but this ChipWorker "
+                    f"runs '{self.platform}'")
+            if config.runtime is not None and runtime_kind_name(config.runtime) != self.runtime:
+                raise PlatformMismatchError(
+                    f"run config asks for runtime '{runtime_kind_name(config.runtime)}' but this "
+                    f"ChipWorker is bound to '{self.runtime}'")
+        full_args, outputs = compiled._prepare_call(args)
+        binding = bind_arguments(compiled.params, full_args, worker=self)
+        chip = compiled.chip_callable
+        record = RunRecord(str(compiled.output_dir), self.platform, self.runtime)
+        keep = bool(cfg.enable_dump_args) or bool(cfg.enable_dep_gen)
+        with self._run_lock:
+            self._check_open()
+            self.init()
+            self.stats["launches"] += 1
+            try:
+                execute(self._device, chip, binding, self.runtime, record, handle.graphs, keep)
+            finally:
+                self.last_run = record
+                if record.orchestration_start_ns:
+                    self.stats["orchestration_runs"] += 1
+                if record.replayed:
+                    self.stats["graph_replays"] += 1
+        return compiled._results(full_args, outputs)
+
+    # -- resident tensors --------------------------------------------------------------
+    def alloc_tensor(self, shape, dtype, init: Any = None) -> DeviceTensor:
+        """A tensor in device memory; `init` is None (zeros), a number (fill) or a host
+        tensor/array of the same size (copied in)."""
+        self._check_open()
+        dt = dtypes.to_dtype(dtype)
+        shape = tuple(int(n) for n in (shape if isinstance(shape, (list, tuple)) else [shape]))
+        if any(n < 0 for n in shape) or len(shape) > 5:
+            raise ValueError(f"alloc_tensor: bad shape {list(shape)} (non-negative, at most 5 dims)")
+        numel = 1
+        for n in shape:
+            numel *= n
+        tensor = DeviceTensor(self, shape, dt, aligned_buffer(numel * dt.nbytes))
+        if init is not None:
+            if isinstance(init, (bool, int, float)):
+                self._fill(tensor, init)
+            else:
+                self.copy_to(tensor, init)
+        with self._lock:
+            self._tensors[id(tensor)] = tensor
+        return tensor
+
+    def _fill(self, tensor: DeviceTensor, value) -> None:
+        import numpy as np
+        if tensor.nbytes == 0:
+            return
+        raw = tensor._buffer
+        if tensor.dtype.name == "BF16":
+            raw.view(np.uint16)[:] = dtypes.scalar_bits(value, tensor.dtype)
+        else:
+            raw.view(dtypes.numpy_dtype(tensor.dtype))[:] = value
+
+    def free_tensor(self, tensor: DeviceTensor) -> None:
+        if not isinstance(tensor, DeviceTensor):
+            raise TypeError(f"free_tensor expects a DeviceTensor, got {type(tensor).__name__}")
+        if tensor.worker is not self:
+            raise ValueError("DeviceTensor belongs to another ChipWorker")
+        with self._lock:
+            self._tensors.pop(id(tensor), None)
+        tensor._release()
+
+    def _own(self, tensor, what: str) -> DeviceTensor:
+        if not isinstance(tensor, DeviceTensor):
+            raise TypeError(f"{what}: expected a DeviceTensor, got {type(tensor).__name__}")
+        if tensor.worker is not self:
+            raise ValueError(f"{what}: DeviceTensor belongs to another ChipWorker")
+        if tensor.freed:
+            raise ValueError(f"{what}: DeviceTensor was freed")
+        return tensor
+
+    def copy_to(self, dst: DeviceTensor, src) -> DeviceTensor:
+        """Host -> device: copy a torch tensor / numpy array into a DeviceTensor."""
+        self._check_open()
+        dst = self._own(dst, "copy_to")
+        holder, addr = host_source(src, "copy_to source", dst.dtype, dst.numel())
+        copy_bytes(dst.data_ptr(), addr, dst.nbytes)
+        del holder
+        self.stats["copies_to_device"] += 1
+        self.stats["bytes_to_device"] += dst.nbytes
+        return dst
+
+    def copy_from(self, dst, src: DeviceTensor):
+        """Device -> host: copy a DeviceTensor into a contiguous torch tensor / numpy
+        array of the same size and dtype. Returns dst."""
+        self._check_open()
+        src = self._own(src, "copy_from")
+        if not (is_torch_tensor(dst) or is_numpy_array(dst)):
+            raise TypeError(f"copy_from: destination must be a torch.Tensor or numpy.ndarray, "
+                            f"got {type(dst).__name__}")
+        view = host_view(dst, "copy_from destination", writable=True, expect=src.dtype)
+        if view.dtype is None or not dtypes.accepts(src.dtype, view.dtype):
+            raise TypeError(f"copy_from: destination dtype {view.dtype} does not match the "
+                            f"device tensor's {src.dtype}")
+        if view.nbytes != src.nbytes:
+            raise ValueError(f"copy_from: destination holds {view.nbytes} bytes, the device "
+                             f"tensor {src.nbytes}")
+        copy_bytes(view.addr, src.data_ptr(), src.nbytes)
+        self.stats["copies_from_device"] += 1
+        self.stats["bytes_from_device"] += src.nbytes
+        return dst
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<ChipWorker {self.platform} runtime={self.runtime} device={self.device_id} ({state})>"

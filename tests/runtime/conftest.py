@@ -1,0 +1,148 @@
+"""Fixtures: hand-written kernels and orchestrations built with g++ once per session,
+assembled into output directories the way the compiler lays them out."""
+from __future__ import annotations
+
+import fcntl
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import xxhash
+
+ROOT = Path(__file__).resolve().parents[2]
+INCLUDE = ROOT / "pypto" / "include"
+CSRC = Path(__file__).resolve().parent / "csrc"
+CXXFLAGS = ["-std=c++17", "-O1", "-fPIC", "-shared", f"-I{INCLUDE}"]
+
+# func_id -> (kernel name, source stem, core type)
+KERNELS = {
+    0: ("add_kernel", "add", "aiv"),
+    1: ("sleep_kernel", "sleep", "aiv"),
+    2: ("fail_kernel", "fail", "aiv"),
+    3: ("probe_kernel", "probe", "aiv"),
+    4: ("scale_kernel", "scale", "aiv"),
+    5: ("sleep_cube", "sleep", "aic"),
+}
+
+
+def _sources() -> list[Path]:
+    return sorted(CSRC.rglob("*.cpp")) + sorted(CSRC.rglob("*.h")) + sorted(CSRC.rglob("*.c"))
+
+
+def _fingerprint() -> str:
+    h = xxhash.xxh3_128()
+    for p in _sources() + [INCLUDE / "pypto_abi.h"]:
+        h.update(str(p.relative_to(ROOT)).encode())
+        h.update(p.read_bytes())
+    h.update(" ".join(CXXFLAGS).encode())
+    return h.hexdigest()[:16]
+
+
+def _build_all(out: Path) -> None:
+    jobs = []
+    for src in sorted((CSRC / "kernels").glob("*.cpp")):
+        jobs.append((src, out / "kernels" / f"{src.stem}.so"))
+    for src in sorted((CSRC / "orch").glob("*.cpp")):
+        jobs.append((src, out / "orch" / f"{src.stem}.so"))
+    (out / "kernels").mkdir(parents=True, exist_ok=True)
+    (out / "orch").mkdir(parents=True, exist_ok=True)
+    procs = []
+    for src, dst in jobs:
+        procs.append((src, subprocess.Popen(["g++", *CXXFLAGS, str(src), "-o", str(dst)],
+                                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)))
+        if len(procs) >= 4:
+            _finish(procs.pop(0))
+    while procs:
+        _finish(procs.pop(0))
+    subprocess.run(["gcc", f"-I{INCLUDE}", str(CSRC / "abi_layout.c"), "-o", str(out / "abi_layout")],
+                   check=True)
+
+
+def _finish(item) -> None:
+    src, proc = item
+    output, _ = proc.communicate()
+    if proc.returncode != 0:
+        raise RuntimeError(f"g++ failed on {src}:\n{output.decode()}")
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory) -> Path:
+    """Directory with kernels/<stem>.so, orch/<stem>.so and abi_layout, built once per
+    content fingerprint and shared by all xdist workers (guarded by a file lock)."""
+    shared = tmp_path_factory.getbasetemp().parent / "pypto_runtime_fixtures"
+    shared.mkdir(parents=True, exist_ok=True)
+    out = shared / _fingerprint()
+    with open(shared / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (out / "done").exists():
+            tmp = shared / (out.name + ".tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            _build_all(tmp)
+            (tmp / "done").write_text("ok")
+            shutil.rmtree(out, ignore_errors=True)
+            tmp.rename(out)
+    return out
+
+
+def tensor(name, shape, direction="In", dtype="fp32"):
+    return {"name": name, "kind": "tensor", "direction": direction, "shape": list(shape), "dtype": dtype}
+
+
+def scalar(name, dtype="fp32"):
+    return {"name": name, "kind": "scalar", "direction": "In", "dtype": dtype}
+
+
+class ProgramFactory:
+    def __init__(self, built: Path, tmp_path: Path):
+        self.built = built
+        self.tmp_path = tmp_path
+        self.count = 0
+
+    def dir(self, orch: str, params: list, *, runtime="tensormap_and_ringbuffer",
+            platform="a2a3sim", num_return_types=None, kernel_digest=None) -> Path:
+        """Lay out an output directory for orchestration `orch` (csrc/orch/<orch>.cpp)."""
+        self.count += 1
+        out = self.tmp_path / f"{orch}_{self.count}"
+        (out / "orchestration").mkdir(parents=True)
+        shutil.copy(CSRC / "orch" / f"{orch}.cpp", out / "orchestration" / f"{orch}.cpp")
+        shutil.copy(self.built / "orch" / f"{orch}.so", out / "orchestration" / f"{orch}.so")
+        kernels = []
+        for func_id, (name, stem, core) in KERNELS.items():
+            rel = f"kernels/{core}/{name}.so"
+            (out / "kernels" / core).mkdir(parents=True, exist_ok=True)
+            data = (self.built / "kernels" / f"{stem}.so").read_bytes()
+            (out / rel).write_bytes(data)
+            digest = xxhash.xxh3_128_hexdigest(data)
+            if kernel_digest is not None:
+                digest = kernel_digest(name, digest)
+            kernels.append({"func_id": func_id, "name": name, "source": f"ptoas/{stem}.cpp",
+                            "binary": rel, "core_type": core, "signature": [], "digest": digest})
+        n_tensors = sum(1 for p in params if p["kind"] == "tensor")
+        directions = [p["direction"].lower() for p in params if p["kind"] == "tensor"]
+        config = (
+            "# generated by the runtime tests\n"
+            f"RUNTIME_CONFIG = {{'runtime': {runtime!r}, 'platform': {platform!r}, 'aicpu_thread_num': 0}}\n"
+            f"ORCHESTRATION = {{'name': {orch!r}, 'source': 'orchestration/{orch}.cpp', "
+            f"'binary': 'orchestration/{orch}.so', 'function_name': 'pypto_orchestration_entry', "
+            f"'signature': {directions!r}}}\n"
+            f"KERNELS = {kernels!r}\n")
+        assert len(directions) == n_tensors
+        (out / "kernel_config.py").write_text(config)
+        if num_return_types is None:
+            num_return_types = sum(1 for p in params if p.get("direction") == "Out")
+        backend = "Ascend950" if platform.startswith("a5") else "Ascend910B"
+        meta = {"schema": 1, "params": params, "num_return_types": num_return_types,
+                "platform": platform, "backend_type": backend, "runtime": runtime}
+        (out / "compiled_meta.json").write_text(json.dumps(meta, indent=1))
+        return out
+
+    def __call__(self, orch: str, params: list, **kw):
+        from pypto.runtime import CompiledProgram
+        return CompiledProgram(self.dir(orch, params, **kw))
+
+
+@pytest.fixture
+def programs(built, tmp_path) -> ProgramFactory:
+    return ProgramFactory(built, tmp_path)

@@ -1,0 +1,3 @@
+// status(x, y): gives up with status 7.
+#include "../orch.h"
+ENTRY { return 7; }
