@@ -1,0 +1,860 @@
+"""PTO codegen: one kernel function (AIV / AIC / InCore) of a post-pass Program → `.pto`
+text (MLIR, pto dialect), which `pypto.ptoas` reads.
+
+A deliberate 1:1 translation: memory planning, aliasing and in-place reuse were decided
+by the passes; this module only spells them. Equal input gives byte-identical text.
+Anything it cannot express raises `CodegenError` with the statement's span.
+
+## The subset of MLIR emitted (the contract with pypto.ptoas)
+
+```
+module attributes {pto.target_arch = "a2a3"} {
+  func.func @k(%arg0: !pto.ptr<f32>, ..., %argT: f32, ..., %M: index) attributes {pto.kernel_kind = #pto.kernel_kind<vector>} {
+    %c0_i64 = arith.constant 0 : i64            <- all constants first, deduplicated, sorted
+    %c64_index = arith.constant 64 : index
+    %cst = arith.constant 1.0 : f32
+    %a_view = pto.make_tensor_view %arg0, shape = [...], strides = [...] {layout = #pto.layout<nd>} : !pto.tensor_view<?x?xf32> loc(...)
+    %t = pto.alloc_tile addr = %c0_i64 valid_row = %c64_index valid_col = %c64_index : !pto.tile_buf<...> loc(...)
+    %a_pview = pto.partition_view %a_view, offsets = [...], sizes = [...] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<64x64xf32> loc(...)
+    pto.tload ins(%a_pview : !pto.partition_tensor_view<64x64xf32>) outs(%t : !pto.tile_buf<...>) loc(...)
+    pto.tadd ins(%x, %y : TB, TB) outs(%z : TB) loc(...)
+    scf.for %i = %c0_index to %c4_index step %c1_index {
+      %0 = arith.muli %i, %c64_index : index loc(...)
+      ...
+    }
+    return
+  }
+}
+```
+
+- Signature: tensor params first (`%arg0..`, `!pto.ptr<dtype>`, in parameter order), then
+  scalar params (`%argN: <mlir dtype>`, in parameter order), then one `index` arg per
+  distinct `DynDim` of the tensor params (in order of first appearance), named after the
+  symbol. Each such dim arg appears *directly* as a `shape` operand of the
+  `make_tensor_view` of the first tensor param that has it (that view is always emitted),
+  so a kernel wrapper recovers it from that tensor's descriptor shape.
+  `pto.kernel_kind`: `cube` for AIC, `vector` for AIV, no attribute for InCore.
+- Constants: `%c<v>_<type>` (`%cn<v>_<type>` if negative) for integers/index,
+  `%true`/`%false` for i1, `%cst`, `%cst_1`, ... for floats (decimal with a dot, or the
+  hex bit pattern for inf/nan and f16/bf16). Constants carry no loc.
+- `make_tensor_view`: one per tensor param the body reads or writes, in parameter order,
+  row-major `nd` strides (composite dynamic strides are computed with `arith.muli`
+  just before the view). Views carry the function's loc.
+- `alloc_tile`: emitted right before the op that first writes the tile (one per
+  tile-defining Assign). `addr = %c<byte offset>_i64` when the IR has MemRefs
+  (PYPTO planner → ptoas level3); no `addr` at all when no tile has one (PTOAS planner
+  → level2). `valid_row`/`valid_col` are always given (the static tile shape), and the
+  type prints `v_row=?, v_col=?`.
+- Tile type: `!pto.tile_buf<loc=L, dtype=D, rows=R, cols=C, v_row=?, v_col=?,
+  blayout=B, slayout=S, fractal=F, pad=0>` with layout from `pypto.ir.layout`. A 1-D
+  tile is one row; higher-rank tiles must have leading unit dims.
+- Compute ops: `pto.<op> ins(%a, %b : Ta, Tb) outs(%d : Td)`; scalars in `ins` have their
+  scalar type. `tcvt` carries `{rmode = #pto<round_mode MODE>}` right after its operand.
+  `treshape` is the one view op: `%y = pto.treshape %x : Tx -> Ty` (no alloc; Ty prints
+  static `v_row`/`v_col`).
+- Index math: `arith.addi/subi/muli/divsi/remsi/minsi/maxsi` on `index` (Python `//`, `%`
+  map to the truncating forms: index math is non-negative), `arith.index_cast`,
+  `arith.sitofp/fptosi/extf/truncf/extsi/trunci`, float `arith.addf/subf/mulf/divf/
+  minimumf/maximumf`, `arith.cmpi/cmpf` for `scf.if` conditions. Results are `%0`, `%1`, ...
+- Control flow: `scf.for %i = %lb to %ub step %s { ... }` (never iter_args: tiles are
+  buffers written in place), `scf.if %cond { ... } else { ... }` without results.
+  Braces carry no loc.
+- Every op line ends with ` loc("<file>":<line>:<col>)` from the statement's span (the
+  enclosing loop's or the function's span if the statement has none) unless
+  `emit_loc=False`.
+
+## Loop-carried tiles
+A tile iter_arg is bound to its init's buffer; the loop's return vars bind to the same
+buffer after the loop. At the yield, a yielded tile that is a different buffer (different
+MemRef, or no MemRefs at level2) is copied into the carried buffer with `pto.tmov`.
+`tile.matmul_acc` is in place: its result is its acc operand's buffer (if the IR gave the
+result another MemRef, the acc is first copied there with `pto.tmov`).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from pypto import dtype as dt
+from pypto.codegen.common import Names, c_string, fail, mlir_float
+from pypto.ir import layout as _layout
+from pypto.ir.layout import tile_layout, tile_rows_cols
+from pypto.ir.nodes import (Assign, BinOp, Call, Const, DynDim, Eval, For, FunctionType, If,
+                            MemorySpace, Program, PtrType, Return, ScalarType, TensorType,
+                            TileType, TupleExpr, Var, Yield)
+
+IMPL_FILES = tuple(str(Path(p).resolve()) for p in (
+    __file__, Path(__file__).with_name("common.py"), _layout.__file__, dt.__file__))
+
+# ----------------------------------------------------------------------------- op tables
+BINARY_OPS = {"tile.add": "tadd", "tile.sub": "tsub", "tile.mul": "tmul", "tile.div": "tdiv",
+              "tile.maximum": "tmax", "tile.minimum": "tmin"}
+SCALAR_OPS = {"tile.adds": "tadds", "tile.subs": "tsubs", "tile.muls": "tmuls",
+              "tile.divs": "tdivs", "tile.maximums": "tmaxs", "tile.minimums": "tmins"}
+UNARY_OPS = {"tile.exp": "texp", "tile.log": "tlog", "tile.sqrt": "tsqrt",
+             "tile.rsqrt": "trsqrt", "tile.recip": "trecip", "tile.neg": "tneg",
+             "tile.abs": "tabs", "tile.relu": "trelu"}
+ROW_REDUCE_OPS = {"tile.row_sum": "trowsum", "tile.row_max": "trowmax",
+                  "tile.row_min": "trowmin"}
+COL_REDUCE_OPS = {"tile.col_sum": "tcolsum", "tile.col_max": "tcolmax",
+                  "tile.col_min": "tcolmin"}
+EXPAND_OPS = {f"tile.{d}_expand_{o}": f"t{d}expand{o}"
+              for d in ("row", "col") for o in ("add", "sub", "mul", "div")}
+_BROADCAST = {"tile.add": "add", "tile.sub": "sub", "tile.mul": "mul", "tile.div": "div"}
+OTHER_OPS = ("tile.alloc", "tile.load", "tile.store", "tile.move", "tile.create",
+             "tile.reshape", "tile.cast", "tile.matmul", "tile.matmul_acc")
+SUPPORTED_OPS = tuple(sorted(set(BINARY_OPS) | set(SCALAR_OPS) | set(UNARY_OPS)
+                             | set(ROW_REDUCE_OPS) | set(COL_REDUCE_OPS) | set(EXPAND_OPS)
+                             | set(OTHER_OPS)))
+
+ROUND_MODES = ("NONE", "RINT", "ROUND", "FLOOR", "CEIL", "TRUNC", "ODD")
+DEFAULT_ROUND_MODE = "ROUND"
+
+_M = MemorySpace
+_MOVE_PATHS = {"a2a3": {(_M.Mat, _M.Left), (_M.Mat, _M.Right), (_M.Acc, _M.Mat), (_M.Vec, _M.Vec)}}
+_MOVE_PATHS["a5"] = _MOVE_PATHS["a2a3"] | {(_M.Acc, _M.Vec), (_M.Vec, _M.Mat)}
+
+_KIND = {FunctionType.AIC: "cube", FunctionType.AIV: "vector"}
+
+_INT_BINOPS = {"+": "addi", "-": "subi", "*": "muli", "//": "divsi", "%": "remsi",
+               "min": "minsi", "max": "maxsi"}
+_FLOAT_BINOPS = {"+": "addf", "-": "subf", "*": "mulf", "/": "divf",
+                 "min": "minimumf", "max": "maximumf"}
+_CMPI = {"==": "eq", "!=": "ne", "<": "slt", "<=": "sle", ">": "sgt", ">=": "sge"}
+_CMPF = {"==": "oeq", "!=": "one", "<": "olt", "<=": "ole", ">": "ogt", ">=": "oge"}
+_TYPE_RANK = {"i64": 0, "i32": 1, "i16": 2, "i8": 3, "ui8": 4, "i1": 5, "index": 6,
+              "f32": 7, "f16": 8, "bf16": 9}
+_RESERVED = re.compile(r"^(arg\d+|cn?\d+_\w+|cst(_\d+)?|true|false|\d.*)$")
+
+
+def generate_kernel(program: Program, name: str, *, arch: str = "a2a3",
+                    emit_loc: bool = True) -> str:
+    """The `.pto` text of kernel function `name` of `program`."""
+    f = program.get(name)
+    if f is None:
+        fail(f"no function named {name!r} in program {program.name!r}", None)
+    if not f.is_kernel:
+        fail(f"function {name!r} is {f.func_type.value}; only InCore/AIC/AIV functions become .pto",
+             f.span)
+    if arch not in _layout.ARCHS:
+        fail(f"unknown arch {arch!r}; expected one of {', '.join(_layout.ARCHS)}", f.span)
+    return _Kernel(program, f, arch, emit_loc).generate()
+
+
+def generate_kernels(program: Program, *, arch: str = "a2a3", emit_loc: bool = True) -> dict[str, str]:
+    """`.pto` text of every kernel function, by name, in program order."""
+    return {f.name: generate_kernel(program, f.name, arch=arch, emit_loc=emit_loc)
+            for f in program.functions if f.is_kernel}
+
+
+def ptoas_level(func) -> str:
+    """The ptoas level a kernel's `.pto` is meant for: level3 when its tiles carry
+    MemRefs (addresses planned by PyPTO), level2 otherwise (ptoas plans)."""
+    from pypto.ir.visit import walk
+    for s in walk(func.body):
+        if isinstance(s, Assign) and isinstance(s.var.type, TileType) and s.var.type.memref is not None:
+            return "level3"
+        if isinstance(s, Assign) and isinstance(s.var.type, PtrType):
+            return "level3"
+    return "level2"
+
+
+def tile_buf_type(t: TileType, arch: str = "a2a3", *, static_valid: bool = False, span=None) -> str:
+    if t.memory_space is None or t.memory_space is MemorySpace.DDR:
+        fail(f"tile of shape {list(t.shape)} has no on-chip memory space "
+             f"({t.memory_space.name if t.memory_space else 'none'})", span,
+             "run InferTileMemorySpace before codegen")
+    try:
+        rows, cols = tile_rows_cols(t.shape)
+    except ValueError as e:
+        fail(str(e), span)
+    bl, sl, fr = tile_layout(t, arch)
+    vr, vc = (rows, cols) if static_valid else ("?", "?")
+    return (f"!pto.tile_buf<loc={t.memory_space.value}, dtype={t.dtype.mlir}, rows={rows}, "
+            f"cols={cols}, v_row={vr}, v_col={vc}, blayout={bl}, slayout={sl}, fractal={fr}, pad=0>")
+
+
+# ----------------------------------------------------------------------------- values
+@dataclass
+class _Tensor:
+    param: Var
+    arg: str                 # %argN
+    index: int               # position among tensor params
+    view: str | None = None  # %x_view once used
+
+
+@dataclass
+class _Tile:
+    ssa: str
+    ty: str                  # full !pto.tile_buf<...> text
+    tile: TileType
+
+
+@dataclass
+class _Scalar:
+    ssa: str
+    ty: str                  # mlir type
+
+
+def _mlir_name(hint: str) -> str:
+    s = re.sub(r"[^A-Za-z0-9_$.\-]", "_", hint) or "v"
+    if _RESERVED.match(s):
+        s = s + "_v"
+    return s
+
+
+def _same_storage(a: TileType, b: TileType) -> bool:
+    return (a.memref is not None and b.memref is not None and a.memref.base is b.memref.base
+            and a.memref.offset == b.memref.offset)
+
+
+class _Kernel:
+    def __init__(self, program: Program, func, arch: str, emit_loc: bool):
+        self.program = program
+        self.f = func
+        self.arch = arch
+        self.emit_loc = emit_loc
+        self.names = Names()
+        self.consts: dict[tuple, tuple[str, str]] = {}   # key -> (name, "value : type")
+        self.float_count = 0
+        self.temp = 0
+        self.env: dict[int, object] = {}                 # id(Var) -> _Tensor|_Tile|_Scalar
+        self.ptrs: dict[int, MemorySpace] = {}           # id(Ptr var) -> space
+        self.tensors: list[_Tensor] = []
+        self.dyn_args: list[tuple[DynDim, str]] = []
+        self.lines: list[str] = []
+        self.depth = 2
+        self.span_stack = [func.span]
+        self.level = ptoas_level(func)
+
+    # ------------------------------------------------------------------ output helpers
+    def loc(self, span) -> str:
+        span = span or next((s for s in reversed(self.span_stack) if s is not None), None)
+        if not self.emit_loc or span is None:
+            return ""
+        return f" loc({c_string(span.file)}:{span.line}:{span.col})"
+
+    def emit(self, text: str, span=None, loc=True):
+        self.lines.append("  " * self.depth + text + (self.loc(span) if loc else ""))
+
+    def tmp(self) -> str:
+        name = f"%{self.temp}"
+        self.temp += 1
+        return name
+
+    def const(self, value, ty: str) -> str:
+        if ty == "i1":
+            value = bool(value)
+            key = (ty, value)
+            if key not in self.consts:
+                self.consts[key] = ("%true" if value else "%false", f"{'true' if value else 'false'}")
+            return self.consts[key][0]
+        if ty in ("f32", "f16", "bf16"):
+            text = mlir_float(value, ty)
+            key = (ty, text)
+            if key not in self.consts:
+                name = "%cst" if self.float_count == 0 else f"%cst_{self.float_count}"
+                self.float_count += 1
+                self.consts[key] = (name, text)
+            return self.consts[key][0]
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            else:
+                fail(f"{value!r} is not an integer constant of type {ty}", self.span_stack[-1])
+        key = (ty, value)
+        if key not in self.consts:
+            name = f"%c{value}_{ty}" if value >= 0 else f"%cn{-value}_{ty}"
+            self.consts[key] = (name, str(value))
+        return self.consts[key][0]
+
+    def tile_ty(self, t: TileType, span, static_valid=False) -> str:
+        return tile_buf_type(t, self.arch, static_valid=static_valid, span=span)
+
+    # ------------------------------------------------------------------ driver
+    def generate(self) -> str:
+        f = self.f
+        tensor_params = [p for p in f.params if isinstance(p.var.type, TensorType)]
+        scalar_params = [p for p in f.params if isinstance(p.var.type, ScalarType)]
+        for p in f.params:
+            if not isinstance(p.var.type, (TensorType, ScalarType)):
+                fail(f"kernel parameter {p.var.name!r} has type {type(p.var.type).__name__}; "
+                     "a kernel takes tensors and scalars", f.span)
+        sig = []
+        for i, p in enumerate(tensor_params):
+            arg = self.names.fresh(f"arg{i}")
+            t = _Tensor(p.var, "%" + arg, i)
+            self.env[id(p.var)] = t
+            self.tensors.append(t)
+            sig.append(f"%{arg}: !pto.ptr<{p.var.type.dtype.mlir}>")
+        for j, p in enumerate(scalar_params):
+            arg = self.names.fresh(f"arg{len(tensor_params) + j}")
+            ty = p.var.type.dtype.mlir
+            self.env[id(p.var)] = _Scalar("%" + arg, ty)
+            sig.append(f"%{arg}: {ty}")
+        seen_dims: dict[str, str] = {}
+        for p in tensor_params:
+            for d in p.var.type.shape:
+                if isinstance(d, DynDim) and d.name not in seen_dims:
+                    nm = "%" + self.names.fresh(_mlir_name(d.name))
+                    seen_dims[d.name] = nm
+                    self.dyn_args.append((d, nm))
+                    sig.append(f"{nm}: index")
+        self.dim_ssa = seen_dims
+
+        # body first (it decides which views and constants are needed)
+        body = f.body
+        ret = None
+        if body and isinstance(body[-1], Return):
+            body, ret = body[:-1], body[-1]
+        self.block(body)
+        self.check_return(ret)
+        body_lines = self.lines
+
+        # views of the used tensors (and of the first carrier of each dynamic dim)
+        self.lines = []
+        carriers = set()
+        for d, _ in self.dyn_args:
+            for t in self.tensors:
+                if d in t.param.type.shape:
+                    carriers.add(t.index)
+                    break
+        for t in self.tensors:
+            if t.view is None and t.index in carriers:
+                self.view_name(t)
+        for t in self.tensors:
+            if t.view is not None:
+                self.make_view(t)
+        view_lines = self.lines
+
+        kind = _KIND.get(f.func_type)
+        attrs = f" attributes {{pto.kernel_kind = #pto.kernel_kind<{kind}>}}" if kind else ""
+        out = [f'module attributes {{pto.target_arch = "{self.arch}"}} {{',
+               f"  func.func @{f.name}({', '.join(sig)}){attrs} {{"]
+        consts = sorted(self.consts.items(),
+                        key=lambda kv: (_TYPE_RANK.get(kv[0][0], 99), kv[0][0],
+                                        kv[0][1] if not isinstance(kv[0][1], str) else 0,
+                                        kv[1][0]))
+        for (ty, _), (name, text) in consts:
+            out.append(f"    {name} = arith.constant {text} : {ty}")
+        out += view_lines
+        out += body_lines
+        out.append("    return")
+        out.append("  }")
+        out.append("}")
+        return "\n".join(out) + "\n"
+
+    def check_return(self, ret):
+        if ret is None:
+            return
+        for v in ret.values:
+            if not isinstance(self.value_of(v, ret.span), _Tensor):
+                fail("a kernel returns only its tensor parameters (written in place)", ret.span)
+
+    def view_name(self, t: _Tensor) -> str:
+        if t.view is None:
+            t.view = "%" + self.names.fresh(_mlir_name(t.param.name) + "_view")
+        return t.view
+
+    def make_view(self, t: _Tensor):
+        ty: TensorType = t.param.type
+        if not ty.shape:
+            fail(f"tensor parameter {t.param.name!r} has rank 0", self.f.span)
+        dims = [self.dim_value(d) for d in ty.shape]
+        strides, acc = [], self.const(1, "index")
+        acc_static = 1
+        for k in range(len(dims) - 1, -1, -1):
+            strides.append(acc)
+            d = ty.shape[k]
+            if k == 0:
+                break
+            if isinstance(d, int) and acc_static is not None:
+                acc_static *= d
+                acc = self.const(acc_static, "index")
+            else:
+                r = self.tmp()
+                self.emit(f"{r} = arith.muli {acc}, {dims[k]} : index", self.f.span)
+                acc, acc_static = r, None
+        strides.reverse()
+        q = "x".join("?" for _ in dims)
+        self.emit(f"{t.view} = pto.make_tensor_view {t.arg}, shape = [{', '.join(dims)}], "
+                  f"strides = [{', '.join(strides)}] {{layout = #pto.layout<nd>}} : "
+                  f"!pto.tensor_view<{q}x{ty.dtype.mlir}>", self.f.span)
+
+    def dim_value(self, d) -> str:
+        if isinstance(d, DynDim):
+            return self.dim_ssa[d.name]
+        return self.const(int(d), "index")
+
+    # ------------------------------------------------------------------ statements
+    def block(self, stmts):
+        for s in stmts:
+            self.stmt(s)
+
+    def stmt(self, s):
+        span = getattr(s, "span", None)
+        if isinstance(s, Assign):
+            self.assign(s)
+        elif isinstance(s, Eval):
+            c = s.expr
+            if isinstance(c, Call) and c.op == "tile.store":
+                self.store(c, span)
+            else:
+                what = c.op if isinstance(c, Call) else type(c).__name__
+                fail(f"cannot generate PTO for the statement-level expression {what}", span)
+        elif isinstance(s, For):
+            self.for_(s)
+        elif isinstance(s, If):
+            self.if_(s)
+        elif isinstance(s, Return):
+            fail("return must be the last statement of a kernel", span)
+        elif isinstance(s, Yield):
+            fail("a yield outside a loop or if", span)
+        else:
+            fail(f"cannot generate PTO for a {type(s).__name__} statement in a kernel", span,
+                 "outline scopes before codegen")
+
+    def assign(self, s: Assign):
+        v, e, span = s.var, s.value, s.span
+        if isinstance(v.type, PtrType):
+            if not (isinstance(e, Call) and e.op == "tile.alloc"):
+                fail(f"{v.name!r}: a Ptr comes only from tile.alloc", span)
+            space = e.kwargs.get("target_memory")
+            if not isinstance(space, MemorySpace):
+                fail("tile.alloc needs target_memory=pl.Mem.<space>", span)
+            self.ptrs[id(v)] = space
+            return
+        if isinstance(e, Var):          # plain alias
+            self.env[id(v)] = self.value_of(e, span)
+            return
+        if isinstance(v.type, ScalarType):
+            self.env[id(v)] = self.scalar(e, v.type.dtype.mlir, span)
+            return
+        if not isinstance(e, Call):
+            fail(f"cannot assign {type(e).__name__} to {v.name!r} in a kernel", span)
+        if isinstance(v.type, TensorType):
+            if e.op != "tile.store":
+                fail(f"{e.op} producing tensor {v.name!r} inside a kernel", span,
+                     "tensor ops must be converted to tile ops (ConvertTensorToTileOps) before codegen")
+            self.env[id(v)] = self.store(e, span)
+            return
+        if not isinstance(v.type, TileType):
+            fail(f"cannot generate PTO for {v.name!r} of type {type(v.type).__name__}", span)
+        self.tile_op(v, e, span)
+
+    # ------------------------------------------------------------------ values
+    def value_of(self, e, span):
+        if isinstance(e, Var):
+            val = self.env.get(id(e))
+            if val is None:
+                fail(f"{e.name!r} is used before it is defined (or is not a kernel value)", span)
+            return val
+        fail(f"expected a variable, got {type(e).__name__}", span)
+
+    def tile(self, e, span) -> _Tile:
+        val = self.value_of(e, span) if isinstance(e, Var) else None
+        if not isinstance(val, _Tile):
+            what = e.name if isinstance(e, Var) else type(e).__name__
+            fail(f"{what!r} is not a tile", span,
+                 "tensor values must be loaded into tiles (tile.load) before computing in a kernel")
+        return val
+
+    def tensor(self, e, span) -> _Tensor:
+        val = self.value_of(e, span)
+        if not isinstance(val, _Tensor):
+            fail(f"{getattr(e, 'name', e)!r} is not a tensor parameter of the kernel", span)
+        return val
+
+    def scalar(self, e, want: str | None, span) -> _Scalar:
+        """An SSA value for scalar expression `e`, converted to type `want` if given."""
+        if isinstance(e, Const):
+            ty = want or e.dtype.mlir
+            if isinstance(e.value, bool) and ty != "i1":
+                return _Scalar(self.const(int(e.value), ty), ty)
+            if ty in ("f32", "f16", "bf16"):
+                return _Scalar(self.const(float(e.value), ty), ty)
+            return _Scalar(self.const(e.value, ty), ty)
+        if isinstance(e, Var):
+            val = self.value_of(e, span)
+            if not isinstance(val, _Scalar):
+                fail(f"{e.name!r} is not a scalar", span)
+            return self.convert(val, want, span)
+        if isinstance(e, BinOp):
+            folded = _fold(e)
+            if folded is not None:
+                return self.scalar(Const(folded, e.dtype, e.span), want, span)
+            ty = e.dtype.mlir
+            if e.op in _CMPI:
+                operand_ty = _common_type(e.lhs, e.rhs)
+                a = self.scalar(e.lhs, operand_ty, span)
+                b = self.scalar(e.rhs, operand_ty, span)
+                r = self.tmp()
+                if operand_ty in ("f32", "f16", "bf16"):
+                    self.emit(f"{r} = arith.cmpf {_CMPF[e.op]}, {a.ssa}, {b.ssa} : {operand_ty}", span)
+                else:
+                    self.emit(f"{r} = arith.cmpi {_CMPI[e.op]}, {a.ssa}, {b.ssa} : {operand_ty}", span)
+                return self.convert(_Scalar(r, "i1"), want, span)
+            is_float = ty in ("f32", "f16", "bf16")
+            table = _FLOAT_BINOPS if is_float else _INT_BINOPS
+            if e.op not in table:
+                fail(f"scalar operator {e.op!r} on {e.dtype} is not supported in kernels", span)
+            a = self.scalar(e.lhs, ty, span)
+            b = self.scalar(e.rhs, ty, span)
+            r = self.tmp()
+            self.emit(f"{r} = arith.{table[e.op]} {a.ssa}, {b.ssa} : {ty}", span)
+            return self.convert(_Scalar(r, ty), want, span)
+        fail(f"cannot use {type(e).__name__} as a scalar value in a kernel", span)
+
+    def convert(self, v: _Scalar, want: str | None, span) -> _Scalar:
+        if want is None or want == v.ty:
+            return v
+        src, dst = v.ty, want
+        floats = ("f32", "f16", "bf16")
+        width = {"i1": 1, "i8": 8, "ui8": 8, "i16": 16, "i32": 32, "i64": 64, "index": 64,
+                 "f16": 16, "bf16": 16, "f32": 32}
+        if src == "index" or dst == "index":
+            other = dst if src == "index" else src
+            if other in floats:
+                mid = self.convert(v, "i64", span)
+                return self.convert(mid, dst, span)
+            r = self.tmp()
+            self.emit(f"{r} = arith.index_cast {v.ssa} : {src} to {dst}", span)
+            return _Scalar(r, dst)
+        if src in floats and dst in floats:
+            op = "extf" if width[dst] > width[src] else "truncf"
+        elif src in floats:
+            op = "fptosi"
+        elif dst in floats:
+            op = "sitofp"
+        else:
+            op = "extsi" if width[dst] > width[src] else "trunci"
+        r = self.tmp()
+        self.emit(f"{r} = arith.{op} {v.ssa} : {src} to {dst}", span)
+        return _Scalar(r, dst)
+
+    def index(self, e, span) -> str:
+        return self.scalar(e, "index", span).ssa
+
+    # ------------------------------------------------------------------ tiles
+    def check_tile_type(self, v: Var, span):
+        t: TileType = v.type
+        if t.memory_space is None:
+            fail(f"tile {v.name!r} has no memory space", span, "run InferTileMemorySpace before codegen")
+        if self.level == "level3":
+            if t.memref is None:
+                fail(f"tile {v.name!r} has no MemRef while other tiles of this kernel do", span,
+                     "either every tile carries a MemRef (PYPTO planner) or none does (PTOAS planner)")
+            base = t.memref.base
+            if not isinstance(base, Var) or id(base) not in self.ptrs:
+                fail(f"tile {v.name!r}: its MemRef base is not a tile.alloc of this kernel", span)
+            if self.ptrs[id(base)] is not t.memory_space:
+                fail(f"tile {v.name!r} is in {t.memory_space.name} but its buffer "
+                     f"{base.name!r} was allocated in {self.ptrs[id(base)].name}", span)
+        elif t.memref is not None:
+            fail(f"tile {v.name!r} has a MemRef but the kernel has no tile.alloc", span)
+
+    def alloc(self, v: Var, span) -> _Tile:
+        """Emit `pto.alloc_tile` for tile variable `v` and bind it."""
+        self.check_tile_type(v, span)
+        t: TileType = v.type
+        ty = self.tile_ty(t, span)
+        rows, cols = tile_rows_cols(t.shape)
+        name = "%" + self.names.fresh(_mlir_name(v.name))
+        addr = f"addr = {self.const(t.memref.offset, 'i64')} " if t.memref is not None else ""
+        self.emit(f"{name} = pto.alloc_tile {addr}valid_row = {self.const(rows, 'index')} "
+                  f"valid_col = {self.const(cols, 'index')} : {ty}", span)
+        val = _Tile(name, ty, t)
+        self.env[id(v)] = val
+        return val
+
+    def op(self, name: str, ins: list, outs: _Tile, span, attr_first: str = ""):
+        ops = ", ".join(x.ssa for x in ins)
+        if attr_first:
+            ops = ops + attr_first
+        tys = ", ".join(x.ty for x in ins)
+        self.emit(f"pto.{name} ins({ops} : {tys}) outs({outs.ssa} : {outs.ty})", span)
+
+    def tile_op(self, v: Var, c: Call, span):
+        op = c.op
+        if not op.startswith("tile."):
+            fail(f"cannot generate PTO for {op}", span,
+                 "only tile ops reach a kernel; tensor ops are converted by ConvertTensorToTileOps")
+        if op == "tile.load":
+            return self.load(v, c, span)
+        if op == "tile.create":
+            return self.alloc(v, span)
+        if op == "tile.move":
+            src = self.tile(c.args[0], span)
+            dst_space = v.type.memory_space
+            if (src.tile.memory_space, dst_space) not in _MOVE_PATHS[self.arch]:
+                fail(f"no {src.tile.memory_space.name} -> {dst_space.name if dst_space else None} "
+                     f"data path on {self.arch}", span,
+                     "a2a3 moves Mat->Left/Right, Acc->Mat and Vec->Vec; go through GM otherwise")
+            self.op("tmov", [src], self.alloc(v, span), span)
+            return
+        if op in BINARY_OPS:
+            a, b = self.tile(c.args[0], span), self.tile(c.args[1], span)
+            name = BINARY_OPS[op]
+            if a.tile.shape != b.tile.shape:
+                ra, ca = tile_rows_cols(a.tile.shape)
+                rb, cb = tile_rows_cols(b.tile.shape)
+                if op in _BROADCAST and (rb, cb) == (ra, 1):
+                    name = f"trowexpand{_BROADCAST[op]}"
+                elif op in _BROADCAST and (rb, cb) == (1, ca):
+                    name = f"tcolexpand{_BROADCAST[op]}"
+                else:
+                    fail(f"{op}: shapes {list(a.tile.shape)} and {list(b.tile.shape)} do not match", span)
+            self.op(name, [a, b], self.alloc(v, span), span)
+            return
+        if op in SCALAR_OPS:
+            a = self.tile(c.args[0], span)
+            s = self.scalar(c.args[1], a.tile.dtype.mlir, span)
+            self.op(SCALAR_OPS[op], [a, s], self.alloc(v, span), span)
+            return
+        if op in UNARY_OPS:
+            a = self.tile(c.args[0], span)
+            self.op(UNARY_OPS[op], [a], self.alloc(v, span), span)
+            return
+        if op in ROW_REDUCE_OPS:
+            if len(c.args) < 2:
+                fail(f"{op} needs a scratch tile: {op.split('.')[1]}(t, tmp)", span,
+                     "pass tmp = pl.create_tile(shape_of_t, dtype=..., target_memory=pl.Mem.Vec)")
+            a, tmp = self.tile(c.args[0], span), self.tile(c.args[1], span)
+            self.op(ROW_REDUCE_OPS[op], [a, tmp], self.alloc(v, span), span)
+            return
+        if op in COL_REDUCE_OPS:
+            ins = [self.tile(x, span) for x in c.args]
+            self.op(COL_REDUCE_OPS[op], ins, self.alloc(v, span), span)
+            return
+        if op in EXPAND_OPS:
+            a, b = self.tile(c.args[0], span), self.tile(c.args[1], span)
+            self.op(EXPAND_OPS[op], [a, b], self.alloc(v, span), span)
+            return
+        if op == "tile.cast":
+            a = self.tile(c.args[0], span)
+            mode = c.kwargs.get("mode") or DEFAULT_ROUND_MODE
+            mode = getattr(mode, "name", mode)
+            if not isinstance(mode, str) or mode.upper() not in ROUND_MODES:
+                fail(f"cast: unknown round mode {mode!r}", span,
+                     f"use one of {', '.join(m.lower() for m in ROUND_MODES)}")
+            self.op("tcvt", [a], self.alloc(v, span), span,
+                    attr_first=f"{{rmode = #pto<round_mode {mode.upper()}>}}")
+            return
+        if op == "tile.reshape":
+            a = self.tile(c.args[0], span)
+            t: TileType = v.type
+            if t.memory_space is not a.tile.memory_space:
+                fail("reshape keeps a tile in its memory space", span)
+            ty = self.tile_ty(t, span, static_valid=True)
+            name = "%" + self.names.fresh(_mlir_name(v.name))
+            self.emit(f"{name} = pto.treshape {a.ssa} : {a.ty} -> {ty}", span)
+            self.env[id(v)] = _Tile(name, ty, t)
+            return
+        if op == "tile.matmul":
+            left, right = self.tile(c.args[0], span), self.tile(c.args[1], span)
+            self.check_spaces(op, [(left, _M.Left), (right, _M.Right)], span)
+            self.op("tmatmul", [left, right], self.alloc(v, span), span)
+            return
+        if op == "tile.matmul_acc":
+            acc = self.tile(c.args[0], span)
+            left, right = self.tile(c.args[1], span), self.tile(c.args[2], span)
+            self.check_spaces(op, [(acc, _M.Acc), (left, _M.Left), (right, _M.Right)], span)
+            t: TileType = v.type
+            if t.memref is not None and acc.tile.memref is not None and not _same_storage(t, acc.tile):
+                dst = self.alloc(v, span)
+                self.op("tmov", [acc], dst, span)
+            else:
+                self.check_tile_type(v, span)
+                dst = acc
+                self.env[id(v)] = acc
+            self.op("tmatmul.acc", [dst, left, right], dst, span)
+            return
+        if op == "tile.store":
+            fail("tile.store produces a tensor, not a tile", span)
+        if op == "tile.alloc":
+            fail("tile.alloc produces a Ptr", span)
+        fail(f"cannot generate PTO for {op}", span,
+             f"supported tile ops: {', '.join(o for o in SUPPORTED_OPS)}")
+
+    def check_spaces(self, op, pairs, span):
+        for val, space in pairs:
+            if val.tile.memory_space is not space:
+                fail(f"{op}: operand in {val.tile.memory_space.name}, expected {space.name}", span,
+                     "move matmul operands with pl.move(t, target_memory=pl.Mem.Left/Right)")
+
+    # ------------------------------------------------------------------ memory ops
+    def partition(self, tensor: _Tensor, offsets, sizes: list[int], span) -> tuple[str, str]:
+        ty: TensorType = tensor.param.type
+        if len(offsets) != len(ty.shape) or len(sizes) != len(ty.shape):
+            fail(f"tensor {tensor.param.name!r} has rank {len(ty.shape)} but the window has "
+                 f"{len(offsets)} offsets and {len(sizes)} sizes", span)
+        offs = [self.index(o, span) for o in offsets]
+        szs = [self.const(int(s), "index") for s in sizes]
+        view = self.view_name(tensor)
+        name = "%" + self.names.fresh(_mlir_name(tensor.param.name) + "_pview")
+        q = "x".join("?" for _ in sizes)
+        pty = f"!pto.partition_tensor_view<{'x'.join(str(s) for s in sizes)}x{ty.dtype.mlir}>"
+        self.emit(f"{name} = pto.partition_view {view}, offsets = [{', '.join(offs)}], "
+                  f"sizes = [{', '.join(szs)}] : !pto.tensor_view<{q}x{ty.dtype.mlir}> -> {pty}", span)
+        return name, pty
+
+    def load(self, v: Var, c: Call, span):
+        if len(c.args) < 3 or not isinstance(c.args[1], TupleExpr) or not isinstance(c.args[2], TupleExpr):
+            fail("tile.load(tensor, [offsets], [shapes]) expected", span)
+        src = self.tensor(c.args[0], span)
+        sizes = [_const_int(x) for x in c.args[2].items]
+        if any(s is None for s in sizes):
+            fail("tile.load: window shapes must be integer constants", span)
+        if len(c.args) > 3:
+            valid = c.args[3]
+            vs = [_const_int(x) for x in valid.items] if isinstance(valid, TupleExpr) else [None]
+            if vs != sizes:
+                fail("tile.load: partial tiles (valid shape smaller than the tile) are not supported yet",
+                     span)
+        t: TileType = v.type
+        if t.memory_space not in (_M.Vec, _M.Mat):
+            fail(f"tile.load lands in Vec or Mat, not {t.memory_space.name if t.memory_space else None}",
+                 span)
+        n = 1
+        for s in sizes:
+            n *= s
+        if n != _numel(t.shape):
+            fail(f"tile.load: window {sizes} does not match tile shape {list(t.shape)}", span)
+        dst = self.alloc(v, span)
+        pview, pty = self.partition(src, c.args[1].items, sizes, span)
+        self.emit(f"pto.tload ins({pview} : {pty}) outs({dst.ssa} : {dst.ty})", span)
+
+    def store(self, c: Call, span) -> _Tensor:
+        if len(c.args) != 3 or not isinstance(c.args[1], TupleExpr):
+            fail("tile.store(tile, [offsets], tensor) expected", span)
+        src = self.tile(c.args[0], span)
+        dst = self.tensor(c.args[2], span)
+        rank = len(dst.param.type.shape)
+        shape = list(src.tile.shape)
+        while len(shape) > rank and shape[0] == 1:
+            shape.pop(0)
+        shape = [1] * (rank - len(shape)) + shape
+        if len(shape) != rank:
+            fail(f"tile.store: tile {list(src.tile.shape)} does not fit rank-{rank} tensor", span)
+        pview, pty = self.partition(dst, c.args[1].items, shape, span)
+        self.emit(f"pto.tstore ins({src.ssa} : {src.ty}) outs({pview} : {pty})", span)
+        return dst
+
+    # ------------------------------------------------------------------ control flow
+    def for_(self, s: For):
+        span = s.span
+        step = _const_int(s.step)
+        if step is not None and step <= 0:
+            fail(f"loop step must be positive, got {step}", span)
+        lb, ub, st = self.index(s.start, span), self.index(s.stop, span), self.index(s.step, span)
+        carried = []
+        for a in s.iter_args:
+            if isinstance(a.var.type, ScalarType):
+                fail(f"loop-carried scalar {a.var.name!r} in a kernel is not supported yet", span,
+                     "compute the value from the loop variable instead")
+            init = self.value_of(a.init, span) if isinstance(a.init, Var) else None
+            if not isinstance(init, (_Tile, _Tensor)):
+                fail(f"loop-carried value {a.var.name!r} must start from a tile or tensor variable", span)
+            self.env[id(a.var)] = init
+            carried.append(init)
+        iv = "%" + self.names.fresh(_mlir_name(s.loop_var.name))
+        self.env[id(s.loop_var)] = _Scalar(iv, "index")
+        self.emit(f"scf.for {iv} = {lb} to {ub} step {st} {{", span, loc=False)
+        self.depth += 1
+        self.span_stack.append(span)
+        body = list(s.body)
+        yld = body.pop() if body and isinstance(body[-1], Yield) else None
+        if any(isinstance(x, Yield) for x in body):
+            fail("a yield must be the last statement of a loop body", span)
+        self.block(body)
+        if s.iter_args:
+            if yld is None or len(yld.values) != len(s.iter_args):
+                fail("a loop with iter_args must end with a yield of one value per iter_arg", span)
+            for a, init, val in zip(s.iter_args, carried, yld.values):
+                self.carry(a.var, init, val, yld.span or span)
+        elif yld is not None and yld.values:
+            fail("yield in a loop without iter_args", yld.span or span)
+        self.span_stack.pop()
+        self.depth -= 1
+        self.emit("}", loc=False)
+        if len(s.return_vars) not in (0, len(s.iter_args)):
+            fail("loop return vars do not match its iter_args", span)
+        for rv, init in zip(s.return_vars, carried):
+            self.env[id(rv)] = init
+
+    def carry(self, var, buf, value, span):
+        """At a loop's yield: make the carried buffer hold `value`."""
+        got = self.value_of(value, span) if isinstance(value, Var) else None
+        if isinstance(buf, _Tensor):
+            if got is not buf:
+                fail(f"loop-carried tensor {var.name!r} must stay the same kernel parameter", span)
+            return
+        if not isinstance(got, _Tile):
+            fail(f"loop-carried tile {var.name!r} must be yielded a tile", span)
+        if got.ssa == buf.ssa or _same_storage(got.tile, buf.tile):
+            return
+        if got.ty != buf.ty:
+            fail(f"loop-carried tile {var.name!r} changes type inside the loop", span)
+        self.op("tmov", [got], buf, span)
+
+    def if_(self, s: If):
+        span = s.span
+        if s.return_vars:
+            fail("an if that yields values is not supported in kernels yet", span,
+                 "write the result into a tile allocated before the if")
+        cond = self.scalar(s.cond, "i1", span).ssa
+        self.emit(f"scf.if {cond} {{", span, loc=False)
+        self.span_stack.append(span)
+        self.branch(s.then_body)
+        if s.else_body:
+            self.emit("} else {", loc=False)
+            self.branch(s.else_body)
+        self.span_stack.pop()
+        self.emit("}", loc=False)
+
+    def branch(self, stmts):
+        self.depth += 1
+        self.block([x for x in stmts if not (isinstance(x, Yield) and not x.values)])
+        self.depth -= 1
+
+
+# ----------------------------------------------------------------------------- helpers
+def _const_int(e):
+    if isinstance(e, Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
+        return e.value
+    return None
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _fold(e: BinOp):
+    a, b = _const_int(e.lhs), _const_int(e.rhs)
+    if isinstance(e.lhs, BinOp):
+        a = _fold(e.lhs)
+    if isinstance(e.rhs, BinOp):
+        b = _fold(e.rhs)
+    if a is None or b is None or e.dtype.is_float or e.op in _CMPI:
+        return None
+    try:
+        return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
+                "//": lambda: a // b, "%": lambda: a % b, "min": lambda: min(a, b),
+                "max": lambda: max(a, b)}[e.op]()
+    except (KeyError, ZeroDivisionError):
+        return None
+
+
+def _common_type(a, b) -> str:
+    ta = getattr(getattr(a, "type", None), "dtype", None)
+    tb = getattr(getattr(b, "type", None), "dtype", None)
+    for t in (ta, tb):
+        if t is not None and t.is_float:
+            return t.mlir
+    if isinstance(a, Const) and tb is not None:
+        return tb.mlir
+    return (ta or tb or dt.INDEX).mlir
