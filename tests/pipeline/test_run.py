@@ -183,7 +183,7 @@ def test_contract_violation_is_step_failed(toy):
 
 def test_missing_literal_blob_is_step_failed(toy):
     step = Step("pass:m", "pass", T.upper, "i", {}, {"text": Ref(None, "ab" * 16)}, ("text",))
-    with pytest.raises(StepFailed, match="missing or damaged"):
+    with pytest.raises(StepFailed, match="missing or damaged.*literal blob"):
         run(toy, [step])
 
 
@@ -322,3 +322,11 @@ def test_two_processes_share_one_store_and_do_each_step_once(tmp_path):
     statuses = [outs[0]["status"][n] for n in outs[0]["status"]] + \
                [outs[1]["status"][n] for n in outs[1]["status"]]
     assert statuses.count("ran") == 7 and statuses.count("cached") == 7
+
+
+def test_doit_error_around_the_run_is_step_failed_with_its_text(toy):
+    bad_db = toy.dir / "not-a-db.sqlite"
+    bad_db.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StepFailed, match=r"rc 3\)[\s\S]*corrupted"):
+        run(toy, T.chain(toy.src("prog\n")), db="not-a-db")
+    assert toy.calls() == {}
