@@ -1,0 +1,569 @@
+"""`@pl.jit`, `@pl.jit.incore`, `@pl.jit.inline` and the JITFunction they make.
+
+A JITFunction holds a Python function that is never run: its source is specialized
+against the shapes and dtypes of the call's arguments (`pypto.jit.specialize`), compiled
+through the build graph (`pypto.ir.compile.compile_jit`) and dispatched by the runtime.
+Compiled programs are kept per JITFunction under the specialization key, so a second
+call with the same key returns the identical CompiledProgram.
+
+torch is never imported here: tensors are recognised by their type's module and their
+`.shape` / `.dtype`.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import enum
+import hashlib
+import inspect
+import json
+import numbers
+import os
+import threading
+from typing import Any
+
+from pypto import dtype as _dt
+from pypto.errors import ParserError
+from pypto.jit import analysis as A
+
+KINDS = ("orchestration", "incore", "inline")
+
+# RunConfig fields that only matter when running, never for what gets compiled
+_RUN_ONLY = frozenset({"device_id", "rtol", "atol", "enable_chip_swimlane", "enable_dump_args",
+                       "enable_pmu", "enable_dep_gen", "enable_scope_stats"})
+
+_TENSOR_DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bfloat16",
+                  "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
+                  "uint8": "uint8", "bool": "bool"}
+
+
+class _Runtime:
+    """`pl.RUNTIME`: in compile()/lower() signature mode, keeps a scalar parameter a
+    real runtime scalar instead of a specialization constant."""
+
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "pl.RUNTIME"
+
+    def __reduce__(self):
+        return (_Runtime, ())
+
+
+RUNTIME = _Runtime()
+_MISSING = object()
+
+
+# ----------------------------------------------------------------------------- the decorator
+class _Jit:
+    """`pl.jit`: `@pl.jit`, `@pl.jit(auto_scope=False)`, `@pl.jit.incore`,
+    `@pl.jit.incore(level=...)`, `@pl.jit.inline`."""
+
+    def __call__(self, fn=None, *, auto_scope: bool = True):
+        options = {} if auto_scope else {"auto_scope": False}
+        return _apply(fn, "orchestration", options)
+
+    def incore(self, fn=None, *, level=None):
+        options = {"level": _level_name(level)} if level is not None else {}
+        return _apply(fn, "incore", options)
+
+    def inline(self, fn=None, *, auto_scope: bool = True):
+        options = {} if auto_scope else {"auto_scope": False}
+        return _apply(fn, "inline", options)
+
+    def __repr__(self) -> str:
+        return "pl.jit"
+
+
+def _level_name(level) -> str:
+    name = getattr(level, "name", level)
+    if not isinstance(name, str):
+        raise TypeError(f"level must be a pl.Level, got {level!r}")
+    return name
+
+
+def _apply(fn, kind, options):
+    if fn is None:
+        return lambda f: _apply(f, kind, options)
+    if isinstance(fn, JITFunction):
+        raise TypeError(f"`{fn.__name__}` is already a @pl.jit function")
+    if not inspect.isfunction(fn):
+        raise TypeError(f"@pl.jit decorates a function, got {fn!r}")
+    return JITFunction(fn, kind, options)
+
+
+jit = _Jit()
+
+
+# ----------------------------------------------------------------------------- JITFunction
+class JITFunction:
+    """A `@pl.jit` kernel: call it, `.compile(...)` it or `.lower(...)` it."""
+
+    def __init__(self, fn, kind: str = "orchestration", options: dict | None = None):
+        if kind not in KINDS:
+            raise ValueError(f"unknown @pl.jit kind {kind!r}; expected one of {', '.join(KINDS)}")
+        self.fn = fn
+        self.kind = kind
+        self.options = dict(options or {})
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__module__ = fn.__module__
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+        self._cache: dict[str, Any] = {}
+        self._lock = threading.RLock()
+        self._src: dict | None = None
+
+    def __repr__(self) -> str:
+        deco = "@pl.jit" if self.kind == "orchestration" else f"@pl.jit.{self.kind}"
+        return f"<JITFunction {deco} {self.__qualname__}>"
+
+    # ------------------------------------------------------------------ public surface
+    def __call__(self, *args, config=None, **kwargs):
+        """Specialize on the arguments, compile (or reuse) and run; returns what the
+        compiled program returns (None in place, the outputs in return style)."""
+        self._need_entry("called from Python")
+        spec, ordered = self._build(args, kwargs, allow_runtime=False)
+        compiled = self._compile(spec, config)
+        return _run(compiled, ordered, config)
+
+    def compile(self, *args, config=None, **kwargs):
+        """Specialize and compile; returns the CompiledProgram the cache holds.
+
+        Positional and keyword arguments are the kernel's own (bound against its
+        signature); compile options travel in `config=RunConfig(...)`. With every
+        parameter fully annotated no arguments are needed; scalar parameters are then
+        given by keyword, a value or `pl.RUNTIME`."""
+        self._need_entry("compiled")
+        spec, _ = self._build(args, kwargs, allow_runtime=True)
+        return self._compile(spec, config)
+
+    def lower(self, *args, config=None, **kwargs):
+        """Specialize and run the pass pipeline; returns the post-pass `ir.Program` and
+        writes nothing."""
+        self._need_entry("lowered")
+        spec, _ = self._build(args, kwargs, allow_runtime=True)
+        from pypto.ir.compile import lower_jit
+        return lower_jit(spec, config=config)
+
+    def spec(self, *args, **kwargs) -> dict:
+        """The specialization spec (JSON data) for these arguments (what specialize reads)."""
+        self._need_entry("specialized")
+        return self._build(args, kwargs, allow_runtime=True)[0]
+
+    def specialize(self, *args, **kwargs) -> str:
+        """The `@pl.program` source text for these arguments."""
+        from pypto.jit.specialize import specialize
+        return specialize(self.spec(*args, **kwargs))
+
+    def cache_key(self, *args, config=None, **kwargs) -> str:
+        """The specialization key a compile() with these arguments and config uses."""
+        self._need_entry("specialized")
+        spec, _ = self._build(args, kwargs, allow_runtime=True)
+        return cache_key(spec, config)
+
+    def cache_clear(self) -> None:
+        with self._lock:
+            self._cache.clear()
+
+    # ------------------------------------------------------------------ internals
+    def _need_entry(self, what: str):
+        if self.kind != "orchestration":
+            raise TypeError(f"`{self.__name__}` is a @pl.jit.{self.kind} function; it is "
+                            f"called from a @pl.jit entry, not {what} on its own")
+
+    def _compile(self, spec: dict, config):
+        key = cache_key(spec, config)
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                return hit
+            from pypto.ir.compile import compile_jit
+            compiled = compile_jit(spec, config=config)
+            self._cache[key] = compiled
+            return compiled
+
+    def _source(self) -> dict:
+        """Source text (dedented), file base name, first line, indent removed, AST."""
+        if self._src is None:
+            try:
+                lines, first = inspect.getsourcelines(self.fn)
+            except (OSError, TypeError) as e:
+                raise ParserError(f"cannot read the source of `{self.__name__}`: {e}",
+                                  hint="@pl.jit functions must be defined in a .py file") from None
+            indent = lines[0][:len(lines[0]) - len(lines[0].lstrip(" \t"))]
+            out = []
+            for line in lines:
+                if line.startswith(indent):
+                    out.append(line[len(indent):])
+                else:
+                    out.append(line.lstrip(" \t") if line.strip() else "\n")
+            source = "".join(out)
+            path = inspect.getsourcefile(self.fn) or self.fn.__code__.co_filename
+            tree = A.parse_function(source)
+            self._src = {"source": source, "file": os.path.basename(path), "line": first,
+                         "col_offset": len(indent), "tree": tree,
+                         "locals": A.local_names(tree), "called": A.called_names(tree),
+                         "loaded": A.loaded_names(tree), "local_dyns": A.local_dynamics(tree),
+                         "binds": A.bind_dynamics(tree)}
+        return self._src
+
+    def _resolve(self, name: str):
+        code = self.fn.__code__
+        if name in code.co_freevars and self.fn.__closure__:
+            try:
+                return self.fn.__closure__[code.co_freevars.index(name)].cell_contents
+            except ValueError:            # empty cell
+                return _MISSING
+        return self.fn.__globals__.get(name, _MISSING)
+
+    def _deps(self) -> tuple[list["JITFunction"], dict[int, dict[str, str]]]:
+        """Deps first (callees before callers), self last; and each one's call map."""
+        order: list[JITFunction] = []
+        calls: dict[int, dict[str, str]] = {}
+        state: dict[int, int] = {}
+
+        def visit(jf: JITFunction, chain: list[str]):
+            state[id(jf)] = 1
+            src = jf._source()
+            cmap = {}
+            for name in src["called"]:
+                if name in src["locals"]:
+                    continue
+                obj = jf._resolve(name)
+                if not isinstance(obj, JITFunction):
+                    continue
+                if obj.kind == "orchestration":
+                    raise TypeError(f"`{jf.__name__}` calls `{name}`, a @pl.jit entry; only "
+                                    f"@pl.jit.incore / @pl.jit.inline functions can be called "
+                                    f"from a @pl.jit function")
+                if state.get(id(obj)) == 1:
+                    raise TypeError("recursive @pl.jit calls are not supported: "
+                                    + " -> ".join(chain + [jf.__name__, obj.__name__]))
+                cmap[name] = obj.__name__
+                if id(obj) not in state:
+                    visit(obj, chain + [jf.__name__])
+            calls[id(jf)] = cmap
+            state[id(jf)] = 2
+            order.append(jf)
+
+        visit(self, [])
+        seen: dict[str, JITFunction] = {}
+        for jf in order:
+            other = seen.setdefault(jf.__name__, jf)
+            if other is not jf:
+                raise TypeError(f"two @pl.jit functions named `{jf.__name__}` are used by "
+                                f"`{self.__name__}` ({other.__qualname__} in {other.__module__}"
+                                f" and {jf.__qualname__} in {jf.__module__}); rename one")
+        return order, calls
+
+    def _globals_of(self) -> tuple[dict, dict]:
+        """Module constants and dynamic dims this function's source reads."""
+        src = self._source()
+        consts, dyns = {}, {}
+        for name in src["loaded"]:
+            if name in src["locals"]:
+                continue
+            obj = self._resolve(name)
+            if obj is _MISSING or isinstance(obj, JITFunction):
+                continue
+            dyn = _dyn_name(obj)
+            if dyn is not None:
+                dyns[name] = dyn
+                continue
+            value = _constant(obj)
+            if value is not None:
+                consts[name] = value
+        return consts, dyns
+
+    def _build(self, args, kwargs, allow_runtime: bool):
+        """(spec, the argument values to run with, in parameter order)."""
+        fns, calls = self._deps()
+        functions, dynamic, constants = [], {}, {}
+        per_fn = []
+        for jf in reversed(fns):               # the entry's own globals win name clashes
+            c, d = jf._globals_of()
+            per_fn.append((jf, c))
+            for k, v in d.items():
+                if dynamic.setdefault(k, v) != v:
+                    raise TypeError(f"`{k}` names two different dynamic dims "
+                                    f"(\"{dynamic[k]}\" and \"{v}\") in `{self.__name__}` "
+                                    f"and its deps")
+            for k, v in c.items():
+                constants.setdefault(k, v)
+        own = {id(jf): {k: v for k, v in c.items() if _canon(v) != _canon(constants[k])}
+               for jf, c in per_fn}
+        for jf in fns:
+            src = jf._source()
+            entry = {"name": jf.__name__, "kind": jf.kind, "source": src["source"],
+                     "file": src["file"], "line": src["line"], "col_offset": src["col_offset"]}
+            if jf.options:
+                entry["options"] = dict(jf.options)
+            entry["calls"] = calls[id(jf)]
+            if own[id(jf)]:
+                entry["constants"] = own[id(jf)]
+            functions.append(entry)
+        arg_spec, ordered = self._bind(args, kwargs, allow_runtime, dynamic)
+        spec = {"program": f"_jit_{self.__name__}", "functions": functions, "args": arg_spec,
+                "dynamic": dict(sorted(dynamic.items())),
+                "constants": dict(sorted(constants.items()))}
+        return spec, ordered
+
+    def _bind(self, args, kwargs, allow_runtime, dynamic):
+        sig = inspect.signature(self.fn)
+        for p in sig.parameters.values():
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise TypeError(f"`{self.__name__}`: @pl.jit functions cannot take *args or "
+                                f"**kwargs")
+        bound = sig.bind_partial(*args, **kwargs)     # Python's own TypeError on bad args
+        src = self._source()
+        anns = {p.arg: A.classify_annotation(p.annotation) for p in A.params(src["tree"])}
+        dyns = dict(dynamic)
+        dyns.update(src["local_dyns"])
+        arg_spec, run_args, omitted_out = {}, [], []
+        for name, p in sig.parameters.items():
+            ann = anns[name]
+            if name in bound.arguments:
+                value = bound.arguments[name]
+            elif p.default is not p.empty:
+                value = p.default
+            else:
+                value = _MISSING
+            arg_spec[name] = self._classify(name, ann, value, allow_runtime, dyns)
+            if value is _MISSING:
+                if ann.direction == "Out":
+                    omitted_out.append(name)
+                else:
+                    run_args.append((name, _MISSING))
+            else:
+                run_args.append((name, value))
+        for name, d, dyn in src["binds"]:
+            meta = arg_spec.get(name)
+            if meta and meta["kind"] == "tensor" and 0 <= d < len(meta["shape"]) and dyn in dyns:
+                meta["shape"][d] = dyn
+        if not allow_runtime:
+            missing = [n for n, v in run_args if v is _MISSING]
+            if missing:
+                raise TypeError(f"{self.__name__}() missing required argument"
+                                f"{'s' if len(missing) > 1 else ''}: "
+                                + ", ".join(f"'{m}'" for m in missing))
+            given_out = [n for n, _ in run_args if anns[n].direction == "Out"]
+            if omitted_out and given_out:
+                raise TypeError(f"{self.__name__}(): pass every Out parameter "
+                                f"({', '.join(given_out + omitted_out)}) or none of them")
+        return arg_spec, [v for _, v in run_args if v is not _MISSING]
+
+    def _classify(self, name, ann: A.Ann, value, allow_runtime, dyns) -> dict:
+        fname = self.__name__
+        if value is RUNTIME:
+            if not allow_runtime:
+                raise TypeError(f"{fname}(): pl.RUNTIME marks a scalar parameter in "
+                                f"compile()/lower(); a call passes the value itself")
+            if ann.kind == "tensor":
+                raise TypeError(f"{fname}(): pl.RUNTIME is for scalar parameters; "
+                                f"'{name}' is a tensor")
+            dtype = ann.dtype if ann.kind == "scalar" else None
+            if dtype is None:
+                raise TypeError(f"{fname}(): '{name}' needs a scalar dtype annotation "
+                                f"(e.g. {name}: pl.INDEX) to stay a runtime scalar")
+            return {"kind": "scalar", "dtype": dtype, "value": None}
+        if value is _MISSING:
+            if ann.kind == "tensor" and not ann.bare:
+                return self._annotated_tensor(name, ann, dyns)
+            if ann.kind == "scalar":
+                raise TypeError(f"{fname}() missing scalar argument '{name}': pass a value "
+                                f"or pl.RUNTIME")
+            raise TypeError(f"{fname}() missing required argument: '{name}' (a bare "
+                            f"pl.Tensor annotation takes its shape from a sample tensor)")
+        info = _tensor_info(value)
+        if info is not None:
+            if ann.kind == "scalar":
+                raise TypeError(f"{fname}(): '{name}' is a scalar parameter, got a tensor")
+            shape, dtype = info
+            if ann.kind == "tensor" and not ann.bare and len(ann.shape) == len(shape):
+                for i, node in enumerate(ann.shape):
+                    dyn = self._dim_dyn(node, dyns)
+                    if dyn is not None:
+                        shape[i] = dyn
+            return {"kind": "tensor", "shape": shape, "dtype": dtype}
+        if _is_scalar(value):
+            if ann.kind == "tensor":
+                raise TypeError(f"{fname}(): '{name}' is a tensor parameter, got "
+                                f"{type(value).__name__} {value!r}")
+            dtype = ann.dtype if ann.kind == "scalar" else None
+            if dtype is None:
+                dtype = "bool" if _is_bool(value) else (
+                    "index" if isinstance(value, numbers.Integral) else "fp32")
+            return {"kind": "scalar", "dtype": dtype, "value": _coerce(fname, name, value, dtype)}
+        raise TypeError(f"{fname}(): cannot pass {type(value).__name__} as '{name}'; expected "
+                        f"a torch tensor, a numpy array or a Python scalar")
+
+    def _dim_dyn(self, node, dyns) -> str | None:
+        if isinstance(node, ast.Name):
+            if node.id in dyns:
+                return node.id
+            dyn = _dyn_name(self._resolve(node.id))
+            if dyn is not None:
+                return node.id
+        return None
+
+    def _annotated_tensor(self, name, ann: A.Ann, dyns) -> dict:
+        dims = []
+        for node in ann.shape:
+            dyn = self._dim_dyn(node, dyns)
+            if dyn is not None:
+                dims.append(dyn)
+                continue
+            value = self._eval_int(node)
+            if value is None:
+                raise TypeError(f"{self.__name__}(): cannot read dim `{ast.unparse(node)}` "
+                                f"of the annotation of '{name}'; pass a sample tensor")
+            dims.append(value)
+        dtype = ann.dtype
+        if dtype is None:
+            inner = ann.inner.slice.elts[1] if isinstance(ann.inner, ast.Subscript) else None
+            obj = self._resolve(inner.id) if isinstance(inner, ast.Name) else None
+            dtype = obj.text if isinstance(obj, _dt.DataType) else None
+            if dtype is None:
+                raise TypeError(f"{self.__name__}(): cannot read the dtype of the annotation "
+                                f"of '{name}'; pass a sample tensor")
+        return {"kind": "tensor", "shape": dims, "dtype": dtype}
+
+    def _eval_int(self, node):
+        from pypto.jit.specialize import _NO, _const
+        consts = {}
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name):
+                obj = self._resolve(n.id)
+                if type(obj) is int:
+                    consts[n.id] = obj
+        v = _const(node, consts)
+        return v if v is not _NO and type(v) is int else None
+
+
+# ----------------------------------------------------------------------------- helpers
+def _run(compiled, ordered, config):
+    accepts = False
+    if config is not None:
+        try:
+            ps = inspect.signature(compiled).parameters.values()
+            accepts = any(p.name == "config" or p.kind is p.VAR_KEYWORD for p in ps)
+        except (TypeError, ValueError):
+            accepts = False
+    return compiled(*ordered, config=config) if accepts else compiled(*ordered)
+
+
+def _tensor_info(x) -> tuple[list, str] | None:
+    """(shape, dtype text) of a torch tensor, numpy array or device tensor; else None."""
+    if isinstance(x, (str, bytes, numbers.Number)) or not hasattr(x, "shape") \
+            or not hasattr(x, "dtype"):
+        return None
+    mod = type(x).__module__ or ""
+    dtype = x.dtype
+    if isinstance(dtype, _dt.DataType):
+        text = dtype.text
+    else:
+        name = str(dtype)
+        if mod.startswith("torch") or name.startswith("torch."):
+            name = name[len("torch."):] if name.startswith("torch.") else name
+        text = _TENSOR_DTYPES.get(name)
+        if text is None and name in {d.text for d in _dt.ALL}:
+            text = name
+        if text is None:
+            raise TypeError(f"tensors of dtype {dtype} are not supported; use one of "
+                            f"{', '.join(sorted(_TENSOR_DTYPES))}")
+    try:
+        shape = [int(d) for d in x.shape]
+    except (TypeError, ValueError):
+        return None
+    return shape, text
+
+
+def _is_bool(v) -> bool:
+    return isinstance(v, bool) or type(v).__name__ in ("bool_", "bool8")
+
+
+def _is_scalar(v) -> bool:
+    return _is_bool(v) or isinstance(v, numbers.Real)
+
+
+def _coerce(fname, name, value, dtype):
+    d = A.dtype_by_text(dtype)
+    if dtype == "bool":
+        return bool(value)
+    if d.is_float:
+        return float(value)
+    if _is_bool(value) or (isinstance(value, numbers.Integral)):
+        return int(value)
+    f = float(value)
+    if f.is_integer():
+        return int(f)
+    raise TypeError(f"{fname}(): '{name}' is a {dtype} scalar, got {value!r}")
+
+
+def _dyn_name(obj) -> str | None:
+    """The dim name of a `pl.dynamic("M")` object, recognised without importing the
+    language package."""
+    from pypto.ir.nodes import DynDim
+    if isinstance(obj, DynDim):
+        return obj.name
+    if type(obj).__name__ in ("DynVar", "DynDim", "DynamicDim", "Dynamic") \
+            and isinstance(getattr(obj, "name", None), str):
+        return obj.name
+    return None
+
+
+def _constant(obj):
+    """A module-level value the specializer may write into the program, as JSON data."""
+    if type(obj) in (int, float, bool):
+        return obj
+    if isinstance(obj, _dt.DataType):
+        return {"dtype": obj.text}
+    if type(obj) in (list, tuple) and obj:
+        items = [_constant(x) for x in obj]
+        if all(i is not None and not isinstance(i, dict) for i in items):
+            return items
+    return None
+
+
+def _canon(v) -> str:
+    return json.dumps(v, sort_keys=True, default=_json_default)
+
+
+def _json_default(v):
+    if isinstance(v, enum.Enum):
+        return v.name
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return {f.name: getattr(v, f.name) for f in dataclasses.fields(v)}
+    if isinstance(v, (set, frozenset)):
+        return sorted(map(repr, v))
+    name = getattr(v, "name", None)
+    return name if isinstance(name, str) else repr(v)
+
+
+def compile_options(config) -> dict:
+    """The fields of a RunConfig that decide what gets compiled (run-only ones left out)."""
+    if config is None:
+        return {}
+    if dataclasses.is_dataclass(config):
+        items = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+    elif isinstance(config, dict):
+        items = dict(config)
+    else:
+        items = {k: v for k, v in vars(config).items() if not k.startswith("_")}
+    return {k: v for k, v in sorted(items.items()) if k not in _RUN_ONLY}
+
+
+def cache_key(spec: dict, config=None) -> str:
+    """Digest of what one compile depends on: the sources of the entry and its deps (and
+    where they sit, since locations reach the artifacts), the platform, the tensor shapes
+    (dynamic dims by name, not size) and dtypes, scalar values, module constants and the
+    compile options of the config."""
+    platform = getattr(config, "platform", None) if config is not None else None
+    blob = _canon({"spec": spec, "platform": platform, "options": compile_options(config)})
+    return hashlib.sha256(blob.encode()).hexdigest()
