@@ -51,6 +51,12 @@ struct Error {
 inline uint32_t f32_bits(float f) { uint32_t x; std::memcpy(&x, &f, 4); return x; }
 inline float f32_from_bits(uint32_t x) { float f; std::memcpy(&f, &x, 4); return f; }
 inline double f64_from_bits(uint64_t x) { double d; std::memcpy(&d, &x, 8); return d; }
+template <class D, class S> inline D bit_cast(S s) {
+    static_assert(sizeof(D) == sizeof(S), "bitcast between types of different size");
+    D d;
+    std::memcpy(&d, &s, sizeof d);
+    return d;
+}
 
 inline uint16_t f32_to_f16_bits(float f) {
     uint32_t x = f32_bits(f);

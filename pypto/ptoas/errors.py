@@ -23,3 +23,10 @@ class PtoasError(Exception):
         else:
             text = f"{pto_pos}: error: {message}"
         super().__init__(text)
+
+
+def op_error(op, message: str, source_name: str = "<pto>") -> PtoasError:
+    """An error located at `op` (an ir.Op or ir.Func: anything with line/col[/loc])."""
+    loc = getattr(op, "loc", None)
+    return PtoasError(message, line=op.line, col=op.col, loc=str(loc) if loc else None,
+                      source_name=source_name)

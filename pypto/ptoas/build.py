@@ -1,0 +1,82 @@
+"""Kernel build: generated C++ -> shared object bytes, with the system C++ compiler.
+
+Builds run in a fresh temporary directory with fixed relative file names and no debug
+info, so the same C++ and toolchain give byte-identical objects (cacheable by content).
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+INCLUDE_DIR = Path(__file__).resolve().parent.parent / "include"
+BASE_FLAGS = ("-std=c++17", "-O1", "-fPIC", "-shared")
+CORE_DEFINES = {"aiv": "-D__DAV_VEC__", "vector": "-D__DAV_VEC__",
+                "aic": "-D__DAV_CUBE__", "cube": "-D__DAV_CUBE__"}
+TIMEOUT_S = 300
+
+
+class KernelBuildError(RuntimeError):
+    """The kernel did not build: compiler missing, or its diagnostics (in .stderr)."""
+
+    def __init__(self, message: str, stderr: str = ""):
+        self.stderr = stderr
+        super().__init__(message + (f"\n{stderr}" if stderr else ""))
+
+
+def _resolve(cxx: str | None) -> str:
+    name = cxx or "g++"
+    path = shutil.which(name)
+    if path is None:
+        raise KernelBuildError(f"C++ compiler '{name}' not found on PATH: kernels for the simulator "
+                               "are built with the system compiler (install g++, e.g. "
+                               "`apt-get install g++`, or pass cxx=...)")
+    return path
+
+
+def flags(arch: str, core_type: str) -> list[str]:
+    if core_type not in CORE_DEFINES:
+        raise ValueError(f"unknown core_type '{core_type}': use aiv or aic")
+    if arch not in ("a2a3", "a3", "a2", "a5"):
+        raise ValueError(f"unknown arch '{arch}': use a2a3 or a5")
+    out = list(BASE_FLAGS) + ["-I", str(INCLUDE_DIR)]
+    if arch == "a5":
+        out.append("-DPTO_ARCH_A5")
+    out.append(CORE_DEFINES[core_type])
+    return out
+
+
+def build_kernel(cpp: str, *, arch: str, core_type: str, cxx: str | None = None) -> bytes:
+    """Compile one kernel's C++ and return the shared object's bytes."""
+    compiler = _resolve(cxx)
+    cmd = [compiler, *flags(arch, core_type), "kernel.cpp", "-o", "kernel.so"]
+    with tempfile.TemporaryDirectory(prefix="pypto_kernel_") as tmp:
+        Path(tmp, "kernel.cpp").write_text(cpp)
+        try:
+            proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise KernelBuildError(f"{Path(compiler).name} took longer than {TIMEOUT_S} s") from None
+        if proc.returncode != 0:
+            raise KernelBuildError(f"{Path(compiler).name} failed to build the kernel "
+                                   f"(exit {proc.returncode})", proc.stderr)
+        return Path(tmp, "kernel.so").read_bytes()
+
+
+@functools.lru_cache(maxsize=None)
+def toolchain_id(cxx: str | None = None) -> str:
+    """Identifies everything besides the C++ text that decides the built bytes."""
+    compiler = _resolve(cxx)
+    version = subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout
+    digest = hashlib.sha256()
+    for p in sorted(INCLUDE_DIR.glob("*.h*")):
+        digest.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    return "\n".join([
+        f"compiler: {os.path.realpath(compiler)}",
+        f"version: {version.strip()}",
+        f"flags: {' '.join(BASE_FLAGS)} -I <include> [-DPTO_ARCH_A5] -D__DAV_VEC__|-D__DAV_CUBE__",
+        f"headers: {digest.hexdigest()}",
+    ])

@@ -1,0 +1,387 @@
+"""C++17 emission against pto_sim.hpp: one static function per func.func plus the
+extern "C" entry points of pypto_abi.h (pypto_kernel_entry, pypto_kernel_info).
+
+Every op that can fail passes a "site" literal, "<loc>: <op name>", so a run-time error
+names the user's source line. Output depends only on the input: same IR, same bytes.
+"""
+from __future__ import annotations
+
+import json
+import re
+import struct
+
+from ..dtype import BY_MLIR
+from .arch import CXX_SPACE, Arch
+from .errors import op_error
+from .ir import (Func, Module, Op, PartitionType, PtrType, ScalarType, TensorViewType, TileType,
+                 Value)
+from .ops import TILE_OPS, round_mode
+
+SCALAR_CXX = {"index": "int64_t", "i64": "int64_t", "i32": "int32_t", "i16": "int16_t",
+              "i8": "int8_t", "i1": "bool", "ui8": "uint8_t", "ui16": "uint16_t",
+              "ui32": "uint32_t", "ui64": "uint64_t", "f32": "float", "f64": "double",
+              "f16": "pto::half", "bf16": "pto::bfloat16"}
+UNSIGNED = {"index": "uint64_t", "i64": "uint64_t", "i32": "uint32_t", "i16": "uint16_t",
+            "i8": "uint8_t", "i1": "bool", "ui8": "uint8_t", "ui16": "uint16_t",
+            "ui32": "uint32_t", "ui64": "uint64_t"}
+INFIX = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.andi": "&",
+         "arith.ori": "|", "arith.xori": "^", "arith.shli": "<<", "arith.shrsi": ">>",
+         "arith.addf": "+", "arith.subf": "-", "arith.mulf": "*", "arith.divf": "/"}
+HELPER = {"arith.divsi": "divsi", "arith.remsi": "remsi", "arith.floordivsi": "floordivsi",
+          "arith.ceildivsi": "ceildivsi", "arith.divui": "divsi", "arith.remui": "remsi"}
+MINMAX = {"arith.maxsi": "max_", "arith.minsi": "min_", "arith.maxui": "max_",
+          "arith.minui": "min_", "arith.maximumf": "max_", "arith.minimumf": "min_",
+          "arith.maxnumf": "max_", "arith.minnumf": "min_"}
+CMPI = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=",
+        "ult": "<", "ule": "<=", "ugt": ">", "uge": ">="}
+CMPF = {"oeq": "({a} == {b})", "one": "({a} < {b} || {a} > {b})", "olt": "({a} < {b})",
+        "ole": "({a} <= {b})", "ogt": "({a} > {b})", "oge": "({a} >= {b})",
+        "ueq": "!({a} < {b} || {a} > {b})", "une": "({a} != {b})", "ult": "!({a} >= {b})",
+        "ule": "!({a} > {b})", "ugt": "!({a} <= {b})", "uge": "!({a} < {b})",
+        "ord": "({a} == {a} && {b} == {b})", "uno": "({a} != {a} || {b} != {b})",
+        "true": "true", "false": "false"}
+
+
+def c_string(text: str) -> str:
+    out = []
+    for ch in text.encode("utf-8"):
+        c = chr(ch)
+        if c in '"\\':
+            out.append("\\" + c)
+        elif 32 <= ch < 127 and c != "?":  # '?' too: no trigraph surprises
+            out.append(c)
+        else:
+            out.append(f"\\{ch:03o}")
+    return '"' + "".join(out) + '"'
+
+
+def _elem_cxx(mlir: str) -> str:
+    return BY_MLIR[mlir].cpp
+
+
+def cxx_type(t) -> str:
+    if isinstance(t, ScalarType):
+        return SCALAR_CXX[t.name]
+    if isinstance(t, PtrType):
+        return f"pto::GmArg<{_elem_cxx(t.elem)}>"
+    if isinstance(t, TensorViewType):
+        return f"pto::GmView<{_elem_cxx(t.elem)}>"
+    if isinstance(t, PartitionType):
+        return f"pto::GmPart<{_elem_cxx(t.elem)}>"
+    if isinstance(t, TileType):
+        return f"pto::Tile<{_elem_cxx(t.dtype)}>"
+    raise ValueError(f"no C++ type for {t}")
+
+
+def _float_literal(value, ty: str) -> str:
+    """Exact C++ spelling of a float constant (MLIR may give the bit pattern as an int)."""
+    if ty == "f64":
+        bits = value if isinstance(value, int) else struct.unpack("<Q", struct.pack("<d", value))[0]
+        return f"pto::f64_from_bits(0x{bits:016x}ull)"
+    if ty == "f16":
+        bits = value if isinstance(value, int) else struct.unpack("<H", struct.pack("<e", value))[0]
+        return f"pto::half::from_bits(0x{bits:04x})"
+    f32 = value if isinstance(value, int) else struct.unpack("<I", struct.pack("<f", value))[0]
+    if ty == "bf16":
+        if isinstance(value, int):
+            return f"pto::bfloat16::from_bits(0x{value:04x})"
+        return f"pto::bfloat16(pto::f32_from_bits(0x{f32:08x}u))"
+    return f"pto::f32_from_bits(0x{f32:08x}u)"
+
+
+def _int_literal(value: int, ty: str) -> str:
+    if ty == "i1":
+        return "true" if value else "false"
+    if ty.startswith("ui") or value > 0x7FFFFFFF:
+        return f"{SCALAR_CXX[ty]}({value & 0xFFFFFFFFFFFFFFFF}ull)"
+    if value < -0x80000000:
+        return f"{SCALAR_CXX[ty]}({value}ll)"
+    return str(value)
+
+
+class FuncEmitter:
+    def __init__(self, f: Func, arch: Arch, source_name: str):
+        self.f = f
+        self.arch = arch
+        self.source_name = source_name
+        self.names: dict[Value, str] = {}
+        self.taken: set[str] = set()
+        self.lines: list[str] = []
+        self.yield_targets: list[list[str]] = []
+
+    # ------------------------------------------------------------ names
+    def fresh(self, base: str) -> str:
+        base = "v_" + re.sub(r"[^A-Za-z0-9_]", "_", base)
+        name, k = base, 1
+        while name in self.taken:
+            k += 1
+            name = f"{base}_{k}"
+        self.taken.add(name)
+        return name
+
+    def n(self, v: Value) -> str:
+        if v not in self.names:
+            self.names[v] = self.fresh(v.name)
+        return self.names[v]
+
+    def site(self, op: Op) -> str:
+        where = str(op.loc) if op.loc else f"{self.source_name}:{op.line}:{op.col}"
+        return c_string(f"{where}: {op.name}")
+
+    def emit(self, indent: str, text: str) -> None:
+        self.lines.append(indent + text)
+
+    def error(self, op: Op, msg: str):
+        return op_error(op, msg, self.source_name)
+
+    # ------------------------------------------------------------ function
+    def signature(self) -> str:
+        params = []
+        for a in self.f.args:
+            ty = cxx_type(a.type)
+            params.append(f"const {ty}& {self.n(a)}" if isinstance(a.type, PtrType) else f"{ty} {self.n(a)}")
+        return f"static void k_{re.sub(r'[^A-Za-z0-9_]', '_', self.f.name)}({', '.join(params)})"
+
+    def function(self) -> list[str]:
+        self.lines = [self.signature() + " {"]
+        self.region(self.f.body, "    ")
+        self.lines.append("}")
+        return self.lines
+
+    def region(self, ops: list[Op], indent: str) -> None:
+        for op in ops:
+            self.op(op, indent)
+
+    # ------------------------------------------------------------ ops
+    def op(self, op: Op, ind: str) -> None:
+        name = op.name
+        if name == "arith.constant":
+            r = op.results[0]
+            ty = r.type.name
+            if ty in ("f16", "bf16", "f32", "f64"):
+                lit = _float_literal(op.value, ty)
+            else:
+                lit = _int_literal(int(op.value), ty)
+            self.emit(ind, f"const {SCALAR_CXX[ty]} {self.n(r)} = {lit};")
+        elif name.startswith("arith."):
+            self.arith(op, ind)
+        elif name == "scf.for":
+            self.scf_for(op, ind)
+        elif name == "scf.if":
+            self.scf_if(op, ind)
+        elif name == "scf.yield":
+            for target, v in zip(self.yield_targets[-1], op.group("args")):
+                self.emit(ind, f"{target} = {self.n(v)};")
+        elif name in ("return", "func.return"):
+            self.emit(ind, "return;")
+        elif name == "pto.make_tensor_view":
+            r = op.results[0]
+            shape = ", ".join(self.n(v) for v in op.group("shape"))
+            strides = ", ".join(self.n(v) for v in op.group("strides"))
+            self.emit(ind, f"const {cxx_type(r.type)} {self.n(r)} = pto::make_tensor_view("
+                           f"{self.n(op.group('source')[0])}, pto::dims({shape}), pto::dims({strides}), "
+                           f"{self.site(op)});")
+        elif name == "pto.partition_view":
+            r = op.results[0]
+            offs = ", ".join(self.n(v) for v in op.group("offsets"))
+            sizes = ", ".join(self.n(v) for v in op.group("sizes"))
+            self.emit(ind, f"const {cxx_type(r.type)} {self.n(r)} = pto::partition_view("
+                           f"{self.n(op.group('source')[0])}, pto::dims({offs}), pto::dims({sizes}), "
+                           f"{self.site(op)});")
+        elif name == "pto.alloc_tile":
+            self.alloc_tile(op, ind)
+        elif name == "pto.treshape":
+            r = op.results[0]
+            t: TileType = r.type
+            vr = t.v_row if t.v_row is not None else t.rows
+            vc = t.v_col if t.v_col is not None else t.cols
+            self.emit(ind, f"const {cxx_type(t)} {self.n(r)} = pto::treshape<{_elem_cxx(t.dtype)}>("
+                           f"{self.n(op.group('source')[0])}, {t.rows}, {t.cols}, {vr}, {vc}, {self.site(op)});")
+        elif name in TILE_OPS:
+            self.tile_op(op, ind)
+        else:
+            raise self.error(op, f"ptoas cannot emit '{name}'")
+
+    def alloc_tile(self, op: Op, ind: str) -> None:
+        r = op.results[0]
+        t: TileType = r.type
+        if "addr" not in op.operands:
+            raise self.error(op, "alloc_tile has no address: run the planner (level2) first")
+        valid = []
+        for key, static, full in (("valid_row", t.v_row, t.rows), ("valid_col", t.v_col, t.cols)):
+            if key in op.operands:
+                valid.append(self.n(op.operands[key][0]))
+            else:
+                valid.append(str(static if static is not None else full))
+        self.emit(ind, f"const {cxx_type(t)} {self.n(r)} = pto::alloc_tile<{_elem_cxx(t.dtype)}>("
+                       f"{CXX_SPACE[t.loc]}, {self.n(op.operands['addr'][0])}, {t.rows}, {t.cols}, "
+                       f"{valid[0]}, {valid[1]}, {self.site(op)});")
+
+    def arith(self, op: Op, ind: str) -> None:
+        name = op.name
+        r = op.results[0]
+        ty = r.type.name
+        T = SCALAR_CXX[ty]
+        args = [self.n(v) for v in op.group("args")]
+        src_ty = op.types["args"][0].name if op.types.get("args") else ty
+        CF = "double" if "f64" in (ty, src_ty) else "float"
+        if name in INFIX:
+            expr = f"{T}({args[0]} {INFIX[name]} {args[1]})"
+        elif name == "arith.shrui":
+            expr = f"{T}({UNSIGNED[ty]}({args[0]}) >> {args[1]})"
+        elif name in HELPER:
+            U = UNSIGNED[ty] if name.endswith("ui") else T
+            expr = f"{T}(pto::{HELPER[name]}<{U}>({U}({args[0]}), {U}({args[1]}), {self.site(op)}))"
+        elif name in MINMAX:
+            C = UNSIGNED[ty] if name.endswith("ui") else (CF if r.type.is_float else T)
+            expr = f"{T}(pto::{MINMAX[name]}<{C}>({C}({args[0]}), {C}({args[1]})))"
+        elif name == "arith.negf":
+            expr = f"{T}(-{CF}({args[0]}))"
+        elif name == "arith.cmpi":
+            a, b = args
+            if op.value.startswith("u"):
+                U = UNSIGNED[src_ty]
+                a, b = f"{U}({a})", f"{U}({b})"
+            expr = f"({a} {CMPI[op.value]} {b})"
+        elif name == "arith.cmpf":
+            a, b = f"{CF}({args[0]})", f"{CF}({args[1]})"
+            expr = CMPF[op.value].format(a=a, b=b)
+        elif name == "arith.select":
+            expr = f"({args[0]} ? {args[1]} : {args[2]})"
+        elif name in ("arith.index_castui", "arith.extui", "arith.uitofp"):
+            U = UNSIGNED[src_ty]
+            expr = f"{T}({CF}({U}({args[0]})))" if name == "arith.uitofp" else f"{T}({U}({args[0]}))"
+        elif name == "arith.sitofp":
+            expr = f"{T}({CF}({args[0]}))"
+        elif name in ("arith.fptosi", "arith.fptoui"):
+            expr = f"pto::convert<{T}>({args[0]}, pto::RM_TRUNC)"
+        elif name in ("arith.extf", "arith.truncf"):
+            expr = f"{T}({CF}({args[0]}))"
+        elif name in ("arith.index_cast", "arith.extsi", "arith.trunci"):
+            expr = f"{T}({args[0]})"
+        elif name == "arith.bitcast":
+            expr = f"pto::bit_cast<{T}>({args[0]})"
+        else:
+            raise self.error(op, f"ptoas cannot emit '{name}'")
+        self.emit(ind, f"const {T} {self.n(r)} = {expr};")
+
+    def scf_for(self, op: Op, ind: str) -> None:
+        iv, *carried = op.region_args[0]
+        lb, ub, step = (self.n(v) for v in op.group("bounds"))
+        targets = []
+        for k, (arg, init) in enumerate(zip(carried, op.group("inits"))):
+            target = self.n(op.results[k]) if k < len(op.results) else self.fresh(f"{arg.name}_carry")
+            targets.append(target)
+            self.emit(ind, f"{cxx_type(arg.type)} {target} = {self.n(init)};")
+        ivt = cxx_type(iv.type)
+        self.emit(ind, f"if (!({step} > 0)) pto::fail({self.site(op)}, \"scf.for step must be positive\");")
+        self.emit(ind, f"for ({ivt} {self.n(iv)} = {lb}; {self.n(iv)} < {ub}; {self.n(iv)} += {step}) {{")
+        for arg, target in zip(carried, targets):
+            self.emit(ind + "    ", f"const {cxx_type(arg.type)} {self.n(arg)} = {target};")
+        self.yield_targets.append(targets)
+        self.region(op.regions[0], ind + "    ")
+        self.yield_targets.pop()
+        self.emit(ind, "}")
+
+    def scf_if(self, op: Op, ind: str) -> None:
+        targets = []
+        for r in op.results:
+            targets.append(self.n(r))
+            self.emit(ind, f"{cxx_type(r.type)} {self.n(r)}{{}};")
+        self.emit(ind, f"if ({self.n(op.group('cond')[0])}) {{")
+        self.yield_targets.append(targets)
+        for k, region in enumerate(op.regions):
+            if k:
+                self.emit(ind, "} else {")
+            self.region(region, ind + "    ")
+        self.yield_targets.pop()
+        self.emit(ind, "}")
+
+    def tile_op(self, op: Op, ind: str) -> None:
+        spec = TILE_OPS[op.name]
+        ins = [self.n(v) for v in op.group("ins")]
+        d = self.n(op.group("outs")[0])
+        s = self.site(op)
+        k = spec.kind
+        fn = f"pto::{spec.cxx}"
+        if k in ("binary", "binary_full", "rowexpand_binary", "colexpand_binary", "scalar"):
+            call = f"{fn}({d}, {ins[0]}, {ins[1]}, {s})"
+        elif k in ("unary", "rowexpand", "colexpand", "mov", "trans", "rowreduce", "colreduce", "fill"):
+            call = f"{fn}({d}, {ins[0]}, {s})"  # reductions/ttrans: the tmp operand is not needed here
+        elif k == "cvt":
+            call = f"{fn}({d}, {ins[0]}, {round_mode(op.attr('rmode'))}, {s})"
+        elif k == "load":
+            call = f"{fn}({d}, {ins[0]}, {s})"
+        elif k == "store":
+            call = f"{fn}({d}, {ins[0]}, {s})"
+        elif k == "matmul":
+            call = f"{fn}({d}, {ins[0]}, {ins[1]}, {s})"
+        elif k in ("matmul_acc", "matmul_bias"):
+            call = f"{fn}({d}, {ins[0]}, {ins[1]}, {ins[2]}, {s})"
+        else:
+            raise self.error(op, f"ptoas cannot emit '{op.name}'")
+        self.emit(ind, call + ";")
+
+
+def _entry(f: Func, symbol: str) -> list[str]:
+    tensors = [a for a in f.args if isinstance(a.type, PtrType)]
+    scalars = [a for a in f.args if not isinstance(a.type, PtrType)]
+    slot = {a: k for k, a in enumerate(tensors)}
+    slot.update({a: len(tensors) + k for k, a in enumerate(scalars)})
+    call_args = []
+    for a in f.args:
+        if isinstance(a.type, PtrType):
+            d = BY_MLIR[a.type.elem]
+            label = c_string(f"@{f.name} tensor argument %{a.name} (args[{slot[a]}])")
+            call_args.append(f"pto::gm_arg<{d.cpp}>(args[{slot[a]}], {d.code}, {label})")
+        else:
+            call_args.append(f"pto::scalar_arg<{SCALAR_CXX[a.type.name]}>(args[{slot[a]}])")
+    fname = "k_" + re.sub(r"[^A-Za-z0-9_]", "_", f.name)
+    joined = (",\n" + " " * 12).join(call_args)
+    return [
+        f'extern "C" int {symbol}(const int64_t* args, char* err, int32_t errlen) {{',
+        "    try {",
+        f"        {fname}(" + (f"\n            {joined}" if call_args else "") + ");",
+        "        return 0;",
+        "    } catch (const pto::Error& e) {",
+        "        pto::copy_message(err, errlen, e.what());",
+        "    } catch (...) {",
+        f"        pto::copy_message(err, errlen, {c_string(f'@{f.name}: unexpected C++ exception')});",
+        "    }",
+        "    return 1;",
+        "}",
+    ]
+
+
+def kernel_info(module: Module, arch: Arch, usage: dict) -> dict:
+    f = module.funcs[0]
+    return {
+        "name": f.name,
+        "kernel_kind": f.kernel_kind,
+        "arch": arch.name,
+        "tensor_params": sum(isinstance(a.type, PtrType) for a in f.args),
+        "scalar_params": sum(not isinstance(a.type, PtrType) for a in f.args),
+        "bytes_used": dict(sorted(usage.get(f.name, {}).items())),
+        "functions": [g.name for g in module.funcs],
+    }
+
+
+def emit(module: Module, arch: Arch, usage: dict, *, level: str, source_name: str = "<pto>") -> str:
+    """C++ for a verified (and, at level2, planned) module."""
+    out = [
+        f"// Generated by pypto.ptoas from {source_name} (arch {arch.name}, {level}). Do not edit.",
+        '#include "pto_sim.hpp"',
+        "",
+    ]
+    for f in module.funcs:
+        out += FuncEmitter(f, arch, source_name).function()
+        out.append("")
+    out += _entry(module.funcs[0], "pypto_kernel_entry")
+    out.append("")
+    if len(module.funcs) > 1:  # a group: every function is reachable by name too
+        for f in module.funcs:
+            out += _entry(f, "pypto_kernel_entry__" + re.sub(r"[^A-Za-z0-9_]", "_", f.name))
+            out.append("")
+    info = json.dumps(kernel_info(module, arch, usage), sort_keys=True, separators=(",", ":"))
+    out.append(f'extern "C" const char* pypto_kernel_info(void) {{ return {c_string(info)}; }}')
+    return "\n".join(out) + "\n"

@@ -1,0 +1,81 @@
+"""The pto compute ops ptoas supports, as data: each op's kind drives both the verifier
+(operand count, spaces, dtypes, shapes) and the emitter (call shape of the pto_sim op)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    kind: str
+    cxx: str  # pto_sim function
+    dtypes: str = "any"  # "any", "float" or "int": element types the op accepts
+
+
+def _table() -> dict[str, OpSpec]:
+    t: dict[str, OpSpec] = {}
+
+    def add(kind: str, names: str, dtypes: str = "any") -> None:
+        for n in names.split():
+            t["pto." + n] = OpSpec(kind, n.replace(".", "_"), dtypes)
+
+    # tile (+) tile; the second operand may broadcast as [M,1] or [1,N]
+    add("binary", "tadd tsub tmul tdiv tmax tmin")
+    add("binary_full", "tand tor txor tshl tshr", "int")
+    add("scalar", "tadds tsubs tmuls tdivs tmaxs tmins")
+    add("scalar", "tlrelu", "float")
+    add("scalar", "tands tors txors tshls tshrs", "int")
+    add("unary", "tabs tneg trelu")
+    add("unary", "texp tlog tsqrt trsqrt trecip", "float")
+    add("unary", "tnot", "int")
+    add("rowreduce", "trowsum trowmax trowmin trowprod")
+    add("colreduce", "tcolsum tcolmax tcolmin tcolprod")
+    add("rowexpand_binary", "trowexpandadd trowexpandsub trowexpandmul trowexpanddiv "
+                            "trowexpandmax trowexpandmin")
+    add("colexpand_binary", "tcolexpandadd tcolexpandsub tcolexpandmul tcolexpanddiv "
+                            "tcolexpandmax tcolexpandmin")
+    add("rowexpand", "trowexpand")
+    add("colexpand", "tcolexpand")
+    add("fill", "texpands")
+    add("cvt", "tcvt")
+    add("mov", "tmov")
+    add("trans", "ttrans")
+    add("load", "tload")
+    add("store", "tstore")
+    add("matmul", "tmatmul")
+    add("matmul_acc", "tmatmul.acc")
+    add("matmul_bias", "tmatmul.bias")
+    return t
+
+
+TILE_OPS = _table()
+
+# Ops with their own syntax (parser handlers) that are not in TILE_OPS.
+STRUCTURAL_OPS = {"pto.make_tensor_view", "pto.partition_view", "pto.alloc_tile", "pto.treshape"}
+
+# Matmul element types (acc, left, right).
+MATMUL_DTYPES = {("i32", "i8", "i8"), ("f32", "f16", "f16"), ("f32", "bf16", "bf16"),
+                 ("f32", "f32", "f32")}
+MATMUL_MAX = 4095
+
+# Element types a tile may hold.
+TILE_DTYPES = {"f32", "f16", "bf16", "i8", "ui8", "i16", "i32", "i64"}
+FLOAT_DTYPES = {"f32", "f16", "bf16"}
+
+# tcvt round modes (#pto<round_mode X>) -> pto_sim RoundMode
+ROUND_MODES = {"NONE": "pto::RM_RINT", "RINT": "pto::RM_RINT", "CAST_RINT": "pto::RM_RINT",
+               "ROUND": "pto::RM_ROUND", "CAST_ROUND": "pto::RM_ROUND",
+               "FLOOR": "pto::RM_FLOOR", "CAST_FLOOR": "pto::RM_FLOOR",
+               "CEIL": "pto::RM_CEIL", "CAST_CEIL": "pto::RM_CEIL",
+               "TRUNC": "pto::RM_TRUNC", "CAST_TRUNC": "pto::RM_TRUNC",
+               "ODD": "pto::RM_RINT", "CAST_ODD": "pto::RM_RINT"}
+
+
+def round_mode(attr_text: str | None) -> str:
+    """`#pto<round_mode ROUND>` -> "pto::RM_ROUND"; absent -> round to nearest even."""
+    if not attr_text:
+        return "pto::RM_RINT"
+    word = attr_text.replace("<", " ").replace(">", " ").split()[-1]
+    if word not in ROUND_MODES:
+        raise ValueError(f"unknown round mode '{word}' (known: {', '.join(sorted(ROUND_MODES))})")
+    return ROUND_MODES[word]

@@ -1,0 +1,493 @@
+"""The verifier: the rules real ptoas and pto-isa enforce, checked before any C++ exists.
+
+Every failure is a PtoasError located at the op (its loc(...) when it has one).
+"""
+from __future__ import annotations
+
+from ..dtype import BY_MLIR
+from .analysis import const_int, defining_ops, static_valid, tile_bytes
+from .arch import ALIGN, CUBE_SPACES, Arch
+from .errors import op_error
+from .ir import (Func, Module, Op, PartitionType, PtrType, ScalarType, TensorViewType, TileType,
+                 Value)
+from .ops import (FLOAT_DTYPES, MATMUL_DTYPES, MATMUL_MAX, STRUCTURAL_OPS, TILE_DTYPES, TILE_OPS,
+                  round_mode)
+from .parser import CAST_OPS
+
+ARITH_BINARY = {"arith.addi", "arith.subi", "arith.muli", "arith.divsi", "arith.divui",
+                "arith.remsi", "arith.remui", "arith.maxsi", "arith.minsi", "arith.maxui",
+                "arith.minui", "arith.floordivsi", "arith.ceildivsi", "arith.andi", "arith.ori",
+                "arith.xori", "arith.shli", "arith.shrsi", "arith.shrui",
+                "arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.maximumf",
+                "arith.minimumf", "arith.maxnumf", "arith.minnumf"}
+ARITH_UNARY = {"arith.negf"}
+CMPI_PREDICATES = {"eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"}
+CMPF_PREDICATES = {"oeq", "one", "olt", "ole", "ogt", "oge", "ueq", "une", "ult", "ule",
+                   "ugt", "uge", "ord", "uno", "true", "false"}
+INT_SCALARS = {"index", "i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64"}
+
+# operand counts per kind: (allowed ins counts, outs count)
+ARITY = {
+    "binary": ((2,), 1), "binary_full": ((2,), 1), "scalar": ((2,), 1), "unary": ((1,), 1),
+    "rowreduce": ((1, 2), 1), "colreduce": ((1, 2), 1), "rowexpand_binary": ((2,), 1),
+    "colexpand_binary": ((2,), 1), "rowexpand": ((1,), 1), "colexpand": ((1,), 1),
+    "fill": ((1,), 1), "cvt": ((1,), 1), "mov": ((1,), 1), "trans": ((1, 2), 1),
+    "load": ((1,), 1), "store": ((1,), 1), "matmul": ((2,), 1), "matmul_acc": ((3,), 1),
+    "matmul_bias": ((3,), 1),
+}
+VECTOR_KINDS = {"binary", "binary_full", "scalar", "unary", "rowreduce", "colreduce",
+                "rowexpand_binary", "colexpand_binary", "rowexpand", "colexpand", "fill", "cvt",
+                "trans"}
+ACC_STORE_DTYPES = {"f32", "f16", "bf16", "i32"}
+
+
+def _shape_str(s) -> str:
+    return "x".join("?" if d is None else str(d) for d in s)
+
+
+def _same(a, b) -> bool:
+    """Shapes agree where both are known."""
+    return all(x is None or y is None or x == y for x, y in zip(a, b))
+
+
+class Verifier:
+    def __init__(self, module: Module, arch: Arch, level: str, source_name: str = "<pto>"):
+        self.module = module
+        self.arch = arch
+        self.level = level
+        self.source_name = source_name
+        self.usage: dict[str, dict[str, int]] = {}
+
+    def error(self, op, msg: str):
+        return op_error(op, msg, self.source_name)
+
+    # ------------------------------------------------------------ driver
+    def run(self) -> dict[str, dict[str, int]]:
+        if not self.module.funcs:
+            raise self.error_at_top("the module has no func.func")
+        for f in self.module.funcs:
+            self.func(f)
+        return self.usage
+
+    def error_at_top(self, msg: str):
+        from .errors import PtoasError
+        return PtoasError(msg, line=1, col=1, source_name=self.source_name)
+
+    def func(self, f: Func) -> None:
+        self.f = f
+        self.defs = defining_ops(f)
+        self.all_names = {v.name for v in f.args} | {v.name for v in self.defs}
+        self.usage[f.name] = {}
+        for a in f.args:
+            if not isinstance(a.type, (PtrType, ScalarType)):
+                raise self.error(f, f"argument %{a.name} has type {a.type}: kernel arguments are "
+                                    "!pto.ptr<T> tensors or scalars")
+        self.region(f.body, top=True)
+
+    def region(self, ops: list[Op], top: bool = False) -> None:
+        for k, op in enumerate(ops):
+            self.ssa(op)
+            if op.name in ("return", "func.return"):
+                if not top or k != len(ops) - 1:
+                    raise self.error(op, "return must be the last op of the function body")
+                if op.group("args"):
+                    raise self.error(op, "kernels return nothing: write results through tensor arguments")
+                continue
+            if op.name == "scf.yield":
+                if top or k != len(ops) - 1:
+                    raise self.error(op, "scf.yield must end an scf.for/scf.if region")
+                continue
+            self.op(op)
+
+    def ssa(self, op: Op) -> None:
+        for group, vals in op.operands.items():
+            for v in vals:
+                if v.kind == "undefined":
+                    if v.name in self.all_names:
+                        raise self.error(op, f"%{v.name} is used before its definition (or outside its region)")
+                    raise self.error(op, f"use of undefined value %{v.name}")
+            declared = op.types.get(group)
+            if declared and len(declared) == len(vals):
+                for v, t in zip(vals, declared):
+                    if v.type is not None and v.type != t:
+                        raise self.error(op, f"%{v.name} is declared as {t} here but defined as {v.type}")
+
+    # ------------------------------------------------------------ dispatch
+    def op(self, op: Op) -> None:
+        n = op.name
+        if n == "arith.constant":
+            return self.constant(op)
+        if n in ARITH_BINARY or n in ARITH_UNARY or n in CAST_OPS or n in ("arith.cmpi", "arith.cmpf", "arith.select"):
+            return self.arith(op)
+        if n == "scf.for":
+            return self.scf_for(op)
+        if n == "scf.if":
+            return self.scf_if(op)
+        if n == "pto.make_tensor_view":
+            return self.make_tensor_view(op)
+        if n == "pto.partition_view":
+            return self.partition_view(op)
+        if n == "pto.alloc_tile":
+            return self.alloc_tile(op)
+        if n == "pto.treshape":
+            return self.treshape(op)
+        if n in TILE_OPS:
+            return self.tile_op(op, TILE_OPS[n].kind)
+        raise self.error(op, f"unsupported operation '{n}' (ptoas supports arith/scf scalar ops, "
+                             f"{', '.join(sorted(STRUCTURAL_OPS))} and the tile ops in pypto.ptoas.ops)")
+
+    # ------------------------------------------------------------ scalars and control flow
+    def constant(self, op: Op) -> None:
+        t = op.results[0].type if op.results else None
+        if not isinstance(t, ScalarType):
+            raise self.error(op, f"arith.constant of type {t} is not supported (scalars only)")
+        if t.is_float and not isinstance(op.value, (int, float)) or \
+                not t.is_float and not isinstance(op.value, (int, bool)):
+            raise self.error(op, f"constant {op.value!r} does not fit type {t}")
+
+    def arith(self, op: Op) -> None:
+        args = op.group("args")
+        n = op.name
+        want = 1 if (n in ARITH_UNARY or n in CAST_OPS) else 3 if n == "arith.select" else 2
+        if len(args) != want or len(op.results) != 1:
+            raise self.error(op, f"{n} takes {want} operand(s) and has one result")
+        for v in args:
+            if not isinstance(v.type, ScalarType):
+                raise self.error(op, f"{n} operand %{v.name} must be a scalar, not {v.type}")
+        if n == "arith.cmpi" and op.value not in CMPI_PREDICATES:
+            raise self.error(op, f"unknown arith.cmpi predicate '{op.value}'")
+        if n == "arith.cmpf" and op.value not in CMPF_PREDICATES:
+            raise self.error(op, f"unknown arith.cmpf predicate '{op.value}'")
+        if n == "arith.select" and args[0].type != ScalarType("i1"):
+            raise self.error(op, "arith.select needs an i1 condition")
+
+    def index_like(self, op: Op, v: Value, what: str) -> None:
+        if not (isinstance(v.type, ScalarType) and v.type.name in INT_SCALARS):
+            raise self.error(op, f"{what} %{v.name} must be an integer or index, not {v.type}")
+
+    def yields(self, op: Op, region: list[Op], types: list, what: str) -> None:
+        last = region[-1] if region else None
+        got = last.group("args") if last is not None and last.name == "scf.yield" else []
+        if len(got) != len(types):
+            raise self.error(last or op, f"{what} must yield {len(types)} value(s), yields {len(got)}")
+        for v, t in zip(got, types):
+            if v.type != t:
+                raise self.error(last, f"{what} yields %{v.name} of type {v.type}, expected {t}")
+
+    def scf_for(self, op: Op) -> None:
+        for v, what in zip(op.group("bounds"), ("lower bound", "upper bound", "step")):
+            self.index_like(op, v, f"scf.for {what}")
+        for v, t in zip(op.group("inits"), op.types.get("inits", [])):
+            if v.type != t:
+                raise self.error(op, f"iter_args init %{v.name} has type {v.type}, expected {t}")
+        for v in op.group("inits"):
+            if isinstance(v.type, TileType):
+                raise self.error(op, "tiles cannot be loop-carried: write the tile in place instead")
+        self.yields(op, op.regions[0], [r.type for r in op.results], "scf.for body")
+        self.region(op.regions[0])
+
+    def scf_if(self, op: Op) -> None:
+        cond = op.group("cond")[0]
+        if cond.type != ScalarType("i1"):
+            raise self.error(op, f"scf.if condition %{cond.name} must be i1, not {cond.type}")
+        types = [r.type for r in op.results]
+        if types and len(op.regions) < 2:
+            raise self.error(op, "scf.if with results needs an else region")
+        for k, region in enumerate(op.regions):
+            self.yields(op, region, types, "scf.if " + ("then" if k == 0 else "else") + " region")
+            self.region(region)
+
+    # ------------------------------------------------------------ views
+    def make_tensor_view(self, op: Op) -> None:
+        src = op.group("source")[0]
+        if not isinstance(src.type, PtrType) or src.kind != "arg":
+            raise self.error(op, f"make_tensor_view needs a !pto.ptr function argument, got %{src.name}")
+        if len(op.results) != 1 or not isinstance(op.results[0].type, TensorViewType):
+            raise self.error(op, "make_tensor_view must define one !pto.tensor_view value")
+        t = op.results[0].type
+        if t.elem != src.type.elem:
+            raise self.error(op, f"view of {t.elem} over a !pto.ptr<{src.type.elem}>")
+        shape, strides = op.group("shape"), op.group("strides")
+        if not (1 <= len(t.shape) <= 5) or len(shape) != len(t.shape) or len(strides) != len(t.shape):
+            raise self.error(op, f"a rank-{len(t.shape)} view needs {len(t.shape)} shape and stride "
+                                 f"operands (1..5 dims), got {len(shape)} and {len(strides)}")
+        for v in shape + strides:
+            self.index_like(op, v, "view extent/stride")
+
+    def partition_view(self, op: Op) -> None:
+        src = op.group("source")[0]
+        if not isinstance(src.type, TensorViewType):
+            raise self.error(op, f"partition_view needs a !pto.tensor_view, got %{src.name}: {src.type}")
+        if len(op.results) != 1 or not isinstance(op.results[0].type, PartitionType):
+            raise self.error(op, "partition_view must define one !pto.partition_tensor_view value")
+        t = op.results[0].type
+        rank = len(src.type.shape)
+        offs, sizes = op.group("offsets"), op.group("sizes")
+        if len(offs) != rank or len(sizes) != rank or len(t.shape) != rank:
+            raise self.error(op, f"partition of a rank-{rank} view needs {rank} offsets, sizes and dims")
+        if t.elem != src.type.elem:
+            raise self.error(op, f"partition of {t.elem} over a view of {src.type.elem}")
+        view_op = self.defs.get(src)
+        view_shape = [const_int(v, self.defs) for v in view_op.group("shape")] if view_op else [None] * rank
+        for d, (o, s, static) in enumerate(zip(offs, sizes, t.shape)):
+            self.index_like(op, o, "partition offset")
+            self.index_like(op, s, "partition size")
+            co, cs = const_int(o, self.defs), const_int(s, self.defs)
+            if cs is not None and static is not None and cs != static:
+                raise self.error(op, f"partition size {cs} in dim {d} contradicts the type's {static}")
+            if co is not None and co < 0:
+                raise self.error(op, f"negative partition offset {co} in dim {d}")
+            size = cs if cs is not None else static
+            if co is not None and size is not None and view_shape[d] is not None \
+                    and co + size > view_shape[d]:
+                raise self.error(op, f"partition [{co}, {co + size}) of dim {d} is outside the view "
+                                     f"extent {view_shape[d]}")
+
+    # ------------------------------------------------------------ tiles
+    def alloc_tile(self, op: Op) -> None:
+        if len(op.results) != 1 or not isinstance(op.results[0].type, TileType):
+            raise self.error(op, "alloc_tile must define one !pto.tile_buf value")
+        t: TileType = op.results[0].type
+        self.tile_type(op, t)
+        if self.f.kernel_kind == "vector" and t.loc in CUBE_SPACES:
+            raise self.error(op, f"a vector (AIV) kernel has no '{t.loc}' buffer: cube tiles belong in a cube kernel")
+        if self.f.kernel_kind == "cube" and t.loc == "vec":
+            raise self.error(op, "a cube (AIC) kernel has no 'vec' buffer (UB): vector work belongs in a vector kernel")
+        for key, full in (("valid_row", t.rows), ("valid_col", t.cols)):
+            if key in op.operands:
+                v = op.operands[key][0]
+                self.index_like(op, v, key)
+                c = const_int(v, self.defs)
+                if c is not None and not 0 <= c <= full:
+                    raise self.error(op, f"{key} = {c} is outside [0, {full}] of the {t.rows}x{t.cols} tile")
+        has_addr = "addr" in op.operands
+        if self.level == "level3" and not has_addr:
+            raise self.error(op, "--pto-level=level3 requires 'addr = ...' on every pto.alloc_tile "
+                                 "(plan memory in pypto, or compile with level2 to let ptoas plan)")
+        if self.level != "level3" and has_addr:
+            raise self.error(op, f"--pto-level={self.level} forbids 'addr = ...' on pto.alloc_tile "
+                                 "(ptoas plans memory itself; use level3 for pre-planned addresses)")
+        if has_addr:
+            a = op.operands["addr"][0]
+            self.index_like(op, a, "addr")
+            addr = const_int(a, self.defs)
+            if addr is not None:
+                self.placed(op, t, addr)
+
+    def placed(self, op: Op, t: TileType, addr: int) -> None:
+        """A tile at a known byte offset: aligned and inside its space."""
+        size = tile_bytes(t, BY_MLIR[t.dtype].nbytes)
+        cap = self.arch.capacity[t.loc]
+        if addr < 0 or addr % ALIGN:
+            raise self.error(op, f"tile address {addr} in '{t.loc}' is not a multiple of {ALIGN} bytes")
+        if addr + size > cap:
+            raise self.error(op, f"tile [{addr}, {addr + size}) overflows '{t.loc}': capacity is {cap} "
+                                 f"bytes on {self.arch.name}")
+        used = self.usage[self.f.name]
+        used[t.loc] = max(used.get(t.loc, 0), addr + size)
+
+    def tile_type(self, op: Op, t: TileType) -> None:
+        if t.loc not in self.arch.capacity:
+            raise self.error(op, f"unknown tile space loc={t.loc} (known: {', '.join(self.arch.capacity)})")
+        if t.dtype not in TILE_DTYPES:
+            raise self.error(op, f"tile dtype {t.dtype} is not supported (use one of {', '.join(sorted(TILE_DTYPES))})")
+        if t.rows < 1 or t.cols < 1:
+            raise self.error(op, f"tile shape {t.rows}x{t.cols} must be positive")
+        for name, v, full in (("v_row", t.v_row, t.rows), ("v_col", t.v_col, t.cols)):
+            if v is not None and not 0 <= v <= full:
+                raise self.error(op, f"{name}={v} exceeds the tile shape {t.rows}x{t.cols}")
+        nb = BY_MLIR[t.dtype].nbytes
+        if t.blayout not in ("row_major", "col_major"):
+            raise self.error(op, f"unknown blayout '{t.blayout}'")
+        if not t.boxed:
+            if t.blayout == "row_major" and t.cols * nb % ALIGN:
+                raise self.error(op, f"a row-major {t.dtype} tile row is {t.cols * nb} bytes: cols*{nb} must "
+                                     f"be a multiple of {ALIGN} (e.g. cols={ALIGN // nb * -(-t.cols * nb // ALIGN)})")
+            if t.blayout == "col_major" and t.rows * nb % ALIGN:
+                raise self.error(op, f"a col-major {t.dtype} tile column is {t.rows * nb} bytes: rows*{nb} "
+                                     f"must be a multiple of {ALIGN}")
+        else:
+            if t.fractal == 1024 or t.loc == "acc":
+                box = (16, 16)
+            elif t.slayout == "col_major":
+                box = (ALIGN // nb, 16)
+            else:
+                box = (16, ALIGN // nb)
+            if t.rows % box[0] or t.cols % box[1]:
+                raise self.error(op, f"a boxed ({t.slayout}) {t.dtype} tile must be a multiple of the "
+                                     f"{box[0]}x{box[1]} fractal, got {t.rows}x{t.cols}")
+
+    def treshape(self, op: Op) -> None:
+        src = op.group("source")[0]
+        if not isinstance(src.type, TileType) or len(op.results) != 1 \
+                or not isinstance(op.results[0].type, TileType):
+            raise self.error(op, "treshape maps one tile to one tile")
+        a, b = src.type, op.results[0].type
+        self.tile_type(op, b)
+        if a.loc != b.loc:
+            raise self.error(op, f"treshape cannot move a tile from '{a.loc}' to '{b.loc}'")
+        na, nb = tile_bytes(a, BY_MLIR[a.dtype].nbytes), tile_bytes(b, BY_MLIR[b.dtype].nbytes)
+        if na != nb:
+            raise self.error(op, f"treshape changes the byte size ({na} -> {nb})")
+
+    def tile(self, op: Op, v: Value, what: str) -> TileType:
+        if not isinstance(v.type, TileType):
+            raise self.error(op, f"{what} %{v.name} of {op.name} must be a tile, not {v.type}")
+        return v.type
+
+    def tile_op(self, op: Op, kind: str) -> None:
+        n = op.name
+        ins, outs = op.group("ins"), op.group("outs")
+        n_ins, n_outs = ARITY[kind]
+        if len(ins) not in n_ins or len(outs) != n_outs or op.results:
+            want = " or ".join(map(str, n_ins))
+            raise self.error(op, f"{n} takes ins({want} operand(s)) outs({n_outs}) and defines no result")
+        if kind == "load":
+            return self.tload(op, ins[0], outs[0])
+        if kind == "store":
+            return self.tstore(op, ins[0], outs[0])
+        d = self.tile(op, outs[0], "result")
+        if kind in VECTOR_KINDS:
+            self.vector_op(op, kind, ins, outs[0], d)
+        elif kind == "mov":
+            self.tmov(op, ins[0], outs[0])
+        else:
+            self.matmul(op, kind, ins, outs[0])
+
+    def vector_op(self, op: Op, kind: str, ins: list[Value], out: Value, d: TileType) -> None:
+        spec = TILE_OPS[op.name]
+        tiles = [v for v in ins if not isinstance(v.type, ScalarType)]
+        scalars = [v for v in ins if isinstance(v.type, ScalarType)]
+        want_scalars = 1 if kind in ("scalar", "fill") else 0
+        if len(scalars) != want_scalars or (kind == "scalar" and not isinstance(ins[1].type, ScalarType)):
+            raise self.error(op, f"{op.name} takes {want_scalars} scalar operand(s)"
+                             + (" after the tile" if kind == "scalar" else ""))
+        for v in tiles + [out]:
+            t = self.tile(op, v, "operand")
+            if t.loc != "vec":
+                raise self.error(op, f"{op.name} runs on the vector unit: %{v.name} is in '{t.loc}', not 'vec'")
+            if kind != "cvt" and t.dtype != d.dtype:
+                raise self.error(op, f"{op.name} mixes {t.dtype} and {d.dtype}: use pto.tcvt first")
+        if spec.dtypes == "float" and d.dtype not in FLOAT_DTYPES:
+            raise self.error(op, f"{op.name} needs a float tile, not {d.dtype}")
+        if spec.dtypes == "int" and d.dtype in FLOAT_DTYPES:
+            raise self.error(op, f"{op.name} needs an integer tile, not {d.dtype}")
+        ds = static_valid(out, self.defs)
+        shapes = [static_valid(v, self.defs) for v in tiles]
+
+        def need(shape, want, what):
+            if not _same(shape, want):
+                raise self.error(op, f"{op.name}: {what} is {_shape_str(shape)}, expected {_shape_str(want)}")
+
+        M, N = ds
+        if kind in ("binary", "binary_full", "scalar", "unary", "cvt", "rowexpand_binary", "colexpand_binary"):
+            need(shapes[0], ds, "the source shape")
+        if kind == "binary":
+            b = shapes[1]
+            if not (_same(b, ds) or _same(b, (M, 1)) or _same(b, (1, N))):
+                need(b, ds, "the second operand")
+        elif kind == "binary_full":
+            need(shapes[1], ds, "the second operand")
+        elif kind == "rowexpand_binary":
+            need(shapes[1], (M, 1), "the per-row operand")
+        elif kind == "colexpand_binary":
+            need(shapes[1], (1, N), "the per-column operand")
+        elif kind == "rowexpand":
+            need(shapes[0], (M, 1), "the source")
+        elif kind == "colexpand":
+            need(shapes[0], (1, N), "the source")
+        elif kind == "rowreduce":
+            need(ds, (shapes[0][0], 1), "the result")
+        elif kind == "colreduce":
+            need(ds, (1, shapes[0][1]), "the result")
+        elif kind == "trans":
+            need(ds, (shapes[0][1], shapes[0][0]), "the result")
+        elif kind == "cvt":
+            try:
+                round_mode(op.attr("rmode"))
+            except ValueError as e:
+                raise self.error(op, str(e)) from None
+
+    def tmov(self, op: Op, src: Value, dst: Value) -> None:
+        s, d = self.tile(op, src, "source"), self.tile(op, dst, "destination")
+        if (s.loc, d.loc) not in self.arch.moves:
+            hint = ""
+            if (s.loc, d.loc) in (("acc", "vec"), ("vec", "mat")):
+                hint = f" (a5 has this path; on {self.arch.name} go through GM: tstore, then tload)"
+            raise self.error(op, f"tmov {s.loc} -> {d.loc} is not a data path on {self.arch.name}{hint}")
+        if s.dtype != d.dtype and s.loc != "acc":
+            raise self.error(op, f"tmov from '{s.loc}' cannot convert {s.dtype} to {d.dtype}")
+        a, b = static_valid(src, self.defs), static_valid(dst, self.defs)
+        if not _same(a, b):
+            raise self.error(op, f"tmov shapes differ: {_shape_str(a)} -> {_shape_str(b)}")
+
+    def tload(self, op: Op, src: Value, dst: Value) -> None:
+        if not isinstance(src.type, PartitionType):
+            raise self.error(op, f"tload reads a !pto.partition_tensor_view, not {src.type}")
+        d = self.tile(op, dst, "destination")
+        if d.loc not in ("vec", "mat"):
+            raise self.error(op, f"GM loads go into 'vec' or 'mat', not '{d.loc}' (load into mat, then tmov)")
+        if src.type.elem != d.dtype:
+            raise self.error(op, f"tload of {src.type.elem} data into a {d.dtype} tile")
+        self.partition_matches(op, src.type, dst)
+
+    def tstore(self, op: Op, src: Value, dst: Value) -> None:
+        if not isinstance(dst.type, PartitionType):
+            raise self.error(op, f"tstore writes a !pto.partition_tensor_view, not {dst.type}")
+        s = self.tile(op, src, "source")
+        if s.loc not in ("vec", "acc"):
+            raise self.error(op, f"GM stores come from 'vec' or 'acc', not '{s.loc}'")
+        if s.loc == "acc":
+            if dst.type.elem not in ACC_STORE_DTYPES:
+                raise self.error(op, f"an acc tile stores as {', '.join(sorted(ACC_STORE_DTYPES))}, not {dst.type.elem}")
+        elif dst.type.elem != s.dtype:
+            raise self.error(op, f"tstore of a {s.dtype} tile into {dst.type.elem} data: use pto.tcvt first")
+        self.partition_matches(op, dst.type, src)
+
+    def partition_matches(self, op: Op, p: PartitionType, tile: Value) -> None:
+        rows = 1
+        for d in p.shape[:-1]:
+            rows = None if rows is None or d is None else rows * d
+        shape = (rows, p.shape[-1])
+        valid = static_valid(tile, self.defs)
+        if not _same(shape, valid):
+            raise self.error(op, f"partition {_shape_str(p.shape)} does not match the tile's valid shape "
+                                 f"{_shape_str(valid)}")
+
+    def matmul(self, op: Op, kind: str, ins: list[Value], out: Value) -> None:
+        if kind == "matmul_acc":
+            acc_in, a, b = ins
+            if acc_in.type != out.type:
+                raise self.error(op, "tmatmul.acc accumulates into a tile of the result's type")
+        elif kind == "matmul_bias":
+            a, b, bias = ins
+            bt = self.tile(op, bias, "bias")
+            if bt.loc != "bias":
+                raise self.error(op, f"tmatmul.bias takes its bias from 'bias', not '{bt.loc}'")
+        else:
+            a, b = ins
+        ta, tb, tc = self.tile(op, a, "left operand"), self.tile(op, b, "right operand"), out.type
+        if (ta.loc, tb.loc, tc.loc) != ("left", "right", "acc"):
+            raise self.error(op, f"{op.name} computes left x right -> acc, got {ta.loc} x {tb.loc} -> {tc.loc}")
+        triple = (tc.dtype, ta.dtype, tb.dtype)
+        if triple not in MATMUL_DTYPES:
+            ok = ", ".join(f"{x}<-{y}x{z}" for x, y, z in sorted(MATMUL_DTYPES))
+            raise self.error(op, f"matmul dtypes {tc.dtype} <- {ta.dtype} x {tb.dtype} are not supported ({ok})")
+        (m, k), (k2, n) = static_valid(a, self.defs), static_valid(b, self.defs)
+        if not _same((k,), (k2,)):
+            raise self.error(op, f"matmul inner dims differ: left is {m}x{k}, right is {k2}x{n}")
+        for name, v in (("m", m), ("k", k), ("n", n)):
+            if v is not None and not 1 <= v <= MATMUL_MAX:
+                raise self.error(op, f"matmul {name}={v} is outside [1, {MATMUL_MAX}]")
+        c = static_valid(out, self.defs)
+        if not _same(c, (m, n)):
+            raise self.error(op, f"matmul result is {_shape_str(c)}, expected {m}x{n}")
+        if kind == "matmul_bias":
+            bs = static_valid(bias, self.defs)
+            if not _same(bs, (1, n)):
+                raise self.error(op, f"bias is {_shape_str(bs)}, expected 1x{n}")
+
+
+def verify(module: Module, arch: Arch, level: str, source_name: str = "<pto>") -> dict[str, dict[str, int]]:
+    """Check the module; return per-function bytes used per space (known addresses only)."""
+    return Verifier(module, arch, level, source_name).run()
