@@ -1,7 +1,8 @@
 """The same steps, for a dodo.py: `doit list`, `doit <target path>`, `doit clean`.
 
     # dodo.py
-    from pipeline.dodo_support import creators
+    from pipeline.dodo_support import creators, dodo_config
+    DOIT_CONFIG = dodo_config()
     globals().update(creators(first_steps, make_kernel_steps, store, name="build"))
 
 or by hand:
@@ -32,6 +33,14 @@ from doit.globals import Globals
 
 from .graph import GraphError, Step, check_graph
 from .run import BuildContext, to_task_dict
+
+
+def dodo_config(dep_file: str = ".doit.sqlite", **extra) -> dict:
+    """A DOIT_CONFIG for a dodo using these tasks: the sqlite3 backend (the only one
+    that survives concurrent processes) and threads for `-n N` (stage actions
+    keep their bookkeeping in this process; `-P process` would lose the saved
+    keys and make every later run ask the store again)."""
+    return {"backend": "sqlite3", "dep_file": dep_file, "par_type": "thread", **extra}
 
 
 def task_dicts(steps: list[Step], store, *, ctx: BuildContext | None = None,

@@ -14,6 +14,7 @@ line through `pipeline.dodo_support`.
 """
 from __future__ import annotations
 
+import copy
 import inspect
 import os
 import sys
@@ -176,7 +177,8 @@ def _build(ctx: BuildContext, step: Step, key: str, digests: dict[str, str]):
                 raise InputUnavailable(step.name, inp, d, literal=step.inputs[inp].step is None)
             inputs[inp] = data
         try:
-            produced = step.fn(inputs, step.options)
+            # a copy: a stage that mutated its options would change its own key
+            produced = step.fn(inputs, copy.deepcopy(step.options))
         except Exception as exc:
             raise _StageRaised(exc) from None
         blobs = _check_outputs(step, produced)

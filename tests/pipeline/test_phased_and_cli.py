@@ -44,13 +44,13 @@ DODO = """\
 import sys
 sys.path[:0] = {paths!r}
 from cache import Store
-from pipeline.dodo_support import creators
+from pipeline.dodo_support import creators, dodo_config
 import pipeline_toys as T
 
 STORE = Store({store!r})
 SRC = T.Ref(None, STORE.put_bytes(open("prog.txt", "rb").read()))
 FIRST, THEN = T.two_phase(STORE, SRC, "out")
-DOIT_CONFIG = {{"backend": "sqlite3", "dep_file": ".doit.sqlite", "verbosity": 0}}
+DOIT_CONFIG = dodo_config(verbosity=0)
 globals().update(creators(FIRST, THEN, STORE, name="build"))
 """
 
@@ -137,3 +137,18 @@ def test_dodo_stage_error_reports_the_original_error(dodo):
     assert p.returncode == 1 or p.returncode == 2
     assert "ToyCompileError" in p.stdout + p.stderr
     assert "prog.py:3: tile row must be a multiple of 32 bytes" in p.stdout + p.stderr
+
+
+def test_dodo_parallel_threads(dodo):
+    d, doit, calls = dodo
+    doit("-n", "2")
+    assert len(calls()) == 7
+    doit("-n", "2")
+    assert len(calls()) == 7
+
+
+def test_engine_imports_neither_torch_nor_pypto():
+    code = ("import sys; sys.path.insert(0, %r); import pipeline, pipeline.dodo_support; "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'pypto')]; "
+            "assert not bad, bad" % str(ROOT))
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
