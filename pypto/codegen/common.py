@@ -81,3 +81,29 @@ def mlir_float(value: float, mlir_type: str) -> str:
     if width is None:
         raise ValueError(f"no float literal for type {mlir_type}")
     return f"0x{float_bits(value, mlir_type):0{width}X}"
+
+
+_MASK64 = (1 << 64) - 1
+
+
+def scalar_bits(value, dtype) -> int:
+    """The uint64 bit pattern a scalar of `dtype` travels as (the runtime's convention):
+    fp32 in the low 32 bits, fp16/bf16 in the low 16, integers two's complement
+    sign-extended to 64 bits (uint8 zero-extended), bool 0/1."""
+    if dtype.is_float:
+        return float_bits(float(value), {"FP32": "f32", "FP16": "f16", "BF16": "bf16"}[dtype.name])
+    if dtype.name == "BOOL":
+        return 1 if value else 0
+    v = int(value)
+    bits = 8 * dtype.nbytes
+    if dtype.name == "UINT8":
+        return v & 0xFF
+    v &= (1 << bits) - 1
+    if v >> (bits - 1):
+        v -= 1 << bits
+    return v & _MASK64
+
+
+def safe_file_name(name: str) -> str:
+    """A function name as a file name (same rule as the build driver)."""
+    return "".join(ch if ch.isalnum() or ch in "_.-" else "_" for ch in name)
