@@ -1,0 +1,51 @@
+"""`import pypto.language as pl` — the kernel language.
+
+Kernels are written as Python, read by the parser as source and never executed:
+`@pl.program` classes, `@pl.function` methods, `pl.Tensor[...]` annotations and the
+`pl.<op>` operators (`pl.tile.<op>` / `pl.tensor.<op>` fully qualified).
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+from pypto.dtype import BF16, BOOL, FP16, FP32, INDEX, INT8, INT16, INT32, INT64, UINT8, DataType
+from pypto.ir.nodes import ArgDir as adir
+from pypto.ir.nodes import DynDim, ForKind, FunctionType, Level, MemorySpace, ParamDirection, Role
+from pypto.language import dsl
+from pypto.language.dsl import (DSLCallError, OPERATORS, at, cast, const, max, min, parallel,
+                                range, scope, tensor, tile, unroll, yield_)
+from pypto.language.parser import function, loads, parse, program
+from pypto.language.typing import (Annotation, InOut, MemRef, Out, Ptr, Scalar, ScopeMode,
+                                   Tensor, Tile, TileView, dynamic)
+
+Mem = MemorySpace
+
+globals().update(OPERATORS)
+
+__all__ = sorted(
+    ["FP32", "FP16", "BF16", "INT8", "INT16", "INT32", "INT64", "UINT8", "BOOL", "INDEX",
+     "DataType", "Tensor", "Tile", "Scalar", "Out", "InOut", "Ptr", "MemRef", "TileView",
+     "Mem", "MemorySpace", "FunctionType", "Level", "Role", "ScopeMode", "ForKind",
+     "ParamDirection", "DynDim", "Annotation", "adir", "dynamic", "program", "function", "at",
+     "scope", "range", "parallel", "unroll", "yield_", "const", "cast", "min", "max", "parse",
+     "loads", "tile", "tensor", "DSLCallError", "jit"] + list(OPERATORS))
+
+
+def __getattr__(name: str):
+    if name == "jit":
+        if importlib.util.find_spec("pypto.jit") is None:
+            raise AttributeError("pl.jit is not available: the pypto.jit module is not installed")
+        mod = importlib.import_module("pypto.jit")
+        jit = getattr(mod, "jit", None)
+        if jit is None:
+            raise AttributeError("pypto.jit does not define `jit`")
+        return jit
+    import difflib
+    close = difflib.get_close_matches(name, [n for n in globals() if not n.startswith("_")], n=1)
+    more = f"; did you mean pl.{close[0]}?" if close else ""
+    raise AttributeError(f"pl.{name} is not part of pypto.language{more}")
+
+
+def __dir__():
+    return __all__

@@ -1,0 +1,91 @@
+"""Run-time objects behind the annotations of the DSL.
+
+Python evaluates parameter annotations when it defines a function, so
+`pl.Tensor[[64, 128], pl.FP16]` and `pl.MemRef("mem_ddr_0", 0, 16384)` must be legal
+Python values. The parser never looks at these objects: it reads the annotation's
+source (AST). They only record what was written, for introspection and for `@pl.jit`.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+from pypto.ir.nodes import DynDim
+
+
+@dataclass(frozen=True)
+class Annotation:
+    """What `pl.Tensor[...]`, `pl.Tile[...]`, `pl.Scalar[...]`, `pl.Out[...]` evaluate to."""
+    kind: str                 # "Tensor" | "Tile" | "Scalar" | "Out" | "InOut"
+    args: tuple[Any, ...]
+
+    def __repr__(self) -> str:
+        return f"pl.{self.kind}[{', '.join(map(repr, self.args))}]"
+
+
+class _Subscriptable(type):
+    def __getitem__(cls, item):
+        args = item if isinstance(item, tuple) else (item,)
+        return Annotation(cls.__name__, args)
+
+    def __repr__(cls) -> str:
+        return f"pl.{cls.__name__}"
+
+
+class Tensor(metaclass=_Subscriptable):
+    """`pl.Tensor[[M, N], dtype, (pl.MemRef(...))]` — a tensor in DDR. Bare `pl.Tensor`
+    is only legal under `@pl.jit`, where shape and dtype come from the call."""
+
+
+class Tile(metaclass=_Subscriptable):
+    """`pl.Tile[[M, N], dtype, (pl.MemRef(...)), (pl.Mem.<space>)]` — an on-chip tile."""
+
+
+class Scalar(metaclass=_Subscriptable):
+    """`pl.Scalar[dtype]` — a scalar value."""
+
+
+class Out(metaclass=_Subscriptable):
+    """`pl.Out[pl.Tensor[...]]` — a parameter the function writes."""
+
+
+class InOut(metaclass=_Subscriptable):
+    """`pl.InOut[pl.Tensor[...]]` — a parameter the function reads and writes."""
+
+
+class Ptr(metaclass=_Subscriptable):
+    """`pl.Ptr` — the identity of an on-chip allocation (`pl.tile.alloc`)."""
+
+
+@dataclass(frozen=True)
+class MemRef:
+    """`pl.MemRef(base, byte_offset, size)` in a type: where the value lives."""
+    base: Any
+    offset: Any
+    size: Any
+
+
+class TileView:
+    """`pl.TileView(...)` in explicit dumps (the physical layout); ignored by the parser."""
+
+    def __init__(self, *args, **kwargs):
+        self.args = args
+        self.kwargs = kwargs
+
+    def __repr__(self) -> str:
+        parts = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs.items()]
+        return f"pl.TileView({', '.join(parts)})"
+
+
+class ScopeMode(enum.Enum):
+    """`with pl.scope(mode=pl.ScopeMode.MANUAL):` — who manages the runtime scope."""
+    AUTO = "AUTO"
+    MANUAL = "MANUAL"
+
+
+def dynamic(name: str) -> DynDim:
+    """`M = pl.dynamic("M")`: a dynamic dimension usable in tensor annotations."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"pl.dynamic expects an identifier name, got {name!r}")
+    return DynDim(name)
