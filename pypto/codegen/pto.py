@@ -541,6 +541,12 @@ class _Kernel:
         t: TileType = v.type
         if t.memory_space is None:
             fail(f"tile {v.name!r} has no memory space", span, "run InferTileMemorySpace before codegen")
+        if self.f.func_type is FunctionType.AIV and t.memory_space is not _M.Vec:
+            fail(f"tile {v.name!r} is in {t.memory_space.name}, but {self.f.name!r} is a vector (AIV) "
+                 "kernel, which has only Vec", span, "cube tiles belong in an AIC kernel")
+        if self.f.func_type is FunctionType.AIC and t.memory_space is _M.Vec:
+            fail(f"tile {v.name!r} is in Vec, but {self.f.name!r} is a cube (AIC) kernel, which has "
+                 "no Vec buffer", span, "vector tiles belong in an AIV kernel")
         if self.level == "level3":
             if t.memref is None:
                 fail(f"tile {v.name!r} has no MemRef while other tiles of this kernel do", span,
