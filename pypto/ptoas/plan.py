@@ -14,6 +14,7 @@ from .analysis import tile_bytes
 from .arch import ALIGN, Arch
 from .errors import op_error
 from .ir import Func, Module, Op, ScalarType, TileType, Value, walk
+from .ops import TILE_OPS
 
 
 @dataclass(eq=False)
@@ -39,7 +40,7 @@ def _number(ops: list[Op], loops: tuple, pos: dict, enclosing: dict, spans: dict
             spans[op] = (pos[op], len(pos) - 1)
 
 
-def _lifetimes(f: Func) -> list[Buffer]:
+def _lifetimes(f: Func) -> tuple[list[Buffer], dict[int, Op], dict[Value, Buffer]]:
     pos: dict[Op, int] = {}
     enclosing: dict[Op, tuple] = {}
     spans: dict[Op, tuple[int, int]] = {}
@@ -73,7 +74,32 @@ def _lifetimes(f: Func) -> list[Buffer]:
     for b in buffers:
         if b.start < 0:  # never used: give it a point lifetime at its alloc
             b.start = b.end = pos[b.alloc]
-    return buffers
+    return buffers, {p: op for op, p in pos.items()}, owner
+
+
+# Ops that read and write element (i, j) in step, so dst may be the very buffer of a
+# same-shaped source that dies at this op (pypto's planner reuses it the same way).
+INPLACE_KINDS = {"binary", "binary_full", "scalar", "unary", "rowexpand_binary",
+                 "colexpand_binary", "cvt"}
+
+
+def _inplace_sources(op: Op, b: Buffer, owner: dict) -> list:
+    spec = TILE_OPS.get(op.name)
+    if spec is None or spec.kind not in INPLACE_KINDS or op.group("outs")[0] is not b.value:
+        return []
+    out_t: TileType = b.value.type
+    found = []
+    for v in op.group("ins"):
+        t = v.type
+        if isinstance(t, TileType) and v in owner and owner[v] is not b and (t.rows, t.cols) == \
+                (out_t.rows, out_t.cols) and BY_MLIR[t.dtype].nbytes == BY_MLIR[out_t.dtype].nbytes:
+            found.append(owner[v])
+    return found
+
+
+def _fits_at(b: Buffer, offset: int, placed: list[Buffer], ignore: Buffer) -> bool:
+    return all(p is ignore or p.space != b.space or not (p.start <= b.end and b.start <= p.end)
+               or offset + b.size <= p.offset or p.offset + p.size <= offset for p in placed)
 
 
 def _first_fit(b: Buffer, placed: list[Buffer]) -> int:
@@ -99,10 +125,17 @@ def _unique_name(base: str, taken: set[str]) -> str:
 def plan_func(f: Func, arch: Arch, source_name: str = "<pto>") -> tuple[dict[str, int], dict[Op, str]]:
     """Assign offsets in place (adds `addr = %cN_i64` operands and their constants).
     Returns bytes used per space and a note per alloc for the pass dump."""
-    buffers = _lifetimes(f)
+    buffers, op_at, owner = _lifetimes(f)
     placed: list[Buffer] = []
     for b in sorted(buffers, key=lambda b: (b.start, b.end)):
-        b.offset = _first_fit(b, placed)
+        b.offset = -1
+        for src in _inplace_sources(op_at[b.start], b, owner):
+            if src.end == b.start and src.offset >= 0 and src.size >= b.size \
+                    and _fits_at(b, src.offset, placed, src):
+                b.offset = src.offset
+                break
+        if b.offset < 0:
+            b.offset = _first_fit(b, placed)
         cap = arch.capacity[b.space]
         if b.offset + b.size > cap:
             live = [p for p in placed if p.space == b.space and p.start <= b.end and b.start <= p.end]
