@@ -181,10 +181,11 @@ def generate_orchestration(program: Program, name: str, kernel_ids: dict[str, in
 class _Val:
     """A value in the generated C++: an expression and its IR type."""
 
-    def __init__(self, expr: str, type_, *, tuple_of=None):
+    def __init__(self, expr: str, type_, *, tuple_of=None, unknown: str | None = None):
         self.expr = expr
         self.type = type_
         self.tuple_of = tuple_of   # for multi-result calls: list of handles
+        self.unknown = unknown     # why the value cannot be used (reported at a use)
 
 
 def _loc(span) -> str:
@@ -241,6 +242,8 @@ class _Orch:
 
     def handle(self, e, span) -> str:
         v = self.val(e, span)
+        if v.unknown:
+            fail(v.unknown, span, "a kernel returns the tensors it writes (Out/InOut parameters)")
         if v.tuple_of is not None:
             fail(f"{e.name!r} holds several kernel results; use the tensors the kernel wrote", span)
         if not isinstance(v.type, TensorType):
@@ -524,8 +527,9 @@ class _Orch:
             return _Val("", TupleType(tuple(callee.return_types)), tuple_of=handles)
         if n == 0:
             return _Val("", None, tuple_of=[])
-        fail(f"cannot tell which tensor argument {c.callee} returns", span,
-             "a kernel returns the tensors it writes (Out/InOut parameters)")
+        return _Val("", callee.return_types[0] if n == 1 else None,
+                    unknown=f"cannot tell which tensor argument the call of {c.callee} at "
+                            f"{_loc(span)} returns")
 
     # ------------------------------------------------------------------ control flow
     def carried(self, vars_inits, span) -> list[str]:
