@@ -137,6 +137,15 @@ def assigned_names(stmts) -> set[str]:
     return out
 
 
+def store_counts(fn: ast.FunctionDef) -> dict[str, int]:
+    """How many places in the body bind each name."""
+    counts: dict[str, int] = {}
+    for node in _walk_body(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            counts[node.id] = counts.get(node.id, 0) + 1
+    return counts
+
+
 def loaded_names(fn: ast.FunctionDef) -> list[str]:
     """Names read by the body and the parameter annotations, first use first."""
     seen: dict[str, None] = {}

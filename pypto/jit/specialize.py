@@ -515,6 +515,11 @@ class _Body:
         self.returns: list = []
         self.subst: dict[str, ast.AST] = {}
         self.prelude: list[str] = []
+        # locals bound once, on the straight-line path, to a compile-time constant are
+        # folded into their uses (`K = a.shape[1]` ... `pl.create_tensor([M, K], ...)`)
+        self.once = {n for n, k in A.store_counts(fn.tree).items() if k == 1} - \
+            {p.arg for p in fn.params}
+        self.nesting = 0
         if fn is sp.entry:
             self._scalar_params()
 
@@ -575,7 +580,7 @@ class _Body:
             if isinstance(s.target, ast.Name):
                 meta = self.sp.return_ann_meta(fn, s.annotation)
                 self.bind(s.target.id, meta if meta is not None else
-                          (self.meta(value) if value is not None else None), value)
+                          (self.meta(value) if value is not None else None), value, fold=False)
         elif isinstance(s, ast.AugAssign):
             self.emit(depth, _unparse(ast.AugAssign(self.x(s.target), s.op, self.x(s.value)), s), s)
             if isinstance(s.target, ast.Name):
@@ -623,6 +628,7 @@ class _Body:
             for name, dim in zip(target.elts, dims):
                 self.env.pop(name.id, None)
                 self.consts[name.id] = dim
+                self.fold(name.id, _dim_node(dim))
                 if isinstance(dim, str) and dim == name.id:
                     continue                           # the dynamic dim's own name
                 self.emit(depth, f"{name.id} = {ast.unparse(_dim_node(dim))}", s)
@@ -647,7 +653,11 @@ class _Body:
                         for n in A.assigned_names([ast.Expr(e)]):
                             self.forget(n)
 
-    def bind(self, name, meta, value):
+    def fold(self, name, node):
+        if name in self.once and not self.nesting:
+            self.subst[name] = node
+
+    def bind(self, name, meta, value, fold=True):
         if meta is not None:
             self.env[name] = meta
         else:
@@ -655,6 +665,8 @@ class _Body:
         v = _const(value, self.consts, self.fn) if value is not None else _NO
         if v is not _NO:
             self.consts[name] = v
+            if fold and not any(isinstance(n, ast.Call) for n in ast.walk(value)):
+                self.fold(name, _literal(v))
         elif isinstance(value, ast.Name) and value.id in self.consts:
             self.consts[name] = self.consts[value.id]
         else:
@@ -672,11 +684,13 @@ class _Body:
             return
         self.emit(depth, f"if {ast.unparse(test)}:", s)
         saved = dict(self.consts)
+        self.nesting += 1
         self.body(s.body, depth + 1, s)
         if s.orelse:
             self.consts = dict(saved)
             self.lines.append(f"{_INDENT * depth}else:")
             self.body(s.orelse, depth + 1, s)
+        self.nesting -= 1
         for n in A.assigned_names(s.body + s.orelse):
             saved.pop(n, None)
         self.consts = saved
@@ -695,7 +709,9 @@ class _Body:
             self.emit(depth, f"for {ast.unparse(s.target)} in {ast.unparse(self.x(s.iter))}:", s)
         else:
             self.emit(depth, f"while {ast.unparse(self.x(s.test))}:", s)
+        self.nesting += 1
         self.body(s.body, depth + 1, s)
+        self.nesting -= 1
         for n in changed:
             self.consts.pop(n, None)
 
