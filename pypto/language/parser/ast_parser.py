@@ -42,6 +42,8 @@ _FOLD = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
          ast.Pow: operator.pow, ast.LShift: operator.lshift, ast.RShift: operator.rshift,
          ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor}
 _INT_DTYPES = (dt.INDEX, dt.INT8, dt.INT16, dt.INT32, dt.INT64, dt.UINT8)
+_GENERIC_HINT = ("kernels are written with pl.* operators, pl.range/pl.parallel/pl.unroll loops, "
+                 "if/else on scalars, `with pl.at(...)` and self.<function>(...) calls")
 _AT_HINT = "put it inside `with pl.at(level=pl.Level.CORE_GROUP):`"
 
 
@@ -153,7 +155,7 @@ class Parser:
         return self.src.pos(node), False
 
     def error(self, msg, node=None, hint=None, cls=ParserError):
-        raise cls(msg, self.span(node), hint)
+        raise cls(msg, self.span(node), hint or _GENERIC_HINT)
 
     # ================================================================== entry points
     def parse_program(self, cdef: ast.ClassDef, source_name: str) -> Program:
@@ -220,9 +222,9 @@ class Parser:
         level = opts.pop("level", None)
         role = opts.pop("role", None)
         if level is not None and not isinstance(level, Level):
-            self.error(f"level= must be a pl.Level, got {level!r}", fdef)
+            self.error(f"level= must be a pl.Level, got {level!r}", fdef, "e.g. level=pl.Level.AIV")
         if role is not None and not isinstance(role, Role):
-            self.error(f"role= must be a pl.Role, got {role!r}", fdef)
+            self.error(f"role= must be a pl.Role, got {role!r}", fdef, "role=pl.Role.Orchestrator or pl.Role.SubWorker")
         dl, dr = derived_level_role(ftype)
         level = level if level is not None else dl
         role = role if role is not None else dr
@@ -255,7 +257,7 @@ class Parser:
                 self.error(f"parameter {arg.arg!r} of {fdef.name!r} needs a type annotation", arg,
                            "e.g. x: pl.Tensor[[64, 64], pl.FP32] or n: pl.Scalar[pl.INDEX]")
             if arg.arg in seen:
-                self.error(f"duplicate parameter {arg.arg!r}", arg)
+                self.error(f"duplicate parameter {arg.arg!r}", arg, "give each parameter its own name")
             seen.add(arg.arg)
             t, direction = self.ann_type(arg.annotation, allow_dir=True)
             pspan = span if self.src.markers else self.src.pos(arg)
@@ -468,6 +470,11 @@ class Parser:
         self.undefined(node)
 
     def undefined(self, node: ast.Name):
+        if hasattr(builtins, node.id) and not node.id.startswith("_"):
+            hint = {"range": "use pl.range(...)", "min": "use pl.min(a, b) (scalars) or pl.minimum",
+                    "max": "use pl.max(a, b) (scalars) or pl.maximum"}.get(
+                node.id, "only pl.* operators and self.<function> calls exist inside a kernel")
+            self.error(f"the Python builtin {node.id!r} cannot be used inside a kernel", node, hint)
         cands = list(self.ctx.env) if self.ctx else []
         cands += [k for k in self.statics if not k.startswith("_")]
         close = difflib.get_close_matches(node.id, cands, n=1)
@@ -643,6 +650,12 @@ class Parser:
     def binop(self, node: ast.BinOp):
         lv, rv = self.value(node.left), self.value(node.right)
         op = type(node.op)
+        # a module-level constant folds with a bare literal (`128 // TILE`); two literals
+        # stay a BinOp, exactly as a printed dump spells it
+        if _is_number(lv) and self.is_literal_number(rv):
+            rv = rv.value
+        elif _is_number(rv) and self.is_literal_number(lv):
+            lv = lv.value
         if _is_number(lv) and _is_number(rv) and op in _FOLD:
             try:
                 return _FOLD[op](lv, rv)
@@ -672,6 +685,9 @@ class Parser:
                        "supported: + - * / // % and comparisons")
         a, b, d = self.unify(a, b, f"`{_opsym(node.op)}`", node)
         return BinOp(s, a, b, d, self.span(node))
+
+    def is_literal_number(self, v) -> bool:
+        return isinstance(v, Const) and id(v) in self._lit and _is_number(v.value)
 
     def unaryop(self, node: ast.UnaryOp):
         v = self.value(node.operand)
@@ -704,7 +720,9 @@ class Parser:
         a, b = self.expr(node.left), self.expr(node.comparators[0])
         for x in (a, b):
             if not isinstance(getattr(x, "type", None), ScalarType):
-                self.error(f"comparisons work on scalars, not {ops._tname(getattr(x, 'type', None))}", node)
+                self.error(f"comparisons work on scalars, not {ops._tname(getattr(x, 'type', None))}", node,
+                           "compare scalar values (loop indices, scalar parameters); tiles and tensors "
+                           "have no comparison operator")
         a, b, _ = self.unify(a, b, f"`{sym}`", node)
         return BinOp(sym, a, b, dt.BOOL, self.span(node))
 
@@ -1310,6 +1328,7 @@ class Parser:
         else_body, ey = (None, None)
         if s.orelse:
             else_body, ey = self.block(s.orelse, allow_yield=True)
+            else_body = else_body or None
         self.ctx.cur, self.ctx.marked = span, bool(self.src.header_marker(s))
         rets = []
         if ty is not None or ey is not None:
