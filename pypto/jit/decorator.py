@@ -320,7 +320,13 @@ class JITFunction:
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                 raise TypeError(f"`{self.__name__}`: @pl.jit functions cannot take *args or "
                                 f"**kwargs")
-        bound = sig.bind_partial(*args, **kwargs)     # Python's own TypeError on bad args
+        try:
+            bound = sig.bind_partial(*args, **kwargs)
+        except TypeError as e:                         # Python's own message, named
+            hint = ""
+            if "unexpected keyword argument" in str(e):
+                hint = "; compile options travel in config=RunConfig(...)"
+            raise TypeError(f"{self.__name__}() {e}{hint}") from None
         src = self._source()
         anns = {p.arg: A.classify_annotation(p.annotation) for p in A.params(src["tree"])}
         dyns = dict(dynamic)

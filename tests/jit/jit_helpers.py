@@ -75,3 +75,6 @@ def marker_of(line: str) -> tuple[str, int, int]:
 def code_lines(text: str) -> list[str]:
     """The function-body and def lines of a specialized program, markers stripped."""
     return [MARKER.sub("", line) for line in text.splitlines()]
+
+
+REPO_ROOT = str(Path(__file__).resolve().parents[2])
