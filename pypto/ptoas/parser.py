@@ -471,12 +471,13 @@ class Parser:
         """`ins(%a{attrs}, %b : Ta, Tb)`."""
         self.expect("(")
         vals: list[Value] = []
-        while self.tok.kind == "ssa":
-            vals.append(self.ssa())
-            if self.tok.kind == "punct" and self.tok.text == "{":
-                op.operand_attrs[len(vals) - 1] = self.attr_dict()
-            if not self.accept(","):
-                break
+        if self.tok.kind == "ssa":
+            while True:
+                vals.append(self.ssa())
+                if self.tok.kind == "punct" and self.tok.text == "{":
+                    op.operand_attrs[len(vals) - 1] = self.attr_dict()
+                if not self.accept(","):
+                    break
         types = []
         if self.accept(":"):
             types = self.type_list()
