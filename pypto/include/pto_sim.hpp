@@ -243,6 +243,7 @@ template <class T> inline void ttrans(const Tile<T>& d, const Tile<T>& s, const 
 
 // ---------------------------------------------------------------- GM <-> tile
 template <class T, class G> inline void check_part(const Tile<T>& t, const GmPart<G>& p, const char* site) {
+    p.check_bounds(site);
     if (p.rows() != t.vr || p.cols() != t.vc)
         fail(site, "partition %lldx%lld does not match the tile's valid shape %dx%d", (long long)p.rows(),
              (long long)p.cols(), t.vr, t.vc);

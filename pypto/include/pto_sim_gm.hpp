@@ -85,10 +85,14 @@ inline GmView<T> make_tensor_view(const GmArg<T>& a, Dims shape, Dims strides, c
 }
 
 // pto.partition_view: a window of a view; rows = product of leading dims, cols = last dim.
+// The window is only checked against the view when an op (tload/tstore) touches it, so
+// the error names the access, like a fault on the device would.
 template <class T> struct GmPart {
     T* base;
     int rank;
+    int64_t offset[kMaxDims];
     int64_t size[kMaxDims];
+    int64_t extent[kMaxDims];  // the view's shape
     int64_t strides[kMaxDims];
     int64_t rows() const {
         int64_t r = 1;
@@ -106,6 +110,12 @@ template <class T> struct GmPart {
         return off;
     }
     int64_t col_stride() const { return rank ? strides[rank - 1] : 1; }
+    void check_bounds(const char* site) const {
+        for (int i = 0; i < rank; ++i)
+            if (offset[i] < 0 || size[i] < 0 || offset[i] + size[i] > extent[i])
+                fail(site, "partition [%lld, %lld) of dim %d is outside the tensor view's extent %lld",
+                     (long long)offset[i], (long long)(offset[i] + size[i]), i, (long long)extent[i]);
+    }
 };
 
 template <class T>
@@ -116,13 +126,11 @@ inline GmPart<T> partition_view(const GmView<T>& v, Dims offsets, Dims sizes, co
     p.base = v.base;
     p.rank = v.rank;
     for (int i = 0; i < v.rank; ++i) {
-        int64_t o = offsets.v[i], s = sizes.v[i];
-        if (o < 0 || s < 0 || o + s > v.shape[i])
-            fail(site, "partition [%lld, %lld) of dim %d is outside the tensor view extent %lld",
-                 (long long)o, (long long)(o + s), i, (long long)v.shape[i]);
-        p.base += o * v.strides[i];
-        p.size[i] = s;
+        p.offset[i] = offsets.v[i];
+        p.size[i] = sizes.v[i];
+        p.extent[i] = v.shape[i];
         p.strides[i] = v.strides[i];
+        p.base += offsets.v[i] * v.strides[i];  // only dereferenced after check_bounds
     }
     return p;
 }

@@ -1,0 +1,94 @@
+"""Run-time checks of the tile library: bad accesses come back as error strings that name
+the op's source location, never as a crash; each thread is a core with its own buffers."""
+import threading
+
+import numpy as np
+
+from conftest import DATA
+from ptogen import Pto, tile_type
+
+
+def _offset_kernel():
+    """Loads a 16x32 block at row offset %arg2 (a run-time scalar) and stores it."""
+    p = Pto("window", [("f32", (64, 32)), ("f32", (16, 32))], scalars=("index",))
+    t = p.tile("t", "vec", "f32", 16, 32)
+    ptv = "!pto.partition_tensor_view<16x32xf32>"
+    p.emit(f"%win = pto.partition_view %v0, offsets = [%arg2, {p.c(0)}], sizes = [{p.c(16)}, {p.c(32)}] : "
+           f"!pto.tensor_view<?x?xf32> -> {ptv}")
+    p.types["%win"] = ptv
+    p.op("tload", ["%win"], t)
+    p.store(t, 1)
+    return p
+
+
+def test_tload_outside_the_tensor_returns_a_located_error(make_kernel):
+    p = _offset_kernel()
+    kern = make_kernel(p.text())
+    src = np.arange(64 * 32, dtype=np.float32).reshape(64, 32)
+    out = np.zeros((16, 32), np.float32)
+    assert kern(src, out, scalars=[48]) is None  # the last block is fine
+    np.testing.assert_array_equal(out, src[48:])
+    err = kern(src, out, scalars=[56])
+    tload_line = next(i for i, l in enumerate(p.body, 1) if "pto.tload" in l)
+    assert err is not None and err.startswith(f"t.py:{tload_line}:1: pto.tload: error:")
+    assert "partition [56, 72) of dim 0 is outside the tensor view's extent 64" in err
+    assert kern(src, out, scalars=[0]) is None  # the kernel (and the process) carry on
+
+
+def test_tensor_smaller_than_the_view_is_refused(make_kernel):
+    kern = make_kernel((DATA / "quickstart_add_incore_0.pto").read_text())
+    a = np.zeros((64, 128), np.float32)  # the kernel's view is 128x128
+    b, out = np.zeros((128, 128), np.float32), np.zeros((128, 128), np.float32)
+    err = kern(a, b, out)
+    assert err.startswith("quickstart.py:16:5: pto.make_tensor_view: error:")
+    assert "view dim 0 has extent 128 but tensor" in err and "has only 64" in err
+
+
+def test_wrong_tensor_dtype_is_refused(make_kernel):
+    kern = make_kernel((DATA / "quickstart_add_incore_0.pto").read_text())
+    a = np.zeros((128, 128), np.float16)
+    err = kern(a, np.zeros((128, 128), np.float32), np.zeros((128, 128), np.float32))
+    assert "tensor argument %arg0" in err and "dtype code 1, the kernel expects 0" in err
+
+
+def test_run_time_tile_address_is_checked(make_kernel):
+    t = tile_type("vec", "f32", 16, 32)
+    text = f"""\
+module {{
+  func.func @dyn(%arg0: !pto.ptr<f32>, %arg1: i64) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %c16 = arith.constant 16 : index
+    %c32 = arith.constant 32 : index
+    %t = pto.alloc_tile addr = %arg1 valid_row = %c16 valid_col = %c32 : {t} loc("dyn.py":7:3)
+    pto.texpands ins(%c16 : index) outs(%t : {t}) loc("dyn.py":8:3)
+    return
+  }}
+}}
+"""
+    kern = make_kernel(text)
+    dummy = np.zeros((1, 8), np.float32)
+    assert kern(dummy, scalars=[0]) is None
+    assert kern(dummy, scalars=[188416 - 2048]) is None  # the last 2 KiB of UB
+    err = kern(dummy, scalars=[188416 - 1024])
+    assert err.startswith("dyn.py:7:3: pto.alloc_tile: error:") and "overflows vec" in err
+    assert "not a 32-byte aligned" in kern(dummy, scalars=[48])
+
+
+def test_each_thread_is_a_core_with_private_buffers(make_kernel):
+    kern = make_kernel((DATA / "quickstart_add_incore_0.pto").read_text())
+    failures = []
+
+    def worker(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        for _ in range(20):
+            a, b = rng.standard_normal((2, 128, 128), dtype=np.float32)
+            out = np.zeros_like(a)
+            err = kern(a, b, out)
+            if err or not np.array_equal(out, a + b):
+                failures.append((seed, err))
+
+    threads = [threading.Thread(target=worker, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures
