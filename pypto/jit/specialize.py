@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import ast
 import copy
+import io
 import math
+import tokenize
 
 from pypto.errors import ParserError, Span
 from pypto.jit import analysis as A
@@ -548,7 +550,7 @@ class _Body:
         return self.lines
 
     def emit(self, depth, text, node):
-        self.lines.append(f"{_INDENT * depth}{text}{self.fn.marker(node)}")
+        self.lines.append(f"{_INDENT * depth}{_double_quotes(text)}{self.fn.marker(node)}")
 
     def block(self, stmts, depth) -> int:
         """Write a statement list; returns how many lines it produced."""
@@ -706,7 +708,10 @@ class _Body:
         if isinstance(s, ast.For):
             for n in A.assigned_names([ast.Expr(s.target)]):
                 self.env.pop(n, None)
-            self.emit(depth, f"for {ast.unparse(s.target)} in {ast.unparse(self.x(s.iter))}:", s)
+            target = s.target
+            names = (", ".join(ast.unparse(e) for e in target.elts)
+                     if isinstance(target, ast.Tuple) and target.elts else ast.unparse(target))
+            self.emit(depth, f"for {names} in {ast.unparse(self.x(s.iter))}:", s)
         else:
             self.emit(depth, f"while {ast.unparse(self.x(s.test))}:", s)
         self.nesting += 1
@@ -826,6 +831,26 @@ class _Body:
         call = ast.Call(ast.Attribute(ast.Name("self", ast.Load()), dep.name, ast.Load()),
                         args, [])
         return ast.copy_location(call, node)
+
+
+def _double_quotes(text: str) -> str:
+    """Plain string literals in the printer's spelling: "x", not 'x'."""
+    if "'" not in text:
+        return text
+    try:
+        toks = [t for t in tokenize.generate_tokens(io.StringIO(text).readline)
+                if t.type == tokenize.STRING]
+    except (tokenize.TokenError, SyntaxError):
+        return text
+    for tok in reversed(toks):
+        raw = tok.string
+        if tok.start[0] != 1 or tok.end[0] != 1 or not raw.startswith("'") or "\\" in raw:
+            continue
+        value = raw[1:-1]
+        if '"' in value or "'" in value:
+            continue
+        text = text[:tok.start[1]] + '"' + value + '"' + text[tok.end[1]:]
+    return text
 
 
 def _unparse(node, like) -> str:

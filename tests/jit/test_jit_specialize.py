@@ -174,6 +174,28 @@ def no_return(a: pl.Tensor, out: pl.Out[pl.Tensor]):
         out[:] = pl.add(a, a)
 
 
+@pl.jit
+def chunked(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    R, C = a.shape
+    for i in pl.range(R // 128):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="stage1"):
+            ta = pl.load(a, [i * 128, 0], [128, C])
+            tb = pl.load(b, [i * 128, 0], [128, C])
+            pl.store(pl.add(ta, tb), [i * 128, 0], c)
+    return c
+
+
+@pl.jit
+def carry(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        acc0 = pl.load(a, [0, 0], [32, 32])
+        for k, (acc,) in pl.range(4, init_values=(acc0,)):
+            nxt = pl.add(acc, pl.load(a, [0, 0], [32, 32]))
+            res = pl.yield_(nxt)
+        pl.store(res, [0, 0], out)
+    return out
+
+
 def t(*shape, dtype=torch.float32):
     return torch.zeros(*shape, dtype=dtype)
 
@@ -390,6 +412,21 @@ def test_dynamic_dims_declared_in_the_body():
     assert not any("bind_dynamic" in ln or "pl.dynamic" in ln for ln in lines[6:])
 
 
+def test_loops_scopes_and_carries_in_the_printer_spelling():
+    lines = code_lines(chunked.specialize(t(512, 128), t(512, 128), t(512, 128)))
+    assert lines[7:] == [
+        "        R = 512", "        C = 128",
+        "        for i in pl.range(512 // 128):",
+        '            with pl.at(level=pl.Level.CORE_GROUP, name_hint="stage1"):',
+        "                ta = pl.load(a, [i * 128, 0], [128, 128])",
+        "                tb = pl.load(b, [i * 128, 0], [128, 128])",
+        "                pl.store(pl.add(ta, tb), [i * 128, 0], c)",
+        "        return c"]
+    lines = code_lines(carry.specialize(t(32, 32), t(32, 32)))
+    assert "            for k, (acc,) in pl.range(4, init_values=(acc0,)):" in lines
+    assert "                res = pl.yield_(nxt)" in lines
+
+
 def test_docstring_dropped_and_no_return_annotation():
     lines = code_lines(no_return.specialize(t(8, 8), t(8, 8)))
     assert lines[6].endswith("out: pl.Out[pl.Tensor[[8, 8], pl.FP32]]):")
@@ -467,8 +504,11 @@ def test_handwritten_spec():
     lambda: with_inline.specialize(t(32, 32), t(32, 32)),
     lambda: manual.specialize(t(32, 32), t(32, 32)),
     lambda: no_return.specialize(t(8, 8), t(8, 8)),
+    lambda: chunked.specialize(t(512, 128), t(512, 128), t(512, 128)),
+    lambda: carry.specialize(t(32, 32), t(32, 32)),
 ], ids=["quickstart", "softmax", "fused_linear", "dynamic", "dynamic_local", "constants",
-        "scalars", "runtime_scalar", "shapes", "inline", "auto_scope", "no_return"])
+        "scalars", "runtime_scalar", "shapes", "inline", "auto_scope", "no_return",
+        "chunked", "carry"])
 def test_specialized_text_parses(build):
     text = build()
     prog = parse_or_skip(text)
