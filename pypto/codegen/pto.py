@@ -108,6 +108,7 @@ SUPPORTED_OPS = tuple(sorted(set(BINARY_OPS) | set(SCALAR_OPS) | set(UNARY_OPS)
                              | set(ROW_REDUCE_OPS) | set(COL_REDUCE_OPS) | set(EXPAND_OPS)
                              | set(OTHER_OPS)))
 
+PLANNERS = ("PYPTO", "DSA_RP", "PTOAS")
 ROUND_MODES = ("NONE", "RINT", "ROUND", "FLOOR", "CEIL", "TRUNC", "ODD")
 DEFAULT_ROUND_MODE = "ROUND"
 
@@ -129,8 +130,12 @@ _RESERVED = re.compile(r"^(arg\d+|cn?\d+_\w+|cst(_\d+)?|true|false|\d.*)$")
 
 
 def generate_kernel(program: Program, name: str, *, arch: str = "a2a3",
-                    emit_loc: bool = True) -> str:
-    """The `.pto` text of kernel function `name` of `program`."""
+                    emit_loc: bool = True, memory_planner: str | None = None) -> str:
+    """The `.pto` text of kernel function `name` of `program`.
+
+    memory_planner: "PYPTO" / "DSA_RP" (addresses planned by the passes: `addr` on every
+    alloc, ptoas level3) or "PTOAS" (no `addr`, ptoas level2 plans); None infers it from
+    the IR (see `ptoas_level`)."""
     f = program.get(name)
     if f is None:
         fail(f"no function named {name!r} in program {program.name!r}", None)
@@ -139,7 +144,7 @@ def generate_kernel(program: Program, name: str, *, arch: str = "a2a3",
              f.span)
     if arch not in _layout.ARCHS:
         fail(f"unknown arch {arch!r}; expected one of {', '.join(_layout.ARCHS)}", f.span)
-    return _Kernel(program, f, arch, emit_loc).generate()
+    return _Kernel(program, f, arch, emit_loc, ptoas_level(f, memory_planner)).generate()
 
 
 def generate_kernels(program: Program, *, arch: str = "a2a3", emit_loc: bool = True) -> dict[str, str]:
@@ -148,16 +153,45 @@ def generate_kernels(program: Program, *, arch: str = "a2a3", emit_loc: bool = T
             for f in program.functions if f.is_kernel}
 
 
-def ptoas_level(func) -> str:
-    """The ptoas level a kernel's `.pto` is meant for: level3 when its tiles carry
-    MemRefs (addresses planned by PyPTO), level2 otherwise (ptoas plans)."""
+def ptoas_level(func, memory_planner: str | None = None) -> str:
+    """The ptoas level a kernel's `.pto` is meant for: "level3" (every alloc_tile has an
+    `addr`) for the PYPTO and DSA_RP planners, "level2" (no `addr`; ptoas plans) for PTOAS.
+
+    Without a planner it is inferred from the IR: level2 when no tile carries a MemRef, or
+    when two allocations of one memory space overlap (addresses were never assigned);
+    otherwise level3. The inference cannot tell an unplanned kernel with one allocation
+    per space from a planned one: pass the planner when it is known."""
+    if memory_planner is not None:
+        planner = str(getattr(memory_planner, "name", memory_planner)).upper()
+        if planner not in PLANNERS:
+            fail(f"unknown memory planner {memory_planner!r}; expected one of {', '.join(PLANNERS)}",
+                 func.span)
+        return "level2" if planner == "PTOAS" else "level3"
     from pypto.ir.visit import walk
+    has_memref = False
+    ranges: dict[MemorySpace, list[tuple[int, int, int]]] = {}
+    allocs: dict[int, MemorySpace] = {}
     for s in walk(func.body):
-        if isinstance(s, Assign) and isinstance(s.var.type, TileType) and s.var.type.memref is not None:
-            return "level3"
-        if isinstance(s, Assign) and isinstance(s.var.type, PtrType):
-            return "level3"
-    return "level2"
+        if not isinstance(s, Assign):
+            continue
+        if isinstance(s.var.type, PtrType) and isinstance(s.value, Call):
+            space = s.value.kwargs.get("target_memory")
+            if isinstance(space, MemorySpace):
+                allocs[id(s.var)] = space
+        t = s.var.type
+        if isinstance(t, TileType) and t.memref is not None:
+            has_memref = True
+            m = t.memref
+            if isinstance(m.base, Var) and id(m.base) in allocs:
+                ranges.setdefault(allocs[id(m.base)], []).append((id(m.base), m.offset, m.offset + m.size))
+    if not has_memref:
+        return "level2"
+    for rs in ranges.values():
+        for i, (b1, lo1, hi1) in enumerate(rs):
+            for b2, lo2, hi2 in rs[i + 1:]:
+                if b1 != b2 and lo1 < hi2 and lo2 < hi1:
+                    return "level2"
+    return "level3"
 
 
 def tile_buf_type(t: TileType, arch: str = "a2a3", *, static_valid: bool = False, span=None) -> str:
@@ -210,7 +244,7 @@ def _same_storage(a: TileType, b: TileType) -> bool:
 
 
 class _Kernel:
-    def __init__(self, program: Program, func, arch: str, emit_loc: bool):
+    def __init__(self, program: Program, func, arch: str, emit_loc: bool, level: str):
         self.program = program
         self.f = func
         self.arch = arch
@@ -226,7 +260,8 @@ class _Kernel:
         self.lines: list[str] = []
         self.depth = 2
         self.span_stack = [func.span]
-        self.level = ptoas_level(func)
+        self.level = level
+        self.buffers: list[dict] = [{}]     # level2: (buffer, offset, type) -> _Tile, per region
 
     # ------------------------------------------------------------------ output helpers
     def loc(self, span) -> str:
@@ -547,7 +582,7 @@ class _Kernel:
         if self.f.func_type is FunctionType.AIC and t.memory_space is _M.Vec:
             fail(f"tile {v.name!r} is in Vec, but {self.f.name!r} is a cube (AIC) kernel, which has "
                  "no Vec buffer", span, "vector tiles belong in an AIV kernel")
-        if self.level == "level3":
+        if t.memref is not None or self.level == "level3":
             if t.memref is None:
                 fail(f"tile {v.name!r} has no MemRef while other tiles of this kernel do", span,
                      "either every tile carries a MemRef (PYPTO planner) or none does (PTOAS planner)")
@@ -557,21 +592,29 @@ class _Kernel:
             if self.ptrs[id(base)] is not t.memory_space:
                 fail(f"tile {v.name!r} is in {t.memory_space.name} but its buffer "
                      f"{base.name!r} was allocated in {self.ptrs[id(base)].name}", span)
-        elif t.memref is not None:
-            fail(f"tile {v.name!r} has a MemRef but the kernel has no tile.alloc", span)
 
     def alloc(self, v: Var, span) -> _Tile:
         """Emit `pto.alloc_tile` for tile variable `v` and bind it."""
         self.check_tile_type(v, span)
         t: TileType = v.type
         ty = self.tile_ty(t, span)
+        key = None
+        if self.level != "level3" and t.memref is not None:
+            # without addresses, tiles the passes put in one buffer must be one SSA value
+            key = (id(t.memref.base), t.memref.offset, ty)
+            for region in reversed(self.buffers):
+                if key in region:
+                    self.env[id(v)] = region[key]
+                    return region[key]
         rows, cols = tile_rows_cols(t.shape)
         name = "%" + self.names.fresh(_mlir_name(v.name))
-        addr = f"addr = {self.const(t.memref.offset, 'i64')} " if t.memref is not None else ""
+        addr = f"addr = {self.const(t.memref.offset, 'i64')} " if self.level == "level3" else ""
         self.emit(f"{name} = pto.alloc_tile {addr}valid_row = {self.const(rows, 'index')} "
                   f"valid_col = {self.const(cols, 'index')} : {ty}", span)
         val = _Tile(name, ty, t)
         self.env[id(v)] = val
+        if key is not None:
+            self.buffers[-1][key] = val
         return val
 
     def op(self, name: str, ins: list, outs: _Tile, span, attr_first: str = ""):
@@ -769,6 +812,7 @@ class _Kernel:
         self.emit(f"scf.for {iv} = {lb} to {ub} step {st} {{", span, loc=False)
         self.depth += 1
         self.span_stack.append(span)
+        self.buffers.append({})
         body = list(s.body)
         yld = body.pop() if body and isinstance(body[-1], Yield) else None
         if any(isinstance(x, Yield) for x in body):
@@ -781,6 +825,7 @@ class _Kernel:
                 self.carry(a.var, init, val, yld.span or span)
         elif yld is not None and yld.values:
             fail("yield in a loop without iter_args", yld.span or span)
+        self.buffers.pop()
         self.span_stack.pop()
         self.depth -= 1
         self.emit("}", loc=False)
@@ -798,7 +843,7 @@ class _Kernel:
             return
         if not isinstance(got, _Tile):
             fail(f"loop-carried tile {var.name!r} must be yielded a tile", span)
-        if got.ssa == buf.ssa or _same_storage(got.tile, buf.tile):
+        if got.ssa == buf.ssa or (self.level == "level3" and _same_storage(got.tile, buf.tile)):
             return
         if got.ty != buf.ty:
             fail(f"loop-carried tile {var.name!r} changes type inside the loop", span)
@@ -821,7 +866,9 @@ class _Kernel:
 
     def branch(self, stmts):
         self.depth += 1
+        self.buffers.append({})
         self.block([x for x in stmts if not (isinstance(x, Yield) and not x.values)])
+        self.buffers.pop()
         self.depth -= 1
 
 

@@ -518,3 +518,54 @@ def test_func_type_incore_has_no_kernel_kind():
     text = generate_kernel(prog, "add_incore_0")
     assert "pto.kernel_kind" not in text
     assert "func.func @add_incore_0(%arg0: !pto.ptr<f32>, %arg1: !pto.ptr<f32>, %arg2: !pto.ptr<f32>) {" in text
+
+
+# ----------------------------------------------------------------------------- planners
+def _unplanned_quickstart():
+    """The PTOAS planner's IR: one tile.alloc per buffer group, every MemRef at offset 0."""
+    prog = P.quickstart()
+    k = prog.functions[0]
+    ptrs = [s.var for s in k.body if isinstance(s, Assign) and s.value.op == "tile.alloc"]
+    for s in k.body:
+        if isinstance(s, Assign) and isinstance(s.var.type, TileType):
+            t, m = s.var.type, s.var.type.memref
+            s.var.type = TileType(t.shape, t.dtype, t.memory_space, P.MemRef(m.base, 0, m.size))
+    return prog, ptrs
+
+
+def test_planner_inferred_from_overlapping_allocations():
+    prog, _ = _unplanned_quickstart()
+    k = prog.functions[0]
+    assert ptoas_level(k) == "level2"
+    text = generate_kernel(prog, "add_incore_0")
+    assert "addr" not in text and text.count("pto.alloc_tile") == 2
+
+
+def test_explicit_planner_wins():
+    prog = P.quickstart()
+    k = prog.functions[0]
+    assert ptoas_level(k, "PTOAS") == "level2"
+    assert ptoas_level(k, "DSA_RP") == "level3" and ptoas_level(k, "pypto") == "level3"
+    assert "addr" not in generate_kernel(prog, "add_incore_0", memory_planner="PTOAS")
+    with pytest.raises(CodegenError, match="unknown memory planner"):
+        generate_kernel(prog, "add_incore_0", memory_planner="LINEAR")
+
+
+def test_level2_tiles_of_one_buffer_are_one_value():
+    """Without addresses, tiles the passes put in one buffer (here t reuses a's) must be
+    the same SSA value, or ptoas would plan them apart."""
+    prog = P.quickstart()
+    text = generate_kernel(prog, "add_incore_0", memory_planner="PTOAS")
+    assert text.count("pto.alloc_tile") == 2
+    assert "pto.tadd ins(%a__tile, %b__tile : " in text and "outs(%a__tile : " in text
+    assert "pto.tstore ins(%a__tile : " in text
+
+
+def test_level2_loop_carried_group_needs_no_copy():
+    text = generate_kernel(P.matmul_k(), "matmul_k_incore_0", memory_planner="PTOAS")
+    assert "addr" not in text and "pto.tmov ins(%acc" not in text
+    assert text.count("%acc = pto.alloc_tile") == 1
+    # the loads inside the loop reuse the buffers of the loads before it (same MemRef)
+    seq = ops(text)
+    loop = seq[seq.index("scf.for"):]
+    assert "pto.alloc_tile" not in loop
