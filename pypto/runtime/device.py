@@ -225,22 +225,26 @@ class Launch:
         self.running -= 1
         self.remaining -= 1
         spec = task.spec
-        tensors = ()
-        if self.keep_tensors:
-            tensors = tuple((self.addrs[t.buffer], t.start_offset, t.shape, t.strides, t.dtype,
-                             t.direction) for t in spec.tensors)
-        self.records[spec.index] = TaskRecord(
-            spec.index, spec.func_id, task.kernel.name, task.kernel.core_type, slot, start, end,
-            task.deps, thread, spec.scope, status, tensors, spec.scalars if self.keep_tensors else ())
-        if status != 0:
-            self.fail(KernelExecutionError(task.kernel.name, spec.func_id, spec.index, status,
-                                           message, task.kernel.core_type))
-        if self.error is None:
-            for succ in task.successors:
-                succ.pending -= 1
-                if succ.pending == 0:
-                    self.device.push_ready(succ)
-        task.successors = []
+        try:
+            tensors = ()
+            if self.keep_tensors:
+                tensors = tuple((self.addrs[t.buffer], t.start_offset, t.shape, t.strides, t.dtype,
+                                 t.direction) for t in spec.tensors)
+            self.records[spec.index] = TaskRecord(
+                spec.index, spec.func_id, task.kernel.name, task.kernel.core_type, slot, start,
+                end, task.deps, thread, spec.scope, status, tensors,
+                spec.scalars if self.keep_tensors else ())
+            if status != 0:
+                self.fail(KernelExecutionError(task.kernel.name, spec.func_id, spec.index, status,
+                                               message, task.kernel.core_type))
+            if self.error is None:
+                for succ in task.successors:
+                    succ.pending -= 1
+                    if succ.pending == 0:
+                        self.device.push_ready(succ)
+            task.successors = []
+        except BaseException as e:  # a bug here must fail the launch, not hang it
+            self.fail(SimulatorError(f"runtime error after task {spec.index}: {type(e).__name__}: {e}"))
 
     def fail(self, error: BaseException) -> None:
         """Record the first error and cancel every task that has not started (with
@@ -262,8 +266,12 @@ class Launch:
 
     def wait(self) -> None:
         with self.device.cond:
-            while self.submitting or self.remaining > 0:
-                self.device.cond.wait()
+            try:
+                while self.submitting or self.remaining > 0:
+                    self.device.cond.wait()
+            except BaseException:   # e.g. KeyboardInterrupt: start nothing more
+                self.fail(SimulatorError("launch interrupted"))
+                raise
         rec = self.record
         rec.tasks = [self.records[i] for i in sorted(self.records)]
         rec.edges = [(d, t.task_id) for t in rec.tasks for d in t.deps]

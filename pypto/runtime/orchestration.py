@@ -68,11 +68,11 @@ class Graph:
 
 
 class _Ref:
-    __slots__ = ("buffer", "dtype", "offsets", "shape", "strides")
+    __slots__ = ("buffer", "dtype", "offsets", "shape", "strides", "start")
 
-    def __init__(self, buffer, dtype, offsets, shape, strides):
+    def __init__(self, buffer, dtype, offsets, shape, strides, start=0):
         self.buffer, self.dtype, self.offsets = buffer, dtype, offsets
-        self.shape, self.strides = shape, strides
+        self.shape, self.strides, self.start = shape, strides, start
 
 
 def contiguous_strides(shape) -> tuple:
@@ -100,7 +100,7 @@ class Recorder:
         self.buffers = list(buffers)
         self.n_external = len(buffers)
         self.on_task, self.on_alloc, self.alive = on_task, on_alloc, alive
-        self.tensormap = TensorMap()
+        self.tensormap = TensorMap({slot: tuple(b.shape) for slot, b in enumerate(buffers)})
         self.refs: dict[int, _Ref] = {}
         for slot, b in enumerate(buffers):
             self.refs[slot + 1] = _Ref(slot, b.dtype, (0,) * len(b.shape), tuple(b.shape),
@@ -136,6 +136,7 @@ class Recorder:
         self._next_group += 1
         slot = len(self.buffers)
         self.buffers.append(spec)
+        self.tensormap.set_root_shape(slot, shape)
         if self.on_alloc is not None:
             self.on_alloc(slot, spec)
         return self._new_handle(_Ref(slot, dtype, (0,) * ndims, shape, contiguous_strides(shape)))
@@ -151,7 +152,10 @@ class Recorder:
                 raise ValueError(
                     f"view: dim {d} window [{o}, {o + n}) is outside tensor {handle} of shape {list(base.shape)}")
         offsets = tuple(a + b for a, b in zip(base.offsets, offs))
-        return self._new_handle(_Ref(base.buffer, base.dtype, offsets, shape, base.strides))
+        start = base.start
+        for o, st in zip(offs, base.strides):
+            start += o * st
+        return self._new_handle(_Ref(base.buffer, base.dtype, offsets, shape, base.strides, start))
 
     def submit(self, kernel_id: int, n_tensors: int, tensors_ptr, dirs_ptr,
                n_scalars: int, scalars_ptr) -> None:
@@ -174,8 +178,7 @@ class Recorder:
             if direction not in abi.DIR_NAMES:
                 raise ValueError(f"submit of '{kernel.name}': argument {i} has unknown direction {direction}")
             ref = self._ref(handle, f"submit of '{kernel.name}' argument {i}")
-            start = sum(o * s for o, s in zip(ref.offsets, ref.strides))
-            descs.append(TensorDesc(ref.buffer, start, ref.shape, ref.strides, ref.dtype, direction))
+            descs.append(TensorDesc(ref.buffer, ref.start, ref.shape, ref.strides, ref.dtype, direction))
             if direction != abi.DIR_NO_DEP:
                 region = self._region(ref)
                 if region is not None:
@@ -225,9 +228,10 @@ class Recorder:
             return None
         buf = self.buffers[ref.buffer]
         esize = _dt.BY_CODE[buf.dtype].nbytes
-        box = tuple((o, o + n) for o, n in zip(ref.offsets, ref.shape))
-        first = sum(o * s for o, s in zip(ref.offsets, ref.strides))
-        last = first + sum((n - 1) * s for n, s in zip(ref.shape, ref.strides))
+        box = tuple(zip(ref.offsets, map(int.__add__, ref.offsets, ref.shape)))
+        first = last = ref.start
+        for n, st in zip(ref.shape, ref.strides):
+            last += (n - 1) * st
         lo = buf.group_offset + first * esize
         hi = buf.group_offset + (last + 1) * esize
         return Region(buf.group, ref.buffer, box, lo, hi)
