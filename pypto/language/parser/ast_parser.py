@@ -772,7 +772,7 @@ class Parser:
             if isinstance(a, ast.Starred):
                 self.error("star-arguments are not supported", a, _unsupported("Starred"))
             v = self.value(a)
-            if _is_number(v):
+            if _is_number(v) or isinstance(v, (bool, list, tuple)):
                 v = self.to_expr(v, a)
             out.append(v)
         return out
@@ -1331,6 +1331,15 @@ class Parser:
             else_body = else_body or None
         self.ctx.cur, self.ctx.marked = span, bool(self.src.header_marker(s))
         rets = []
+        elif_ = False
+        if ty is not None and ey is None and len(s.orelse) == 1 and isinstance(s.orelse[0], ast.If) \
+                and else_body and isinstance(else_body[-1], If) and else_body[-1].return_vars \
+                and [v.name for v in else_body[-1].return_vars] == (ty.targets or []):
+            # `elif` whose branches yield the same names: the else branch yields its result
+            inner = else_body[-1]
+            ey = _YieldInfo(Yield(list(inner.return_vars), inner.span), list(ty.targets))
+            else_body.append(ey.stmt)
+            elif_ = True
         if ty is not None or ey is not None:
             if ty is None or ey is None:
                 self.error("when one branch of an if ends with pl.yield_, both must", s,
@@ -1344,7 +1353,11 @@ class Parser:
                         f"if branches yield different types: {ops._tname(a.type)} vs {ops._tname(b.type)}",
                         span, "yield values of the same shape and dtype in both branches")
             if ty.targets:
-                rets = [self.define(n, v.type, span) for n, v in zip(ty.targets, ty.stmt.values)]
+                if elif_:       # fresh Vars: the inner if already bound these names
+                    rets = [Var(n, v.type, span) for n, v in zip(ty.targets, ty.stmt.values)]
+                    self.ctx.env.update({v.name: v for v in rets})
+                else:
+                    rets = [self.define(n, v.type, span) for n, v in zip(ty.targets, ty.stmt.values)]
         return If(cond, then_body, else_body, rets, span)
 
     def with_(self, s: ast.With, span):
