@@ -6,6 +6,8 @@ reports. Parse errors are PtoasError with the .pto line/col.
 """
 from __future__ import annotations
 
+import re
+
 from .errors import PtoasError
 from .ir import Func, Module, Op, SrcLoc, Value
 from .lexer import Token, tokenize
@@ -15,6 +17,7 @@ from .types import SCALAR_NAMES, parse_type
 CAST_OPS = {"arith.index_cast", "arith.index_castui", "arith.sitofp", "arith.uitofp",
             "arith.fptosi", "arith.fptoui", "arith.extf", "arith.truncf", "arith.extsi",
             "arith.extui", "arith.trunci", "arith.bitcast"}
+_LINE_LOC = re.compile(r'loc\("([^"]*)":(\d+):(\d+)\)')
 KEYWORD_OPERANDS = {
     "pto.alloc_tile": ("addr", "valid_row", "valid_col"),
 }
@@ -23,6 +26,7 @@ KEYWORD_OPERANDS = {
 class Parser:
     def __init__(self, text: str, source_name: str = "<pto>"):
         self.source_name = source_name
+        self.lines = text.splitlines()
         try:
             self.toks = tokenize(text)
         except PtoasError as e:
@@ -41,8 +45,12 @@ class Parser:
         return self.toks[min(self.i + k, len(self.toks) - 1)]
 
     def error(self, msg: str, tok: Token | None = None) -> PtoasError:
+        """Located at the token; also at the source loc(...) written on the same line, if any."""
         t = tok or self.tok
-        return PtoasError(msg, line=t.line, col=t.col, source_name=self.source_name)
+        line = self.lines[t.line - 1] if 0 < t.line <= len(self.lines) else ""
+        m = _LINE_LOC.search(line)
+        loc = f"{m.group(1)}:{m.group(2)}:{m.group(3)}" if m else None
+        return PtoasError(msg, line=t.line, col=t.col, loc=loc, source_name=self.source_name)
 
     def next(self) -> Token:
         t = self.tok

@@ -173,7 +173,7 @@ def test_parse_errors_carry_pto_position():
     e = rejects("module {\n  func.func @k(%arg0 !pto.ptr<f32>) {\n  }\n}\n")
     assert str(e).startswith("<pto>:2:22: error: expected ':'")
     e = rejects(ADD.replace("outs(%t__tile", "outs(%t__tile,"))
-    assert e.loc is None and e.line == 18
+    assert e.loc == "quickstart.py:17:9" and e.line == 18  # the loc written on that line
     e = rejects("module { func.func @k() { %x = arith.constant 1 : index\n %x = arith.constant 2 : index\n return } }")
     assert "redefinition of SSA value %x" in str(e) and e.line == 2
 
