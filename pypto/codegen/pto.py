@@ -40,11 +40,14 @@ module attributes {pto.target_arch = "a2a3"} {
 - `make_tensor_view`: one per tensor param the body reads or writes, in parameter order,
   row-major `nd` strides (composite dynamic strides are computed with `arith.muli`
   just before the view). Views carry the function's loc.
-- `alloc_tile`: emitted right before the op that first writes the tile (one per
-  tile-defining Assign). `addr = %c<byte offset>_i64` when the IR has MemRefs
-  (PYPTO planner → ptoas level3); no `addr` at all when no tile has one (PTOAS planner
-  → level2). `valid_row`/`valid_col` are always given (the static tile shape), and the
-  type prints `v_row=?, v_col=?`.
+- `alloc_tile`: emitted right before the op that first writes the tile.
+  Level3 (PYPTO / DSA_RP planners): one alloc per tile-defining Assign, with
+  `addr = %c<MemRef offset>_i64` (the offset is the byte address in the space; tiles
+  sharing a buffer share the address). Level2 (PTOAS planner, or no MemRefs at all): no
+  `addr`; tiles the passes placed in one buffer (same alloc Ptr and offset, same type)
+  are one SSA value, allocated once where the first of them is written (when visible).
+  `valid_row`/`valid_col` are always given (the static tile shape), and the type prints
+  `v_row=?, v_col=?`. See `ptoas_level` for how the level is chosen.
 - Tile type: `!pto.tile_buf<loc=L, dtype=D, rows=R, cols=C, v_row=?, v_col=?,
   blayout=B, slayout=S, fractal=F, pad=0>` with layout from `pypto.ir.layout`. A 1-D
   tile is one row; higher-rank tiles must have leading unit dims.
