@@ -268,3 +268,18 @@ def test_all_errors_are_pypto_errors():
         assert exc.value.span is not None and exc.value.span.file == "kern.py", body
         assert "internal parser error" not in str(exc.value), (body, str(exc.value))
         assert exc.value.hint, (body, str(exc.value))
+
+
+def test_qualified_op_on_the_wrong_level():
+    with pytest.raises(TypeCheckError) as exc:
+        parse_body("x = pl.tensor.exp(t)")
+    check(exc, TypeCheckError, "kern.py", BODY_LINE, r"pl\.tile\.exp", r"works on tensors")
+
+
+def test_reserved_names_and_division_by_zero():
+    with pytest.raises(ParserError) as exc:
+        parse_body("pl = pl.exp(t)")
+    check(exc, ParserError, "kern.py", BODY_LINE, r"another", r"reserved")
+    with pytest.raises(ParserError) as exc:
+        parse_body("for i in pl.range(4):\n    j = i // 0")
+    check(exc, ParserError, "kern.py", BODY_LINE + 1, r"non-zero", r"division by zero")

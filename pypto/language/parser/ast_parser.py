@@ -684,6 +684,8 @@ class Parser:
             self.error(f"operator `{_opsym(node.op)}` is not supported on scalars", node,
                        "supported: + - * / // % and comparisons")
         a, b, d = self.unify(a, b, f"`{_opsym(node.op)}`", node)
+        if s in ("/", "//", "%") and isinstance(b, Const) and b.value == 0:
+            self.error(f"division by zero in `{ast.unparse(node)}`", node, "divide by a non-zero value")
         return BinOp(s, a, b, d, self.span(node))
 
     def is_literal_number(self, v) -> bool:
@@ -806,6 +808,15 @@ class Parser:
             first = exprs[0].type if exprs else None
             raise TypeCheckError(f"{display} has no form for {ops._tname(first)} arguments "
                                  f"(no operator {op})", span, _sig_hint(name))
+        if ns is not None and op != "tile.load":
+            want = TensorType if ns == "tensor" else TileType
+            first = next((getattr(a, "type", None) for a in exprs
+                          if isinstance(getattr(a, "type", None), (TensorType, TileType))), None)
+            if first is not None and not isinstance(first, want):
+                other = "tile" if ns == "tensor" else "tensor"
+                raise TypeCheckError(
+                    f"{display} works on {ns}s, got {ops._tname(first)}", span,
+                    f"use pl.{other}.{name}, or pl.{name} which picks the level from its arguments")
         pos, kw = [], dict(kwargs)
         for a in args:
             if isinstance(a, Expr) and len(pos) < d.nargs[1]:
@@ -1037,6 +1048,9 @@ class Parser:
 
     def define(self, name: str, t, span) -> Var:
         env = self.ctx.env
+        if name == "self" or self.statics.get(name) is _lang():
+            self.error(f"cannot assign to {name!r}: the name is reserved", None,
+                       "choose another variable name")
         old = env.get(name)
         if old is not None and old.type == t:
             return old
