@@ -146,3 +146,15 @@ def test_impl_files_exist():
         assert files and all(Path(f).is_file() for f in files)
     assert any(f.endswith("layout.py") for f in IMPL_FILES["pto"])
     assert any(f.endswith("pypto_abi.h") for f in IMPL_FILES["orchestration"])
+
+
+def test_enum_options_are_written_as_their_values():
+    from pypto.backend import BackendType
+    from pypto.ir.options import RuntimeKind
+    meta = json.loads(compiled_meta_text(P.quickstart(), "add", "a2a3sim", BackendType.Ascend910B,
+                                         RuntimeKind.HOST_BUILD_GRAPH))
+    assert meta["backend_type"] == "Ascend910B" and meta["runtime"] == "host_build_graph"
+    kernels = [dict(e, digest=DIGEST) for e in default_kernel_entries(P.quickstart())]
+    cfg = literal_assignments(kernel_config_text(P.quickstart(), "add", kernels,
+                                                 RuntimeKind.TENSORMAP_AND_RINGBUFFER, "a2a3sim"))
+    assert cfg["RUNTIME_CONFIG"]["runtime"] == "tensormap_and_ringbuffer"
