@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .arch import get_arch
-from .emit import emit
+from .emit import emit, kernel_info
 from .errors import PtoasError
 from .parser import parse
 from .plan import plan
@@ -69,5 +69,4 @@ def compile_pto(text: str, *, arch: str = "a2a3", level: str = "level3", dump_pa
     cpp = emit(module, target, usage, level=level, source_name=source_name)
     if dump_passes:
         dumps["04_emit"] = cpp
-    from .emit import kernel_info
     return PtoasResult(cpp=cpp, pass_dumps=dumps, kernel_info=kernel_info(module, target, usage))

@@ -5,6 +5,7 @@ import math
 import struct
 
 from .ir import Func, Module, Op, Value
+from .parser import CAST_OPS
 
 
 def _v(v: Value) -> str:
@@ -106,11 +107,6 @@ def op_body(op: Op) -> str:
     return _dps(op)
 
 
-def _is_cast(op: Op) -> bool:
-    from .parser import CAST_OPS
-    return op.name in CAST_OPS
-
-
 def print_op(op: Op, indent: str, out: list[str], notes: dict | None = None) -> None:
     results = ""
     if op.results:
@@ -139,7 +135,7 @@ def print_op(op: Op, indent: str, out: list[str], notes: dict | None = None) -> 
                 print_op(inner, indent + "  ", out, notes)
         out.append(indent + "}" + (" " + op.loc.mlir() if op.loc else ""))
         return
-    if _is_cast(op):
+    if op.name in CAST_OPS:
         body = f"{_vs(op.group('args'))} : {op.types['args'][0]} to {op.results[0].type}"
     else:
         body = op_body(op)

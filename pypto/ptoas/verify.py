@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..dtype import BY_MLIR
 from .analysis import const_int, defining_ops, static_valid, tile_bytes
 from .arch import ALIGN, CUBE_SPACES, Arch
-from .errors import op_error
+from .errors import PtoasError, op_error
 from .ir import (Func, Module, Op, PartitionType, PtrType, ScalarType, TensorViewType, TileType,
                  Value)
 from .ops import (FLOAT_DTYPES, MATMUL_DTYPES, MATMUL_MAX, STRUCTURAL_OPS, TILE_DTYPES, TILE_OPS,
@@ -64,14 +64,10 @@ class Verifier:
     # ------------------------------------------------------------ driver
     def run(self) -> dict[str, dict[str, int]]:
         if not self.module.funcs:
-            raise self.error_at_top("the module has no func.func")
+            raise PtoasError("the module has no func.func", line=1, col=1, source_name=self.source_name)
         for f in self.module.funcs:
             self.func(f)
         return self.usage
-
-    def error_at_top(self, msg: str):
-        from .errors import PtoasError
-        return PtoasError(msg, line=1, col=1, source_name=self.source_name)
 
     def func(self, f: Func) -> None:
         self.f = f
@@ -141,8 +137,8 @@ class Verifier:
         t = op.results[0].type if op.results else None
         if not isinstance(t, ScalarType):
             raise self.error(op, f"arith.constant of type {t} is not supported (scalars only)")
-        if t.is_float and not isinstance(op.value, (int, float)) or \
-                not t.is_float and not isinstance(op.value, (int, bool)):
+        allowed = (int, float) if t.is_float else (int, bool)  # an int for a float: its bit pattern
+        if not isinstance(op.value, allowed):
             raise self.error(op, f"constant {op.value!r} does not fit type {t}")
 
     def arith(self, op: Op) -> None:

@@ -92,3 +92,52 @@ def test_each_thread_is_a_core_with_private_buffers(make_kernel):
     for t in threads:
         t.join()
     assert not failures
+
+
+def test_runtime_capacity_follows_the_build_arch(tmp_path):
+    """A tile at [128 KiB, 192 KiB) of UB: fine on a5 (240 KiB), an error on a2a3 (184 KiB)."""
+    from abi_helper import Kernel
+    from pypto.ptoas import compile_pto
+    from pypto.ptoas.build import build_kernel
+
+    p = Pto("hi", [("f32", (128, 128)), ("f32", (128, 128))], arch="a5")
+    t = p.tile("t", "vec", "f32", 128, 128, addr=131072)
+    p.load(t, 0)
+    p.store(t, 1)
+    cpp = compile_pto(p.text(), arch="a5").cpp
+    a = np.arange(128 * 128, dtype=np.float32).reshape(128, 128)
+    out = np.zeros_like(a)
+    assert Kernel(build_kernel(cpp, arch="a5", core_type="aiv"), tmp_path)(a, out) is None
+    np.testing.assert_array_equal(out, a)
+    err = Kernel(build_kernel(cpp, arch="a2a3", core_type="aiv"), tmp_path)(a, out)
+    assert "overflows vec (capacity 188416 bytes on a2a3)" in err
+
+
+def test_rank3_partition_flattens_leading_dims(make_kernel):
+    p = Pto("r3", [("f32", (4, 8, 32)), ("f32", (16, 32))])
+    t = p.tile("t", "vec", "f32", 16, 32)
+    p.load(t, 0, offs=(1, 0, 0), sizes=(2, 8, 32))
+    p.store(t, 1)
+    kern = make_kernel(p.text())
+    x = np.arange(4 * 8 * 32, dtype=np.float32).reshape(4, 8, 32)
+    out = np.zeros((16, 32), np.float32)
+    assert kern(x, out) is None
+    np.testing.assert_array_equal(out, x[1:3].reshape(16, 32))
+
+
+def test_module_with_two_functions_exports_each_by_name(tmp_path):
+    import ctypes
+
+    from pypto.ptoas import compile_pto
+    from pypto.ptoas.build import build_kernel
+
+    text = (DATA / "quickstart_add_incore_0.pto").read_text()
+    body = text[text.index("  func.func"):text.rindex("}")]
+    two = text.replace(body, body + body.replace("@add_incore_0", "@add_twin"))
+    r = compile_pto(two)
+    assert r.kernel_info["functions"] == ["add_incore_0", "add_twin"]
+    so = tmp_path / "two.so"
+    so.write_bytes(build_kernel(r.cpp, arch="a2a3", core_type="aiv"))
+    lib = ctypes.CDLL(str(so))
+    for sym in ("pypto_kernel_entry", "pypto_kernel_entry__add_incore_0", "pypto_kernel_entry__add_twin"):
+        assert hasattr(lib, sym)
