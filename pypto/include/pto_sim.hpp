@@ -231,7 +231,18 @@ template <class D, class S> inline void tcvt(const Tile<D>& d, const Tile<S>& s,
     }
 }
 // tmov copies the valid region between spaces; out of acc it may also convert the dtype.
+// The data paths of the target (the verifier checks them too; this keeps C++ built for
+// a2a3 honest even if it was verified for a5).
+inline void check_path(int src, int dst, const char* site) {
+#ifdef PTO_ARCH_A5
+    const bool fused = false;
+#else
+    const bool fused = (src == ACC && dst == VEC) || (src == VEC && dst == MAT);
+#endif
+    if (fused) fail(site, "tmov %s -> %s is not a data path on %s", kSpaceName[src], kSpaceName[dst], kArch);
+}
 template <class D, class S> inline void tmov(const Tile<D>& d, const Tile<S>& s, const char* site) {
+    check_path(s.space, d.space, site);
     tcvt(d, s, RM_RINT, site);
 }
 template <class T> inline void ttrans(const Tile<T>& d, const Tile<T>& s, const char* site) {
@@ -249,6 +260,7 @@ template <class T, class G> inline void check_part(const Tile<T>& t, const GmPar
              (long long)p.cols(), t.vr, t.vc);
 }
 template <class T> inline void tload(const Tile<T>& d, const GmPart<T>& p, const char* site) {
+    if (d.space != VEC && d.space != MAT) fail(site, "GM loads go into vec or mat, not %s", kSpaceName[d.space]);
     check_part(d, p, site);
     const int64_t cs = p.col_stride();
     for (int64_t i = 0; i < d.vr; ++i) {
@@ -260,6 +272,7 @@ template <class T> inline void tload(const Tile<T>& d, const GmPart<T>& p, const
 }
 // From vec the dtypes match; from acc the fix-pipe converts (f32 -> f16/bf16, ...).
 template <class G, class T> inline void tstore(const GmPart<G>& p, const Tile<T>& s, const char* site) {
+    if (s.space != VEC && s.space != ACC) fail(site, "GM stores come from vec or acc, not %s", kSpaceName[s.space]);
     check_part(s, p, site);
     const int64_t cs = p.col_stride();
     for (int64_t i = 0; i < s.vr; ++i) {

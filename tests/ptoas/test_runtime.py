@@ -141,3 +141,19 @@ def test_module_with_two_functions_exports_each_by_name(tmp_path):
     lib = ctypes.CDLL(str(so))
     for sym in ("pypto_kernel_entry", "pypto_kernel_entry__add_incore_0", "pypto_kernel_entry__add_twin"):
         assert hasattr(lib, sym)
+
+
+def test_library_refuses_a5_only_moves_in_an_a2a3_build(tmp_path):
+    from abi_helper import Kernel
+    from pypto.ptoas import compile_pto
+    from pypto.ptoas.build import build_kernel
+
+    p = Pto("fuse", [("f32", (16, 16))], kind="", arch="a5")
+    acc, v = p.tile("acc", "acc", "f32", 16, 16), p.tile("v", "vec", "f32", 16, 16)
+    p.op("tmov", [acc], v)
+    p.store(v, 0)
+    cpp = compile_pto(p.text(), arch="a5").cpp
+    out = np.zeros((16, 16), np.float32)
+    assert Kernel(build_kernel(cpp, arch="a5", core_type="aic"), tmp_path)(out) is None
+    err = Kernel(build_kernel(cpp, arch="a2a3", core_type="aic"), tmp_path)(out)
+    assert "tmov acc -> vec is not a data path on a2a3" in err
