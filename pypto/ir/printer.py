@@ -217,8 +217,12 @@ class _Printer:
             deco.append(f"level=pl.Level.{f.level.name}")
         if f.role is not None:
             deco.append(f"role=pl.Role.{f.role.value}")
-        if f.attrs:
-            deco.append(f"attrs={self.value(f.attrs)}")
+        attrs = dict(f.attrs)
+        if attrs.get("auto_scope", True) is False:    # the reference spells it as a keyword
+            del attrs["auto_scope"]
+            deco.append("auto_scope=False")
+        if attrs:
+            deco.append(f"attrs={self.value(attrs)}")
         out.append(f"{_INDENT}@pl.function({', '.join(deco)})" if deco else f"{_INDENT}@pl.function")
         params = [] if f.role is Role.SubWorker else ["self"]
         for p in f.params:

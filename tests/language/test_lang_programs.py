@@ -338,3 +338,10 @@ class P:
     t = f.body[1].var
     assert t.type.memref.base is f.body[0].var and t.type.memory_space is MemorySpace.Vec
     assert len(f.body[1].value.args) == 4
+
+
+def test_auto_scope_keyword_prints_like_the_reference():
+    prog = pl.loads(os.path.join(DATA, "quickstart_final_dump.py"))
+    text = prog.as_python()
+    assert "role=pl.Role.Orchestrator, auto_scope=False)" in text
+    assert pl.parse(text).functions[1].attrs == {"auto_scope": False}
