@@ -69,6 +69,8 @@ def _run_tensormap(device, chip, binding, record, keep_tensors):
         launch.end_submitting()
         launch.wait()
     record.scopes = [tuple(s) for s in recorder.scope_log]
+    if exc is None and recorder.interrupt is not None:
+        exc = recorder.interrupt
     if exc is not None and not isinstance(exc, Exception):
         raise exc
     if launch.error is not None:
@@ -86,6 +88,8 @@ def build_graph(chip, binding: Binding) -> Graph:
     except Exception as e:
         exc = e
     graph.build_ns = time.perf_counter_ns() - start
+    if recorder.interrupt is not None:
+        raise recorder.interrupt
     error = _orchestration_error(chip, status, recorder, exc)
     if error is not None:
         raise error

@@ -113,6 +113,7 @@ class Recorder:
         self._scope_ids = itertools.count(1)
         self.scope_log: list[tuple] = []      # (scope id, parent, manual, first task, end task)
         self.error: str | None = None
+        self.interrupt: BaseException | None = None
 
     # -- errors ------------------------------------------------------------------------
     def fail(self, message: str) -> None:
@@ -201,9 +202,7 @@ class Recorder:
         if not self.scopes:
             raise ValueError("scope_end without a matching scope_begin")
         sid = self.scopes.pop()
-        for entry in self.scope_log:
-            if entry[0] == sid:
-                entry[4] = self.n_tasks
+        self.scope_log[sid - 1][4] = self.n_tasks      # scope ids count from 1 in log order
 
     def finish(self) -> None:
         if self.scopes and self.error is None:
@@ -255,8 +254,12 @@ def _guard(ctx, what: str, call, failed):
         return call(rec)
     except _Refused:
         return failed
-    except BaseException as e:  # never let an exception cross into C
+    except Exception as e:  # never let an exception cross into C
         rec.fail(f"{what}: {e}" if not str(e).startswith(what) else str(e))
+        return failed
+    except BaseException as e:  # KeyboardInterrupt & co: stop the run, re-raised later
+        rec.interrupt = rec.interrupt or e
+        rec.fail(f"{what}: interrupted ({type(e).__name__})")
         return failed
 
 

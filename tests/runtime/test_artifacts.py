@@ -141,3 +141,12 @@ def test_rebuilt_binary_at_same_path_is_reloaded(programs, built):
     with pytest.raises(KernelExecutionError, match="add_kernel.*injected failure"):
         CompiledProgram(out)(a, b)
     assert torch.equal(first(a, b), a + b)      # the first handle keeps its own code
+
+
+def test_orchestration_digest_checked_when_present(programs):
+    out = programs.dir("add", ADD_PARAMS)
+    text = (out / "kernel_config.py").read_text()
+    text = text.replace("'function_name': ", "'digest': 'ffff', 'function_name': ")
+    (out / "kernel_config.py").write_text(text)
+    with pytest.raises(DigestMismatchError, match="orchestration 'add'"):
+        CompiledProgram(out).load()

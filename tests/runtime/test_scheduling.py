@@ -184,3 +184,12 @@ def test_kernel_error_after_in_flight_tasks(programs, runtime):
     assert run.tasks[0].duration_ns >= 100 * MS   # the in-flight task finished first
     assert torch.all(y1 == 1)
     assert "fail_kernel" in run.error
+
+
+def test_no_dep_arguments_are_not_tracked(programs):
+    c = programs("nodep", [tensor("x", [8, 8]), tensor("y", [8, 8], "Out"), tensor("z", [8, 8], "Out")],
+                 runtime=HBG)
+    with ChipWorker(RunConfig(runtime=HBG)) as w:
+        c(torch.zeros(8, 8))
+        t0, t1 = w.last_run.tasks
+    assert t1.deps == () and overlap(t0, t1)

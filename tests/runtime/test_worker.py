@@ -180,3 +180,28 @@ def test_close_is_idempotent_and_final(programs):
     assert t.freed
     with pytest.raises(RuntimeError, match="closed"):
         w.run(c, torch.ones(16, 16), torch.ones(16, 16))
+
+
+def test_workers_in_parallel_threads(programs):
+    c = programs("chain", [tensor("a", [64, 32]), tensor("b", [64, 32]), tensor("out", [64, 32], "Out")])
+    errors, results = [], []
+
+    def job(i):
+        try:
+            a, b = torch.randn(64, 32), torch.randn(64, 32)
+            if i % 2:
+                with ChipWorker(RunConfig()) as w:
+                    for _ in range(5):
+                        results.append(torch.allclose(w.run(c, a, b), a + 2 * b))
+            else:
+                for _ in range(5):
+                    results.append(torch.allclose(c(a, b), a + 2 * b))
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=job, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and results == [True] * 20
