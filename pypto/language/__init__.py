@@ -29,7 +29,8 @@ __all__ = sorted(
      "Mem", "MemorySpace", "FunctionType", "Level", "Role", "ScopeMode", "ForKind",
      "ParamDirection", "DynDim", "Annotation", "adir", "dynamic", "program", "function", "at",
      "scope", "range", "parallel", "unroll", "yield_", "const", "cast", "min", "max", "parse",
-     "loads", "tile", "tensor", "DSLCallError", "jit"] + list(OPERATORS))
+     "loads", "tile", "tensor", "DSLCallError"] + list(OPERATORS)
+    + (["jit"] if importlib.util.find_spec("pypto.jit") is not None else []))
 
 
 def __getattr__(name: str):

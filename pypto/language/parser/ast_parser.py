@@ -15,7 +15,6 @@ import difflib
 import enum
 import numbers
 import operator
-import types
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +22,7 @@ from pypto import dtype as dt
 from pypto.errors import (MisplacedTensorOpError, ParserError, PyptoError, Span,
                           TypeCheckError, UnknownOpError)
 from pypto.ir import ops
-from pypto.ir.nodes import (ArgDir, Assign, BinOp, Call, Const, DynDim, Eval, Expr, For,
+from pypto.ir.nodes import (Assign, BinOp, Call, Const, DynDim, Eval, Expr, For,
                             ForKind, Function, FunctionType, If, InCoreScope, IterArg, Level,
                             MemorySpace, MemRef, Param, ParamDirection, Program, PtrType,
                             Return, Role, RuntimeScope, ScalarType, TensorType, TileType,
@@ -1506,4 +1505,3 @@ def _type_text(t) -> str:
 
 
 __all__ = ["Parser"]
-_ = types  # (kept for type-checkers)

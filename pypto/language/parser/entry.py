@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import ast
-import builtins
 import inspect
 import linecache
 import sys
@@ -286,5 +285,3 @@ def _parse_module(tree: ast.Module, src: Source):
                           Span(src.file, 1, 1), "parse each program separately")
     return results[0]
 
-
-_ = builtins
