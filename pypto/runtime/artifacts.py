@@ -120,7 +120,12 @@ def _load_bytes(data: bytes, label: str) -> ctypes.CDLL:
             _write_all(fd, data)
         finally:
             os.close(fd)
-        return ctypes.CDLL(name, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+        try:
+            return ctypes.CDLL(name, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+        except OSError as e:
+            raise OSError(f"{e} (binaries are loaded from a private copy under "
+                          f"{_LOAD_DIR[0]}; if that file system is mounted noexec, point TMPDIR "
+                          "at one that is not)") from e
     finally:
         os.unlink(name)
 
