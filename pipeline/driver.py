@@ -100,7 +100,8 @@ def back_steps(prog: str, final, opts: BuildOptions, out: Path, store) -> tuple[
         core = "aic" if k.func_type is FunctionType.AIC else "aiv"
         kn = _safe(k.name)
         steps.append(_step(f"pto:{prog}:{kn}", "pto", {"kernel": blob}, ["pto"],
-                           {"kernel": k.name, "arch": opts.arch, "emit_loc": opts.emit_loc},
+                           {"kernel": k.name, "arch": opts.arch, "emit_loc": opts.emit_loc,
+                            "memory_planner": opts.memory_planner},
                            {"pto": str(out / "ptoas" / f"{kn}.pto")},
                            doc=f"{prog}: PTO (MLIR) for kernel {k.name}"))
         info.append({"func_id": kernel_ids[k.name], "name": k.name, "core_type": core,

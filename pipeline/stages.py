@@ -115,7 +115,7 @@ def pto_stage(inputs: dict, options: dict) -> dict:
     from pypto.codegen.pto import generate_kernel
     prog = _parse(inputs["kernel"])
     text = generate_kernel(prog, options["kernel"], arch=options["arch"],
-                           emit_loc=options["emit_loc"])
+                           emit_loc=options["emit_loc"], memory_planner=options["memory_planner"])
     return {"pto": text.encode("utf-8")}
 
 
@@ -147,7 +147,7 @@ def kernel_stage(inputs: dict, options: dict) -> dict:
 def orchestration_stage(inputs: dict, options: dict) -> dict:
     """The Orchestration function -> host C++ that submits kernels, and its build."""
     from pypto.codegen.orchestration import generate_orchestration
-    from pypto.ptoas.build import build_host
+    from pypto.codegen.host import build_host
     prog = _parse(inputs["program"])
     cpp = generate_orchestration(prog, options["name"], dict(options["kernel_ids"]))
     out = {"cpp": cpp.encode("utf-8")}
