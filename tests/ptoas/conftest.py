@@ -9,8 +9,6 @@ from pypto.ptoas import compile_pto  # noqa: E402
 from pypto.ptoas.build import build_kernel  # noqa: E402
 from abi_helper import Kernel  # noqa: E402
 
-DATA = Path(__file__).parent / "data"
-
 
 @pytest.fixture
 def make_kernel(tmp_path):

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA
 from pypto.ptoas import IMPL_FILES, compile_pto
 from pypto.ptoas.build import KernelBuildError, build_kernel, toolchain_id
 from pypto.ptoas.parser import parse
 from pypto.ptoas.printer import print_module
 
+DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted(DATA.glob("*.pto"))
 

@@ -1,11 +1,13 @@
 """Run-time checks of the tile library: bad accesses come back as error strings that name
 the op's source location, never as a crash; each thread is a core with its own buffers."""
 import threading
+from pathlib import Path
 
 import numpy as np
 
-from conftest import DATA
 from ptogen import Pto, tile_type
+
+DATA = Path(__file__).parent / "data"
 
 
 def _offset_kernel():

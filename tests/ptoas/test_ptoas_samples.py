@@ -1,10 +1,11 @@
 """The three reference .pto files: verify, emit, build, run and compare with numpy."""
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import DATA
+DATA = Path(__file__).parent / "data"
 
 
 def test_add_128x128_reuses_the_first_buffer(make_kernel):

@@ -1,9 +1,12 @@
 """Programs the verifier (and planner) must reject, each with a located message."""
+from pathlib import Path
+
 import pytest
 
-from conftest import DATA
 from ptogen import Pto, tile_type
 from pypto.ptoas import PtoasError, compile_pto
+
+DATA = Path(__file__).parent / "data"
 
 ADD = (DATA / "quickstart_add_incore_0.pto").read_text()
 
