@@ -384,6 +384,11 @@ class JITFunction:
             if ann.kind == "scalar":
                 raise TypeError(f"{fname}() missing scalar argument '{name}': pass a value "
                                 f"or pl.RUNTIME")
+            if ann.direction == "Out":
+                raise TypeError(f"{fname}() missing Out argument '{name}': returning outputs "
+                                f"needs their shape, and a bare pl.Tensor annotation has none; "
+                                f"pass the output tensor or annotate it fully "
+                                f"(pl.Out[pl.Tensor[[rows, cols], pl.FP32]])")
             raise TypeError(f"{fname}() missing required argument: '{name}' (a bare "
                             f"pl.Tensor annotation takes its shape from a sample tensor)")
         info = _tensor_info(value)
