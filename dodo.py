@@ -14,7 +14,7 @@ from examples.harness import load, source
 from pipeline.dodo_support import creators, dodo_config
 from pipeline.driver import back_steps, front_steps
 from pipeline.graph import Ref
-from pypto.ir.compile import build_options
+from pypto.ir.compiling import build_options
 
 os.environ.setdefault("PYPTO_CACHE_DIR", str(Path(__file__).parent / ".pypto_cache"))
 DOIT_CONFIG = dict(dodo_config(), default_tasks=["check"])

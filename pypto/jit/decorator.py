@@ -2,7 +2,7 @@
 
 A JITFunction holds a Python function that is never run: its source is specialized
 against the shapes and dtypes of the call's arguments (`pypto.jit.specialize`), compiled
-through the build graph (`pypto.ir.compile.compile_jit`) and dispatched by the runtime.
+through the build graph (`pypto.ir.compiling.compile_jit`) and dispatched by the runtime.
 Compiled programs are kept per JITFunction under the specialization key, so a second
 call with the same key returns the identical CompiledProgram.
 
@@ -148,7 +148,7 @@ class JITFunction:
         writes nothing."""
         self._need_entry("lowered")
         spec, _ = self._build(args, kwargs, allow_runtime=True)
-        from pypto.ir.compile import lower_jit
+        from pypto.ir.compiling import lower_jit
         return lower_jit(spec, config=config)
 
     def spec(self, *args, **kwargs) -> dict:
@@ -183,7 +183,7 @@ class JITFunction:
             hit = self._cache.get(key)
             if hit is not None:
                 return hit
-            from pypto.ir.compile import compile_jit
+            from pypto.ir.compiling import compile_jit
             compiled = compile_jit(spec, config=config)
             self._cache[key] = compiled
             return compiled

@@ -105,8 +105,8 @@ class FakeCompiled:
 
 @pytest.fixture
 def facade(monkeypatch):
-    """Replaces pypto.ir.compile for the test: records compile_jit / lower_jit calls."""
-    mod = types.ModuleType("pypto.ir.compile")
+    """Replaces pypto.ir.compiling for the test: records compile_jit / lower_jit calls."""
+    mod = types.ModuleType("pypto.ir.compiling")
     mod.compiles, mod.lowers = [], []
 
     def compile_jit(spec, *, config=None):
@@ -118,7 +118,7 @@ def facade(monkeypatch):
         return ("program", spec["program"])
 
     mod.compile_jit, mod.lower_jit = compile_jit, lower_jit
-    monkeypatch.setitem(sys.modules, "pypto.ir.compile", mod)
+    monkeypatch.setitem(sys.modules, "pypto.ir.compiling", mod)
     for fn in (add, annotated, dyn, chain):
         fn.cache_clear()
     yield mod
