@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from pypto.backend import BackendType, chip, backend_for_platform
+from pypto.errors import PyptoError
 from pypto.ir.options import (DiagnosticPhase, MemoryPlanner, OptimizationStrategy,
                               PassDumpLevel, RuntimeKind, VerificationLevel, coerce)
 
@@ -122,6 +123,21 @@ def compile(program, *, output_dir=None, strategy=OptimizationStrategy.Default, 
     return _run(program.name, source, opts, output_dir, program=program, from_spec=False)
 
 
+def _user_error(fn):
+    """User errors surface at the API call, without the build graph's frames: the
+    message already names the user's file and line."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except PyptoError as e:
+            raise e.with_traceback(None) from None
+    return wrapper
+
+
+@_user_error
 def _run(name, source: bytes, opts, output_dir, *, program, from_spec):
     from pipeline.driver import build
     from pypto.runtime.compiled import CompiledProgram
@@ -180,6 +196,7 @@ def compile_jit(spec: dict, *, config=None):
     return _run(spec["program"], source, opts, out, program=None, from_spec=True)
 
 
+@_user_error
 def lower_jit(spec: dict, *, config=None):
     """Specialize and run the passes in memory; returns the post-pass Program and writes
     nothing (no artifacts, no passes_dump, no cache entries)."""
