@@ -1,8 +1,10 @@
 """FlattenCallExpr: three-address form. A call nested inside another call's arguments
-(`pl.store(pl.add(a, b), ...)`) is hoisted into a temporary assigned just before."""
+(`pl.store(pl.add(a, b), ...)`), a yielded or returned call, or a call giving a loop's
+initial value, is hoisted into a temporary assigned just before its statement."""
 from __future__ import annotations
 
-from pypto.ir.nodes import Assign, Call, Eval, Function, Program, Return, TupleExpr, Var, Yield
+from pypto.ir.nodes import (Assign, Call, Eval, For, IterArg, Program, Return, TupleExpr, Var,
+                            Yield)
 from pypto.ir.visit import Rewriter, defs, walk
 from pypto.passes.base import Namer
 
@@ -49,6 +51,13 @@ class _Flatten(Rewriter):
             new = Eval(self.top(s.expr, s.span), s.span)
         elif isinstance(s, (Return, Yield)):
             new = type(s)([self.hoist(v, s.span) for v in s.values], s.span)
+        elif isinstance(s, For):
+            inits = [self.hoist(a.init, s.span) for a in s.iter_args]
+            pending = self.pending          # the body's statements reset it
+            new = For(s.loop_var, s.start, s.stop, s.step, self.body(s.body),
+                      [IterArg(a.var, i) for a, i in zip(s.iter_args, inits)],
+                      list(s.return_vars), s.kind, s.span)
+            return pending + [new]
         else:
             new = self.default_stmt(s)
             return [new]
