@@ -18,7 +18,7 @@ from pypto.ir.compiling import build_options
 
 os.environ.setdefault("PYPTO_CACHE_DIR", str(Path(__file__).parent / ".pypto_cache"))
 DOIT_CONFIG = dict(dodo_config(), default_tasks=["check"])
-OUT = Path("build_output")
+OUT = Path(os.environ.get("PYPTO_EXAMPLES_OUT") or "build_output")
 OPTS = build_options(platform="a2a3sim", dump_passes=True)
 STORE = open_store()
 

@@ -1,0 +1,89 @@
+"""Each stage of the graph as a pure function: bytes in, bytes out, deterministic."""
+import json
+
+import pytest
+
+from pipeline import stages
+from pypto.ir.printer import print_program
+
+from test_quickstart import TileAdd
+
+BASE = {"verify": "basic", "explicit": False, "backend_type": "Ascend910B", "memory_planner": "PYPTO"}
+
+
+def _through_passes():
+    text = stages.frontend_stage({"program": print_program(TileAdd).encode()}, {})["program"]
+    from pypto.passes import ALL_PASSES
+    done = []
+    for p in ALL_PASSES:
+        out = stages.pass_stage({"program": text}, dict(BASE, **{"pass": p.name, "done": list(done)}))
+        again = stages.pass_stage({"program": text}, dict(BASE, **{"pass": p.name, "done": list(done)}))
+        assert out == again, p.name
+        text = out["program"]
+        done.append(p.name)
+    return text
+
+
+def test_frontend_is_canonical():
+    src = print_program(TileAdd).encode()
+    out = stages.frontend_stage({"program": src}, {})["program"]
+    assert stages.frontend_stage({"program": out}, {})["program"] == out
+
+
+def test_passes_pto_ptoas_kernel_are_pure():
+    final = _through_passes()
+    from pypto.language import parse
+    from pypto.ir.nodes import Program
+    prog = parse(final.decode())
+    k = next(f for f in prog.functions if f.is_kernel)
+    kernel_text = print_program(Program(prog.name, [k], prog.source)).encode()
+    opts = {"kernel": k.name, "arch": "a2a3", "emit_loc": True, "memory_planner": "PYPTO"}
+    pto = stages.pto_stage({"kernel": kernel_text}, opts)["pto"]
+    assert stages.pto_stage({"kernel": kernel_text}, opts)["pto"] == pto
+    assert b"pto.tadd" in pto
+    no_loc = stages.pto_stage({"kernel": kernel_text}, dict(opts, emit_loc=False))["pto"]
+    assert b"loc(" not in no_loc and b"loc(" in pto
+    cpp = stages.ptoas_stage({"pto": pto}, {"arch": "a2a3", "level": "level3", "dump": False})["cpp"]
+    assert b"pypto_kernel_entry" in cpp
+    so1 = stages.kernel_stage({"cpp": cpp}, {"arch": "a2a3", "core_type": "aiv", "platform": "a2a3sim"})["so"]
+    so2 = stages.kernel_stage({"cpp": cpp}, {"arch": "a2a3", "core_type": "aiv", "platform": "a2a3sim"})["so"]
+    assert so1 == so2 and so1[:4] == b"\x7fELF"
+
+
+def test_hardware_platform_needs_vendor_toolchain():
+    from pypto.errors import CodegenError
+    with pytest.raises(CodegenError, match="ccec"):
+        stages.kernel_stage({"cpp": b"int x;"}, {"arch": "a2a3", "core_type": "aiv", "platform": "a2a3"})
+
+
+def test_pass_stage_names_a_broken_invariant():
+    from pypto.errors import VerificationError
+    text = stages.frontend_stage({"program": print_program(TileAdd).encode()}, {})["program"]
+    # claiming SSA already holds, before ConvertToSSA ran, on a program that reassigns `c`
+    with pytest.raises(VerificationError, match="FlattenCallExpr"):
+        stages.pass_stage({"program": text}, dict(BASE, **{"pass": "FlattenCallExpr",
+                                                         "done": ["ConvertToSSA"]}))
+
+
+def test_roundtrip_verification_level():
+    text = stages.frontend_stage({"program": print_program(TileAdd).encode()}, {})["program"]
+    out = stages.pass_stage({"program": text}, dict(BASE, **{"pass": "ConvertToSSA", "done": [],
+                                                           "verify": "roundtrip"}))
+    assert b"pl.program" in out["program"]
+
+
+def test_stage_impl_digests_differ_per_pass():
+    a = stages.stage_impl("pass", "convert_to_ssa")
+    b = stages.stage_impl("pass", "flatten_call_expr")
+    assert a != b and len(a) == 32
+
+
+def test_config_stage_reads_so_digests():
+    final = _through_passes()
+    out = stages.config_stage({"program": final}, {"orchestration": "main", "platform": "a2a3sim",
+                                                    "backend_type": "Ascend910B",
+                                                    "runtime": "tensormap_and_ringbuffer",
+                                                    "kernels": None})
+    meta = json.loads(out["meta"])
+    assert [p["name"] for p in meta["params"]] == ["a", "b", "c"]
+    assert meta["platform"] == "a2a3sim"
