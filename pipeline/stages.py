@@ -37,13 +37,14 @@ def stage_impl(stage: str, extra: str = "") -> str:
         files = common + _files("passes/base.py", "passes/verify.py", "passes/__init__.py",
                                 f"passes/{extra}.py")
     elif stage == "specialize":
-        files = common + _files("jit/specialize.py")
+        files = common + _files("jit/specialize.py", "jit/analysis.py")
     elif stage == "frontend":
         files = common
     elif stage == "pto":
         files = common + _files("codegen/pto.py", "codegen/*.py")
     elif stage == "ptoas":
-        files = _files("ptoas/*.py", "include/*.h", "include/*.hpp")
+        from pypto.ptoas import IMPL_FILES
+        files = [Path(p) for p in IMPL_FILES]
     elif stage == "kernel":
         from pypto.ptoas.build import toolchain_id
         return impl_digest(*_files("ptoas/build.py"), toolchain_id())

@@ -34,6 +34,9 @@ __all__ = sorted(
 
 
 def __getattr__(name: str):
+    if name == "RUNTIME":       # signature-mode marker: keep a scalar parameter unspecialised
+        from pypto.jit import RUNTIME
+        return RUNTIME
     if name == "jit":
         if importlib.util.find_spec("pypto.jit") is None:
             raise AttributeError("pl.jit is not available: the pypto.jit module is not installed")
