@@ -40,7 +40,9 @@ def _shape(shape, span):
 class _Convert(Rewriter):
     def __init__(self, namer):
         self.namer = namer
-        self.tiles: dict[int, Var] = {}      # id(tensor var) -> tile holding its value
+        # tile holding a tensor's value: id(var) for a computed value, (id(var), space) for a
+        # load (a tensor read by both cube and vector ops is loaded into each space)
+        self.tiles: dict = {}
         self.emit: list = []
 
     def new(self, base, op, args, kwargs, span, tag="tile"):
@@ -52,15 +54,16 @@ class _Convert(Rewriter):
     def tile_of(self, v, span, space=MemorySpace.Vec):
         if not isinstance(getattr(v, "type", None), TensorType):
             return v
-        if id(v) in self.tiles:
-            return self.tiles[id(v)]
+        have = self.tiles.get(id(v)) or self.tiles.get((id(v), space))
+        if have is not None:
+            return have
         t = v.type
         if any(not isinstance(d, int) for d in t.shape):
             raise CodegenError(f"tensor {v.name!r} has a dynamic shape; tensor ops on it need "
                                f"explicit tiling", span, "load fixed-size windows with pl.load in a pl.range loop")
         tile = self.new(v.name, "tile.load", [v, _zeros(len(t.shape), span), _shape(t.shape, span)],
                         {"target_memory": space}, span)
-        self.tiles[id(v)] = tile
+        self.tiles[(id(v), space)] = tile
         return tile
 
     def body(self, stmts):

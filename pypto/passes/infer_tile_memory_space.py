@@ -8,7 +8,7 @@ error says which path is missing.
 from __future__ import annotations
 
 from pypto.errors import CodegenError
-from pypto.ir.nodes import Assign, Call, For, MemorySpace as M, Program, TileType, Var
+from pypto.ir.nodes import Assign, Call, For, If, MemorySpace as M, Program, TileType, Var, Yield
 from pypto.ir.visit import Rewriter, defs, walk
 from pypto.passes.base import Namer
 
@@ -64,6 +64,20 @@ class _Infer(Rewriter):
             self.emit = emit
             for a, r in zip(new.iter_args, new.return_vars):
                 _set_space(r, _space(a.var))
+            return [new]
+        if isinstance(s, If):
+            emit = self.emit
+            new = self.default_stmt(s)
+            self.emit = emit
+            for i, r in enumerate(new.return_vars):   # a phi lives where its branch values do
+                spaces = {_space(b[-1].values[i]) for b in (new.then_body, new.else_body or [])
+                          if b and isinstance(b[-1], Yield)} - {None}
+                if len(spaces) > 1:
+                    raise CodegenError(
+                        f"the branches of this if give {r.name!r} tiles in different memory spaces "
+                        f"({', '.join(sorted(m.name for m in spaces))})", s.span,
+                        "pl.move the tile in one branch so both yield the same space")
+                _set_space(r, spaces.pop() if spaces else None)
             return [new]
         if not (isinstance(s, Assign) and isinstance(s.value, Call)):
             return [self.default_stmt(s)]
