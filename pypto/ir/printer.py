@@ -30,6 +30,7 @@ def print_type(t) -> str:
 class _Printer:
     def __init__(self, locs: bool, explicit: bool):
         self.locs = locs
+        self.device = False        # printing a kernel, or inside a pl.at region
         self.explicit = explicit
         self.names: dict[int, str] = {}
         self.used: set[str] = set()
@@ -141,8 +142,13 @@ class _Printer:
 
     # ------------------------------------------------------------------ stmts
     def loc(self, node) -> str:
+        # Only device code carries locations: they end up in the .pto. Host-side
+        # statements print none, so moving them (or adding lines around them) leaves
+        # the canonical text, and every build step keyed on it, unchanged.
         s = getattr(node, "span", None)
-        return f"  # @{s.file}:{s.line}:{s.col}" if (self.locs and s is not None) else ""
+        if not (self.locs and self.device and s is not None):
+            return ""
+        return f"  # @{s.file}:{s.line}:{s.col}"
 
     def block(self, stmts, depth, out, yield_targets=None):
         if not stmts:
@@ -179,8 +185,10 @@ class _Printer:
                 self.block(s.else_body, depth + 1, out, s.return_vars)
         elif isinstance(s, InCoreScope):
             hint = f', name_hint="{s.name_hint}"' if s.name_hint else ""
+            outer, self.device = self.device, True
             out.append(f"{pad}with pl.at(level=pl.Level.CORE_GROUP{hint}):{self.loc(s)}")
             self.block(s.body, depth + 1, out)
+            self.device = outer
         elif isinstance(s, RuntimeScope):
             mode = "mode=pl.ScopeMode.MANUAL" if s.manual else ""
             out.append(f"{pad}with pl.scope({mode}):{self.loc(s)}")
@@ -210,6 +218,7 @@ class _Printer:
     # ------------------------------------------------------------------ functions
     def function(self, f: Function, out):
         self.names, self.used = {}, set()
+        self.device = f.is_kernel
         deco = []
         if f.func_type is not FunctionType.Opaque:
             deco.append(f"type=pl.FunctionType.{f.func_type.value}")

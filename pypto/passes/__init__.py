@@ -12,6 +12,7 @@ from pypto.passes.base import PassOptions
 
 _MODULES = [
     "convert_to_ssa",
+    "simplify",
     "flatten_call_expr",
     "outline_incore_scopes",
     "convert_tensor_to_tile_ops",

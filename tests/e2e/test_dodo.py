@@ -20,12 +20,12 @@ def test_doit_list_and_partial_pipeline(tmp_path):
     assert r.returncode == 0, r.stderr
     for group in ("build", "check", "frontend", "pass", "specialize"):
         assert group in r.stdout
-    target = str(tmp_path / "out" / "quickstart" / "passes_dump" / "03_after_OutlineIncoreScopes.py")
+    target = str(tmp_path / "out" / "quickstart" / "passes_dump" / "04_after_OutlineIncoreScopes.py")
     r = _doit(["run", target], tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     assert os.path.isfile(target)
     out = tmp_path / "out" / "quickstart"
-    assert not (out / "passes_dump" / "04_after_ConvertTensorToTileOps.py").exists()
+    assert not (out / "passes_dump" / "05_after_ConvertTensorToTileOps.py").exists()
     assert not (out / "kernel_config.py").exists()
     r = _doit(["list", "--all"], tmp_path)
-    assert "pass:quickstart:03_OutlineIncoreScopes" in r.stdout
+    assert "pass:quickstart:04_OutlineIncoreScopes" in r.stdout

@@ -1,0 +1,79 @@
+"""Simplify: fold constant scalar arithmetic, propagate scalar constants, and drop dead
+code (pure operations whose results nobody reads), to a fixed point.
+
+Dropping dead code is also what gives the build graph its early cutoff: a statement
+the user added but never used disappears here, so every task after this pass sees
+the same program as before and stays cached.
+"""
+from __future__ import annotations
+
+import operator
+
+from pypto.ir import ops
+from pypto.ir.nodes import Assign, BinOp, Call, Const, Function, Program, Var
+from pypto.ir.visit import Rewriter, Substitute, bodies, stmt_uses, walk
+
+NAME = "Simplify"
+READS = ()
+
+_FOLD = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv,
+         "%": operator.mod, "min": min, "max": max}
+
+
+def run(prog: Program, opts) -> Program:
+    return Program(prog.name, [_function(f) for f in prog.functions], prog.source)
+
+
+class _Fold(Rewriter):
+    def expr(self, e):
+        e = super().expr(e)
+        if isinstance(e, BinOp) and isinstance(e.lhs, Const) and isinstance(e.rhs, Const):
+            a, b = e.lhs.value, e.rhs.value
+            if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool) \
+                    and e.op in _FOLD and not (e.op in ("//", "%") and b == 0):
+                return Const(_FOLD[e.op](a, b), e.dtype, e.span)
+        return e
+
+
+def _function(f: Function) -> Function:
+    body = f.body
+    for _ in range(64):      # each round removes something; the bound is only a guard
+        body = _Fold().body(body)
+        consts = {id(s.var): s.value for s in walk(body)
+                  if isinstance(s, Assign) and isinstance(s.value, Const)}
+        if consts:
+            body = Substitute(consts).body(body)
+        used = {id(v) for s in walk(body) for v in stmt_uses(s)}
+        new = _drop_dead(body, used)
+        if _count(new) == _count(body) and not consts:
+            break
+        body = new
+    return Function(f.name, f.params, f.return_types, body, f.func_type, f.level, f.role,
+                    dict(f.attrs), f.span)
+
+
+def _removable(s, used) -> bool:
+    if not isinstance(s, Assign) or id(s.var) in used:
+        return False
+    v = s.value
+    if isinstance(v, (Const, Var, BinOp)):
+        return True
+    return isinstance(v, Call) and v.callee is None and v.op in ops.OPS and ops.OPS[v.op].pure
+
+
+def _drop_dead(body, used):
+    out = []
+    for s in body:
+        if _removable(s, used):
+            continue
+        for b in bodies(s):
+            b[:] = _drop_dead(b, used)
+        out.append(s)
+    return out
+
+
+def _count(body) -> int:
+    return sum(1 for _ in walk(body))
+
+
+
