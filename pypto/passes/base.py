@@ -4,6 +4,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pypto.backend import BackendType, Chip, chip
+from pypto.ir import ops
+
+# elementwise tile ops: each output element depends only on the same element of its
+# full-shape operands, so the result may be written over such an operand in place
+IN_PLACE_OPS = frozenset({f"tile.{o}" for o in ops.BINARY + ops.UNARY + ops.ROW_EXPAND + ops.COL_EXPAND}
+                         | {f"tile.{ops.SCALAR_FORM[o]}" for o in ops.BINARY})
 
 
 @dataclass(frozen=True)

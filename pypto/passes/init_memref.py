@@ -5,13 +5,21 @@ yielded values and the loop's result; an if's result and both branch values; an
 accumulating matmul and its accumulator; a reshape and its source). Each group gets
 one `pl.tile.alloc` at the top of the kernel and every member a `MemRef(ptr, 0, size)`;
 addresses come later (AllocateMemoryAddr). Tensor parameters get DDR MemRefs.
+
+Sharing means writing in place: a loop's initial value that is still read once the loop
+has started is copied first (`tile.move` within its space); a yielded value computed while
+the carried one is still to be read gets its own buffer (codegen copies it at the yield);
+and an accumulator that matmul_acc overwrites must not be read afterwards (Acc has no
+copy path).
 """
 from __future__ import annotations
 
 from pypto import dtype as dt
-from pypto.ir.nodes import (Assign, Call, Const, For, Function, If, MemRef, Program, PtrType,
-                            TensorType, TileType, Var, Yield, with_memref)
-from pypto.ir.visit import walk
+from pypto.errors import CodegenError
+from pypto.ir.nodes import (Assign, Call, Const, For, Function, If, MemorySpace, MemRef, Program,
+                            PtrType, TensorType, TileType, Var, Yield, with_memref)
+from pypto.ir.visit import bodies, defs, stmt_uses, walk
+from pypto.passes.base import IN_PLACE_OPS, Namer
 
 NAME = "InitMemRef"
 READS = ()
@@ -61,9 +69,13 @@ def _function(f: Function) -> Function:
             counter += 1
             p.var.type = with_memref(t, m)
             tensor_mem[id(p.var)] = m
+    names = Namer({p.var.name for p in f.params} | {v.name for s in walk(f.body) for v in defs(s)})
+    body = _protect_overwritten(f.body, _read_after(f.body), names)
+    stmts, last = _last_reads(body)
+    def_at = {id(s.var): i for i, s in enumerate(stmts) if isinstance(s, Assign)}
     g = _Groups()
     order: list[Var] = []
-    for s in walk(f.body):
+    for s in walk(body):
         if isinstance(s, Assign):
             g.add(s.var)
             if isinstance(s.var.type, TileType):
@@ -71,7 +83,7 @@ def _function(f: Function) -> Function:
         if isinstance(s, (For, If)):
             for v in ([a.var for a in s.iter_args] if isinstance(s, For) else []) + list(s.return_vars):
                 g.add(v)
-    for s in walk(f.body):
+    for s in walk(body):
         if isinstance(s, Assign) and isinstance(s.value, Call):
             c = s.value
             if c.op in _SAME_BUFFER:
@@ -82,16 +94,23 @@ def _function(f: Function) -> Function:
                     s.var.type = with_memref(s.var.type, m)
                     tensor_mem[id(s.var)] = m
         if isinstance(s, For):
+            for a, r in zip(s.iter_args, s.return_vars):   # a carried tensor stays in its DDR buffer
+                m = tensor_mem.get(id(a.init))
+                if m is not None:
+                    for v in (a.var, r):
+                        v.type = with_memref(v.type, m)
+                        tensor_mem[id(v)] = m
             y = _yield_of(s.body)
             for i, a in enumerate(s.iter_args):
                 g.union(a.var, a.init)
-                if y is not None and i < len(y.values):
+                if y is not None and i < len(y.values) and \
+                        not _overwrites_live(y.values[i], a.var, stmts, def_at, last):
                     g.union(a.var, y.values[i])
                 if i < len(s.return_vars):
                     g.union(a.var, s.return_vars[i])
         if isinstance(s, If):
-            for body in (s.then_body, s.else_body or []):
-                y = _yield_of(body)
+            for branch in (s.then_body, s.else_body or []):
+                y = _yield_of(branch)
                 for i, r in enumerate(s.return_vars):
                     if y is not None and i < len(y.values):
                         g.union(r, y.values[i])
@@ -117,9 +136,69 @@ def _function(f: Function) -> Function:
             continue
         for m in group:
             m.type = with_memref(m.type, MemRef(ptr, 0, m.type.nbytes()))
-    _retype_calls(f.body)
-    return Function(f.name, f.params, f.return_types, allocs + f.body, f.func_type, f.level,
+    _retype_calls(body)
+    return Function(f.name, f.params, f.return_types, allocs + body, f.func_type, f.level,
                     f.role, dict(f.attrs), f.span)
+
+
+def _last_reads(body):
+    """The statements in program order, and the index of each Var's last read."""
+    order, last = list(walk(body)), {}
+    for i, s in enumerate(order):
+        for v in stmt_uses(s):
+            last[id(v)] = i
+    return order, last
+
+
+def _overwrites_live(v, carried: Var, stmts, def_at, last) -> bool:
+    """Would computing `v` into the carried value's buffer clobber it before its last read?
+    Reading it in the very statement is fine for an elementwise op on equal shapes."""
+    d = def_at.get(id(v))
+    if d is None or last.get(id(carried), -1) < d:
+        return False
+    c = stmts[d].value
+    return last[id(carried)] > d or not (
+        isinstance(c, Call) and c.op in IN_PLACE_OPS and v.type.shape == carried.type.shape)
+
+
+def _read_after(body) -> set[int]:
+    """ids of the loop iter_args whose initial value is read once the loop has started."""
+    order, last = _last_reads(body)
+    out = set()
+    for i, s in enumerate(order):
+        if isinstance(s, For):
+            out |= {id(a) for a in s.iter_args if last.get(id(a.init), -1) > i}
+        if isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tile.matmul_acc":
+            acc = s.value.args[0]
+            if last.get(id(acc), -1) > i:
+                raise CodegenError(
+                    f"accumulator {acc.name!r} is read after matmul_acc accumulated into it",
+                    s.span, "read the result of matmul_acc instead; the accumulator is updated in place")
+    return out
+
+
+def _protect_overwritten(body, reread: set[int], names: Namer) -> list:
+    """Give a loop whose initial tile is still read later a copy of it to carry."""
+    out = []
+    for s in body:
+        for b in bodies(s):
+            b[:] = _protect_overwritten(b, reread, names)
+        for a in s.iter_args if isinstance(s, For) else []:
+            t = a.init.type
+            if id(a) not in reread or not isinstance(t, TileType):
+                continue
+            if t.memory_space is MemorySpace.Acc:
+                raise CodegenError(
+                    f"accumulator {a.init.name!r} is read after the loop that accumulates into it "
+                    f"starts", s.span, "read the loop's result instead; the accumulator is "
+                    "updated in place")
+            copy = Var(names.fresh(a.init.name, "copy"), TileType(t.shape, t.dtype, t.memory_space),
+                       s.span)
+            out.append(Assign(copy, Call("tile.move", [a.init], {"target_memory": t.memory_space},
+                                         copy.type, {}, s.span), s.span))
+            a.init = copy
+        out.append(s)
+    return out
 
 
 def _retype_calls(body):

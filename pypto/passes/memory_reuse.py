@@ -3,19 +3,18 @@
 Lifetimes are measured over the kernel's statements in order; a value used inside a
 loop but defined before it stays live to the end of the loop. An elementwise op may
 write into the buffer of an operand that dies at that very op (it reads and writes
-each element in place), which is how the quickstart's three 64 KiB tiles fit in UB.
+each element in place), which is how the quickstart's three 64 KiB tiles fit in UB --
+but only an operand of the result's own shape: writing a [64, 64] result over the
+[64, 1] vector a row_expand_sub is still reading would clobber it.
 """
 from __future__ import annotations
 
-from pypto.ir import ops
 from pypto.ir.nodes import Assign, Call, For, Function, MemRef, Program, PtrType, TileType, Var
 from pypto.ir.visit import bodies, defs, stmt_uses
+from pypto.passes.base import IN_PLACE_OPS
 
 NAME = "MemoryReuse"
 READS = ()
-
-_IN_PLACE = ({f"tile.{o}" for o in ops.BINARY + ops.UNARY + ops.ROW_EXPAND + ops.COL_EXPAND}
-             | {f"tile.{ops.SCALAR_FORM[o]}" for o in ops.BINARY})
 
 
 def run(prog: Program, opts) -> Program:
@@ -42,7 +41,7 @@ def linearize(body):
 
 
 def lifetimes(f: Function):
-    """Ptr var -> (first def index, last use index, op at first def)."""
+    """Ptr var -> [first def index, last use index, ptrs the first def may overwrite in place]."""
     order, loop_end = linearize(f.body)
     def_at: dict[int, int] = {}
     loops_of_def: dict[int, tuple] = {}
@@ -55,10 +54,9 @@ def lifetimes(f: Function):
             m = getattr(v.type, "memref", None)
             if isinstance(v.type, TileType) and m is not None and isinstance(m.base, Var):
                 ptrs[id(m.base)] = m.base
-                op = s.value.op if isinstance(s, Assign) and isinstance(s.value, Call) else None
                 cur = life.get(id(m.base))
                 if cur is None:
-                    life[id(m.base)] = [i, i, op]
+                    life[id(m.base)] = [i, i, _in_place_operands(s, v)]
                 else:
                     cur[1] = max(cur[1], i)
     for i, s, loops in order:
@@ -74,6 +72,15 @@ def lifetimes(f: Function):
     return ptrs, life
 
 
+def _in_place_operands(s, v) -> set[int]:
+    """Buffers of the operands an elementwise op may overwrite: those of v's own shape."""
+    if not (isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op in IN_PLACE_OPS):
+        return set()
+    return {id(a.type.memref.base) for a in s.value.args
+            if isinstance(a, Var) and isinstance(a.type, TileType) and a.type.memref is not None
+            and (a.type.shape, a.type.dtype) == (v.type.shape, v.type.dtype)}
+
+
 def reuse(f: Function) -> Function:
     ptrs, life = lifetimes(f)
     sizes = {}
@@ -82,23 +89,25 @@ def reuse(f: Function) -> Function:
             sizes[id(s.var)] = s.value.args[0].value
             space = s.value.kwargs["target_memory"]
             sizes[(id(s.var), "space")] = space
-    slots: list[dict] = []           # {"ptr", "space", "size", "until"}
+    slots: list[dict] = []           # {"ptr", "space", "size", "until", "members"}
     remap: dict[int, Var] = {}
     for pid in sorted(life, key=lambda k: life[k][0]):
-        start, end, op = life[pid]
+        start, end, in_place = life[pid]
         space = sizes[(pid, "space")]
         best = None
         for slot in slots:
-            free = slot["until"] < start or (slot["until"] == start and op in _IN_PLACE)
+            free = slot["until"] < start or (slot["until"] == start and slot["members"] & in_place)
             if slot["space"] == space and free:
                 if best is None or abs(slot["size"] - sizes[pid]) < abs(best["size"] - sizes[pid]):
                     best = slot
         if best is None:
-            slots.append({"ptr": ptrs[pid], "space": space, "size": sizes[pid], "until": end})
+            slots.append({"ptr": ptrs[pid], "space": space, "size": sizes[pid], "until": end,
+                          "members": {pid}})
         else:
             remap[pid] = best["ptr"]
             best["size"] = max(best["size"], sizes[pid])
             best["until"] = max(best["until"], end)
+            best["members"].add(pid)
     if not remap:
         return f
     new_size = {id(s["ptr"]): s["size"] for s in slots}
