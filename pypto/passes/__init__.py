@@ -25,11 +25,23 @@ _MODULES = [
 ]
 
 
+# Passes that rewrite each function on its own (given the others' signatures). The
+# build graph runs and caches these per function, so a one-kernel edit re-runs one
+# function's chain; the others (outlining, call directions) see the whole program.
+FUNCTION_LOCAL = {"ConvertToSSA", "Simplify", "FlattenCallExpr", "ConvertTensorToTileOps",
+                  "InferTileMemorySpace", "ExpandMixedKernel", "InitMemRef", "MemoryReuse",
+                  "AllocateMemoryAddr"}
+
+
 @dataclass(frozen=True)
 class Pass:
     name: str
     module: ModuleType
     reads: tuple[str, ...]
+
+    @property
+    def local(self) -> bool:
+        return self.name in FUNCTION_LOCAL
 
     def __call__(self, prog, opts: PassOptions):
         return self.module.run(prog, opts)

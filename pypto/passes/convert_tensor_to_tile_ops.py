@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pypto.errors import CodegenError
 from pypto.ir import ops
-from pypto.ir.nodes import (Assign, Call, Const, Eval, For, Function, If, MemorySpace, Program,
-                            TensorType, TupleExpr, Var)
+from pypto.ir.nodes import (Assign, Call, Const, Eval, For, If, MemorySpace, Program, TensorType,
+                            TupleExpr, Var)
 from pypto.ir.visit import Rewriter, defs, walk
 from pypto.passes.base import Namer
 from pypto import dtype as dt

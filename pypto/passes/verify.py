@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pypto.errors import VerificationError
 from pypto.ir import ops
-from pypto.ir.nodes import Assign, Call, Eval, For, Function, Program, TileType
+from pypto.ir.nodes import Assign, Call, Eval, For, Function, If, Program, TileType
 from pypto.ir.visit import bodies, defs, stmt_uses, walk
 
 # property -> the pass after which it holds
@@ -26,11 +26,18 @@ def _defined_before_use(f: Function):
             for v in stmt_uses(s):
                 if id(v) not in scope:
                     return f"{v.name!r} used before it is defined in {f.name}"
-            inner = set(scope)
-            if isinstance(s, For):
-                inner |= {id(s.loop_var)} | {id(a.var) for a in s.iter_args}
-            for b in bodies(s):
-                err = go(b, inner if isinstance(s, For) else scope)
+            if isinstance(s, (For, If)):        # their bodies' names stay inside
+                inner = set(scope)
+                if isinstance(s, For):
+                    inner |= {id(s.loop_var)} | {id(a.var) for a in s.iter_args}
+                for b in bodies(s):
+                    err = go(b, set(inner))
+                    if err:
+                        return err
+                scope.update(id(v) for v in s.return_vars)
+                continue
+            for b in bodies(s):                  # pl.at / pl.scope bodies are transparent
+                err = go(b, scope)
                 if err:
                     return err
             for v in defs(s):

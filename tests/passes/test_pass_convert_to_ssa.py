@@ -3,7 +3,7 @@ import pytest
 
 import pypto.language as pl
 from pypto.errors import ParserError
-from pypto.ir.nodes import Assign, For, If, Yield
+from pypto.ir.nodes import Assign, Yield
 from pypto.ir.visit import defs, walk
 
 from pass_helpers import body_text, fn, ifs, loops, roundtrip, run, text, var

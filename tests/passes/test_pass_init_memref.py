@@ -1,9 +1,8 @@
 """InitMemRef: one tile.alloc per buffer group, MemRefs on every tile and DDR tensor."""
 import pypto.language as pl
 from pypto.ir.nodes import Assign, MemorySpace as M, PtrType, TensorType
-from pypto.ir.visit import walk
 
-from pass_helpers import assigns, before, calls, fn, ifs, loops, roundtrip, run, tiles
+from pass_helpers import assigns, before, fn, ifs, loops, roundtrip, run, tiles
 
 NAME = "InitMemRef"
 

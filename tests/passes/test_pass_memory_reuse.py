@@ -3,7 +3,7 @@ import pypto.language as pl
 from pypto.ir.nodes import Assign, MemorySpace as M, PtrType
 from pypto.passes.base import PassOptions
 
-from pass_helpers import assigns, before, body_text, fn, loops, roundtrip, run, tiles
+from pass_helpers import before, body_text, fn, loops, roundtrip, run, tiles
 
 NAME = "MemoryReuse"
 
