@@ -1,7 +1,7 @@
 """InferTileMemorySpace: every tile gets a memory space.
 
 Loads land where `target_memory` says, moves where they are sent, matmul results in
-Acc, everything else computes in Vec. Where an operand sits in the wrong space for its
+Acc, a reshape stays where its source is, everything else computes in Vec. Where an operand sits in the wrong space for its
 consumer, a `tile.move` is inserted when the chip has that data path; otherwise the
 error says which path is missing.
 """
@@ -87,6 +87,9 @@ class _Infer(Rewriter):
                 _set_space(s.var, c.kwargs.get("target_memory", M.Vec))
             if c.op == "tile.move":
                 self.check_path(_space(c.args[0]), c.kwargs["target_memory"], s)
+            return [self.default_stmt(s)]
+        if c.op == "tile.reshape":             # a view: it stays where its source is
+            _set_space(s.var, _space(c.args[0]))
             return [self.default_stmt(s)]
         want = _OPERANDS.get(c.op)
         args = []

@@ -222,3 +222,24 @@ def test_matmul_acc_in_a_k_loop_keeps_the_accumulator_in_acc():
     assert ops(k).count("tile.move") == 4
     all_placed(out)
     roundtrip(out)
+
+
+def test_reshape_stays_in_its_sources_space():
+    @pl.program
+    class P:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[64, 128], pl.FP32],
+              y: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+            ta = pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
+            tb = pl.reshape(pl.load(a, [0, 0], [32, 128], target_memory=pl.Mem.Mat), [64, 64])
+            y = pl.store(pl.matmul(ta, tb), [0, 0], y)
+            return y
+
+    out = infer(P)
+    k = fn(out, "k")
+    (rs,) = assigns(k, "tile.reshape")
+    assert rs.var.type.memory_space is M.Mat
+    assert [(c.args[0].type.memory_space, c.kwargs["target_memory"]) for c in calls(k, "tile.move")] == \
+        [(M.Mat, M.Left), (M.Mat, M.Right)]
+    all_placed(out)
+    roundtrip(out)
