@@ -11,36 +11,64 @@ from pathlib import Path
 from cache import open_store
 from examples import EXAMPLES
 from examples.harness import load, source
-from pipeline.dodo_support import creators, dodo_config
-from pipeline.driver import back_steps, front_steps
+from doit import create_after
+
+from pipeline import dodo_support  # not `from ... import task_dicts`: doit collects task_* names
+from pipeline.driver import plan
 from pipeline.graph import Ref
+from pypto.passes import FUNCTION_LOCAL
 from pypto.ir.compiling import build_options
 
 os.environ.setdefault("PYPTO_CACHE_DIR", str(Path(__file__).parent / ".pypto_cache"))
-DOIT_CONFIG = dict(dodo_config(), default_tasks=["check"])
+DOIT_CONFIG = dict(dodo_support.dodo_config(), default_tasks=["check"])
 OUT = Path(os.environ.get("PYPTO_EXAMPLES_OUT") or "build_output")
 OPTS = build_options(platform="a2a3sim", dump_passes=True)
 STORE = open_store()
 
 _modules = {name: load(name) for name in EXAMPLES}
-_first, _last = [], {}
+_plans = {}
 for _name, _mod in _modules.items():
     _src, _from_spec = source(_mod)
-    _steps = front_steps(_name, Ref.blob(STORE.put_bytes(_src)), OPTS, OUT / _name, _from_spec)
-    _first.extend(_steps)
-    _last[_name] = _steps[-1].name
+    _plans[_name] = plan(_name, Ref.blob(STORE.put_bytes(_src)), OPTS, OUT / _name, STORE, _from_spec)
+
+# Every example's graph has the same phases; phase k is created after phase k-1 ran
+# (its steps depend on what the passes produced: which kernels exist).
+N_PHASES = 2 + sum(1 for p in OPTS.passes if p[0] not in FUNCTION_LOCAL)
+_phase_steps: dict[int, list] = {}
 
 
-def _kernel_steps(digests):
-    from pypto.language import parse
-    steps = []
-    for name, last in _last.items():
-        final = parse(STORE.get_bytes(digests[last]["program"]).decode("utf-8"), filename="<ir>")
-        steps.extend(back_steps(name, final, OPTS, OUT / name, STORE)[0])
+def _phase(k):
+    if k == 0:
+        steps = [s for g in _plans.values() for s in next(g)]
+    else:
+        prev = _phase_steps.get(k - 1)
+        known = dodo_support.known_digests(prev) if prev else None
+        if known is None:            # the previous phase has not run yet
+            return []
+        steps = []
+        for g in _plans.values():       # each plan reads its own steps' digests
+            steps.extend(g.send(known))
+    _phase_steps[k] = steps
     return steps
 
 
-globals().update(creators(_first, _kernel_steps, STORE, name="build"))
+def _creator(k):
+    group = "build" if k == 0 else f"build_{k}"
+
+    def create():
+        steps = _phase(k)
+        taken = {s.name.split(":", 1)[0] for j in range(k) for s in _phase_steps.get(j, [])}
+        external = [s.name for j in range(k) for s in _phase_steps.get(j, [])]
+        yield from dodo_support.task_dicts(steps, STORE, group=group, taken=taken, external=external)
+    create.__doc__ = f"phase {k + 1} of the examples' build graph"
+    if k == 0:
+        return create
+    return create_after(executed="build" if k == 1 else f"build_{k - 1}", target_regex=".*")(create)
+
+
+for _k in range(N_PHASES):
+    globals()["task_build" if _k == 0 else f"task_build_{_k}"] = _creator(_k)
+LAST_GROUP = f"build_{N_PHASES - 1}"
 
 
 def _check(name):
@@ -52,6 +80,6 @@ def task_check():
     """run each compiled example on a2a3sim and compare with torch"""
     for name, mod in _modules.items():
         out = OUT / name
-        yield {"name": name, "actions": [(_check, [name])], "task_dep": ["build_delayed"],
+        yield {"name": name, "actions": [(_check, [name])], "task_dep": [LAST_GROUP],
                "file_dep": [mod.__file__, str(out / "compiled_meta.json"), str(out / "kernel_config.py")],
                "verbosity": 2, "doc": f"run {name} on a2a3sim and check it against torch"}

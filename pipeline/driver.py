@@ -16,6 +16,7 @@ from pathlib import Path
 from pipeline.graph import Ref, Step
 from pipeline.run import run_steps
 from pipeline.stages import STAGE_FNS, stage_impl
+from pypto.passes import FUNCTION_LOCAL as _LOCAL
 
 
 @dataclass(frozen=True)
@@ -53,35 +54,108 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "_.-" else "_" for c in name)
 
 
-def front_steps(prog: str, source: Ref, opts: BuildOptions, out: Path, from_spec: bool) -> list[Step]:
-    """specialize?, frontend, pass 1..N."""
+def _pass_step(name, inputs, opts: BuildOptions, pname, module, reads, done, mode, extra, target):
+    o = {"pass": pname, "verify": opts.verify, "done": list(done), "explicit": opts.dump == "explicit",
+         "mode": mode, **extra}
+    for r in reads:
+        o[r] = getattr(opts, r)
+    outputs = ["program", "dump"] if o["explicit"] else ["program"]
+    if pname is None:
+        doc = f"the whole program after {done[-1]} (its dump)"
+    else:
+        doc = f"pass {pname}" + (f" on {extra['function']}" if "function" in extra else "")
+    return _step(name, "pass", inputs, outputs, o, target, doc=doc, extra=module or "")
+
+
+def _dump_target(opts, out, n, pname):
+    if opts.dump == "none":
+        return {}
+    key = "dump" if opts.dump == "explicit" else "program"
+    fname = "00_frontend.py" if pname is None else f"{n:02d}_after_{pname}.py"
+    return {key: str(out / "passes_dump" / fname)}
+
+
+def _split(store, text: bytes):
+    """Per-function inputs of function-local passes: each function in full, with the
+    others as signature stubs (what calls to them need), so a function's chain is
+    keyed on its own body and its callees' signatures only."""
+    from pypto.ir.nodes import Program
+    from pypto.ir.printer import print_program
+    from pypto.language import parse
+    prog = parse(text.decode("utf-8"), filename="<ir>")
+    stubs = {f.name: _signature_only(f) for f in prog.functions}
+    refs = {}
+    for f in prog.functions:
+        part = Program(prog.name, [f if g.name == f.name else stubs[g.name] for g in prog.functions],
+                       prog.source)
+        refs[f.name] = Ref.blob(store.put_bytes(print_program(part).encode("utf-8")))
+    return prog, refs
+
+
+def plan(prog: str, source: Ref, opts: BuildOptions, out: Path, store, from_spec: bool):
+    """The graph of one program as a sequence of phases: a generator that yields the
+    steps of each phase and is sent back their output digests. A phase ends where
+    the next one needs to see a result (which functions exist) to lay itself out."""
     steps: list[Step] = []
-    dump_dir = out / "passes_dump"
-    dumping = opts.dump != "none"
-    explicit = opts.dump == "explicit"
     if from_spec:
         steps.append(_step(f"specialize:{prog}", "specialize", {"spec": source}, ["program"], {},
                            doc=f"{prog}: @pl.jit source + argument metadata -> @pl.program source"))
         source = Ref(f"specialize:{prog}", "program")
-    outputs = ["program", "dump"] if explicit else ["program"]
-    dump_out = "dump" if explicit else "program"
-    steps.append(_step(f"frontend:{prog}", "frontend", {"program": source}, outputs,
-                       {"explicit": explicit},
-                       {dump_out: str(dump_dir / "00_frontend.py")} if dumping else {},
+    explicit = opts.dump == "explicit"
+    steps.append(_step(f"frontend:{prog}", "frontend", {"program": source},
+                       ["program", "dump"] if explicit else ["program"], {"explicit": explicit},
+                       _dump_target(opts, out, 0, None),
                        doc=f"{prog}: parse and print the program before any pass"))
-    prev = f"frontend:{prog}"
+    digests = yield steps
+    cur = digests[f"frontend:{prog}"]["program"]
+    passes = list(opts.passes)
     done: list[str] = []
-    for i, (pname, module, reads) in enumerate(opts.passes, 1):
-        o = {"pass": pname, "verify": opts.verify, "done": list(done), "explicit": explicit}
-        for r in reads:
-            o[r] = getattr(opts, r)
-        name = f"pass:{prog}:{i:02d}_{pname}"
-        target = {dump_out: str(dump_dir / f"{i:02d}_after_{pname}.py")} if dumping else {}
-        steps.append(_step(name, "pass", {"program": Ref(prev, "program")}, outputs, o, target,
-                           doc=f"{prog}: pass {i} {pname}", extra=module))
-        done.append(pname)
-        prev = name
-    return steps
+    i = 0
+    while i < len(passes):
+        j = i
+        while j < len(passes) and passes[j][0] in _LOCAL:
+            j += 1
+        steps = []
+        program, heads = _split(store, store.get_bytes(cur)) if j > i else (None, None)
+        order = [f.name for f in program.functions] if program is not None else []
+        common = {"program_name": program.name, "source": program.source} if program is not None else {}
+        for k in range(i, j):
+            pname, module, reads = passes[k]
+            for f in order:
+                step = _pass_step(f"pass:{prog}:{k + 1:02d}_{pname}:{_safe(f)}", {"program": heads[f]},
+                                  opts, pname, module, reads, done, "function", {"function": f}, {})
+                steps.append(step)
+                heads[f] = Ref(step.name, "program")
+            done.append(pname)
+            if opts.dump != "none":      # the whole program after this pass, for its dump
+                steps.append(_pass_step(f"pass:{prog}:{k + 1:02d}_{pname}",
+                                        {f"fn:{f}": heads[f] for f in order}, opts, None, None, (),
+                                        done, "join", dict(common, order=order),
+                                        _dump_target(opts, out, k + 1, pname)))
+        if j < len(passes):              # a whole-program pass closes the phase
+            pname, module, reads = passes[j]
+            name = f"pass:{prog}:{j + 1:02d}_{pname}"
+            if j > i:
+                inputs, mode, extra = {f"fn:{f}": heads[f] for f in order}, "join", dict(common, order=order)
+            else:
+                inputs, mode, extra = {"program": Ref.blob(cur)}, "program", {}
+            steps.append(_pass_step(name, inputs, opts, pname, module, reads, done, mode, extra,
+                                    _dump_target(opts, out, j + 1, pname)))
+            done.append(pname)
+            i = j + 1
+        else:                            # the pipeline ends with local passes: join them
+            name = f"pass:{prog}:{j:02d}_{passes[j - 1][0]}" if opts.dump != "none" else f"join:{prog}"
+            if opts.dump == "none":
+                steps.append(_pass_step(name, {f"fn:{f}": heads[f] for f in order}, opts, None, None,
+                                        (), done, "join", dict(common, order=order), {}))
+            i = j
+        digests = yield steps
+        cur = digests[name]["program"]
+    from pypto.language import parse
+    final = parse(store.get_bytes(cur).decode("utf-8"), filename="<ir>")
+    back, meta = back_steps(prog, final, opts, out, store)
+    yield back
+    return meta
 
 
 def back_steps(prog: str, final, opts: BuildOptions, out: Path, store) -> tuple[list[Step], dict]:
@@ -172,26 +246,26 @@ def jobs_default() -> int:
 
 def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *,
           from_spec: bool = False, store=None, jobs: int | None = None) -> Build:
-    """Run the whole graph for one program; return what it built."""
+    """Run the whole graph for one program, phase by phase; return what it built."""
     from cache import open_store
-    from pypto.language import parse
     store = store if store is not None else open_store()
     jobs = jobs or jobs_default()
     out = Path(output_dir)
     (out / "report").mkdir(parents=True, exist_ok=True)
     db = str(out / "report" / ".doit.db")
-    src = Ref.blob(store.put_bytes(source))
     t0 = time.perf_counter()
-    steps = front_steps(prog_name, src, opts, out, from_spec)
-    r1 = run_steps(steps, store=store, db_path=db, jobs=jobs)
-    last = steps[-1].name
-    final_text = store.get_bytes(r1.digests[last]["program"]).decode("utf-8")
-    final = parse(final_text, filename="<ir>")
-    back, meta = back_steps(prog_name, final, opts, out, store)
-    r2 = run_steps(back, store=store, db_path=db, jobs=jobs)
-    records = list(r1.records) + list(r2.records)
+    gen = plan(prog_name, Ref.blob(store.put_bytes(source)), opts, out, store, from_spec)
+    records: list = []
+    steps = next(gen)
+    try:
+        while True:
+            r = run_steps(steps, store=store, db_path=db, jobs=jobs)
+            records.extend(r.records)
+            steps = gen.send(r.digests)
+    except StopIteration as stop:
+        meta = stop.value
     write_report(out, records, time.perf_counter() - t0)
-    return Build(out, records, final_text, meta["orchestration"], meta["kernels"])
+    return Build(out, records, "", meta["orchestration"], meta["kernels"])
 
 
 def write_report(out: Path, records, total: float) -> None:

@@ -85,26 +85,54 @@ def frontend_stage(inputs: dict, options: dict) -> dict:
     return out
 
 
+def _join(inputs: dict, order: list, name: str, source: str):
+    """One program from per-function results: function f is taken from input "fn:f"."""
+    from pypto.ir.nodes import Program
+    funcs = []
+    for fname in order:
+        part = _parse(inputs[f"fn:{fname}"])
+        funcs.append(part.get(fname))
+    return Program(name, funcs, source)
+
+
 def pass_stage(inputs: dict, options: dict) -> dict:
-    """One pass of the Default pipeline: program text -> program text."""
+    """One pass of the Default pipeline. Modes: "program" (the whole program in,
+    the whole program out), "function" (only options["function"] is rewritten; the
+    other functions are signature stubs it may call), "join" (per-function results
+    in, whole program out; with no "pass" it only joins, for the dump)."""
     from pypto.backend import BackendType
+    from pypto.ir.nodes import Program
     from pypto.passes import ALL_PASSES, run_pass
     from pypto.passes.base import PassOptions
-    p = next(x for x in ALL_PASSES if x.name == options["pass"])
-    opts = PassOptions(backend_type=BackendType(options.get("backend_type", "Ascend910B")),
-                       memory_planner=options.get("memory_planner", "PYPTO"))
-    level = options["verify"]
-    out = run_pass(p, _parse(inputs["program"]), opts, verify=level != "none",
-                   done=list(options["done"]))
+    mode = options.get("mode", "program")
+    if mode == "join":
+        prog = _join(inputs, options["order"], options["program_name"], options["source"])
+    else:
+        prog = _parse(inputs["program"])
+    if options.get("pass") is None:
+        out = prog
+    else:
+        p = next(x for x in ALL_PASSES if x.name == options["pass"])
+        opts = PassOptions(backend_type=BackendType(options.get("backend_type", "Ascend910B")),
+                           memory_planner=options.get("memory_planner", "PYPTO"))
+        verify = options["verify"] != "none"
+        done = list(options["done"])
+        if mode == "function":
+            fname = options["function"]
+            one = run_pass(p, Program(prog.name, [prog.get(fname)], prog.source), opts, verify, done)
+            out = Program(prog.name, [one.functions[0] if f.name == fname else f
+                                      for f in prog.functions], prog.source)
+        else:
+            out = run_pass(p, prog, opts, verify, done)
     text = _print(out)
-    if level == "roundtrip":
+    if options.get("verify") == "roundtrip":
         from pypto.ir.equal import assert_structural_equal
         from pypto.errors import VerificationError
         try:
             assert_structural_equal(out, _parse(text))
         except AssertionError as e:
-            raise VerificationError(f"after pass {p.name}: the printed IR does not parse back to "
-                                    f"the same program: {e}") from None
+            raise VerificationError(f"after pass {options.get('pass')}: the printed IR does not "
+                                    f"parse back to the same program: {e}") from None
     res = {"program": text}
     if options.get("explicit"):
         res["dump"] = _print(out, explicit=True)

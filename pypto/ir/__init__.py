@@ -4,7 +4,6 @@ from pypto.ir.nodes import (Program, Function, FunctionType, Level, Role, Memory
 from pypto.ir.options import (PassDumpLevel, VerificationLevel, MemoryPlanner, RuntimeKind,
                               OptimizationStrategy, DiagnosticPhase, DiagnosticCheck)
 from pypto.ir.printer import print_program as python_print
-from pypto.ir.compiling import compile   # cheap: the build graph is imported on first call
 
 __all__ = ["Program", "Function", "FunctionType", "Level", "Role", "MemorySpace",
            "ParamDirection", "ArgDir", "PassDumpLevel", "VerificationLevel", "MemoryPlanner",
@@ -14,6 +13,9 @@ __all__ = ["Program", "Function", "FunctionType", "Level", "Role", "MemorySpace"
 
 
 def __getattr__(name):
+    if name == "compile":
+        from pypto.ir.compiling import compile
+        return compile
     # kept lazy: CompiledProgram pulls in the runtime
     if name == "CompiledProgram":
         from pypto.runtime.compiled import CompiledProgram
