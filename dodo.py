@@ -16,14 +16,20 @@ from doit import create_after
 from pipeline import dodo_support  # not `from ... import task_dicts`: doit collects task_* names
 from pipeline.driver import plan
 from pipeline.graph import Ref
+from pipeline.progress import doit_reporter
+from pipeline.run import BuildContext
 from pypto.passes import FUNCTION_LOCAL
 from pypto.ir.compiling import build_options
 
 os.environ.setdefault("PYPTO_CACHE_DIR", str(Path(__file__).parent / ".pypto_cache"))
-DOIT_CONFIG = dict(dodo_support.dodo_config(), default_tasks=["check"])
+CTX = BuildContext(None)         # shared by every task, read by the progress reporter
+STAGES: dict[str, str] = {}
+DOIT_CONFIG = dict(dodo_support.dodo_config(), default_tasks=["check"],
+                   reporter=doit_reporter(CTX, STAGES))
 OUT = Path(os.environ.get("PYPTO_EXAMPLES_OUT") or "build_output")
 OPTS = build_options(platform="a2a3sim", dump_passes=True)
 STORE = open_store()
+CTX.store = STORE
 
 _modules = {name: load(name) for name in EXAMPLES}
 _plans = {}
@@ -49,6 +55,7 @@ def _phase(k):
         for g in _plans.values():       # each plan reads its own steps' digests
             steps.extend(g.send(known))
     _phase_steps[k] = steps
+    STAGES.update({s.name: s.stage for s in steps})
     return steps
 
 
@@ -59,7 +66,8 @@ def _creator(k):
         steps = _phase(k)
         taken = {s.name.split(":", 1)[0] for j in range(k) for s in _phase_steps.get(j, [])}
         external = [s.name for j in range(k) for s in _phase_steps.get(j, [])]
-        yield from dodo_support.task_dicts(steps, STORE, group=group, taken=taken, external=external)
+        yield from dodo_support.task_dicts(steps, STORE, ctx=CTX, group=group, taken=taken,
+                                          external=external)
     create.__doc__ = f"phase {k + 1} of the examples' build graph"
     if k == 0:
         return create

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -256,14 +257,21 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
     t0 = time.perf_counter()
     gen = plan(prog_name, Ref.blob(store.put_bytes(source)), opts, out, store, from_spec)
     records: list = []
+    progress = None
+    if os.environ.get("PYPTO_PROGRESS", "").strip() not in ("", "0"):
+        from pipeline.progress import Progress
+        progress = Progress(sys.stderr)
     steps = next(gen)
     try:
         while True:
-            r = run_steps(steps, store=store, db_path=db, jobs=jobs)
+            r = run_steps(steps, store=store, db_path=db, jobs=jobs,
+                          progress=progress.record if progress else None)
             records.extend(r.records)
             steps = gen.send(r.digests)
     except StopIteration as stop:
         meta = stop.value
+    if progress:
+        progress.summary()
     write_report(out, records, time.perf_counter() - t0)
     return Build(out, records, "", meta["orchestration"], meta["kernels"])
 

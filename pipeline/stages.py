@@ -32,7 +32,7 @@ _IR_FILES = ("dtype.py", "errors.py", "backend.py", "ir/nodes.py", "ir/ops.py", 
 @functools.lru_cache(maxsize=None)
 def stage_impl(stage: str, extra: str = "") -> str:
     """Digest of the code implementing a stage (cached per process)."""
-    common = _files(*_IR_FILES)
+    common = _files(*_IR_FILES) + [Path(__file__)]    # the stage functions below, too
     if stage == "pass":
         files = common + _files("passes/base.py", "passes/verify.py", "passes/__init__.py",
                                 f"passes/{extra}.py")
@@ -44,10 +44,10 @@ def stage_impl(stage: str, extra: str = "") -> str:
         files = common + _files("codegen/pto.py", "codegen/*.py")
     elif stage == "ptoas":
         from pypto.ptoas import IMPL_FILES
-        files = [Path(p) for p in IMPL_FILES]
+        files = [Path(p) for p in IMPL_FILES] + [Path(__file__)]
     elif stage == "kernel":
         from pypto.ptoas.build import toolchain_id
-        return impl_digest(*_files("ptoas/build.py"), toolchain_id())
+        return impl_digest(*_files("ptoas/build.py"), Path(__file__), toolchain_id())
     elif stage == "orchestration":
         from pypto.ptoas.build import toolchain_id
         return impl_digest(*(common + _files("codegen/*.py", "include/pypto_abi.h", "ptoas/build.py")),
