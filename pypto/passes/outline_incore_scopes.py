@@ -8,9 +8,10 @@ returned. The parent, if Opaque, becomes the Orchestration.
 from __future__ import annotations
 
 from pypto.errors import CodegenError
-from pypto.ir.nodes import (Assign, Call, Eval, Function, FunctionType, InCoreScope, Param,
-                            ParamDirection, Program, Return, Var, derived_level_role)
-from pypto.ir.visit import Rewriter, Substitute, defs, stmt_uses, walk
+from pypto.ir.nodes import (Assign, Call, Eval, For, Function, FunctionType, If, InCoreScope,
+                            Param, ParamDirection, Program, Return, TensorType, Var, Yield,
+                            derived_level_role)
+from pypto.ir.visit import Rewriter, Substitute, bodies, defs, stmt_uses, walk
 
 NAME = "OutlineIncoreScopes"
 READS = ()
@@ -71,25 +72,7 @@ class _Outliner(Rewriter):
                 if id(v) not in inner_defs and id(v) not in seen:
                     seen.add(id(v))
                     live_in.append(v)
-        # which live-in tensors does the region write, and which inner values alias them
-        alias: dict[int, Var] = {}
-        written: dict[int, bool] = {}        # id(live-in) -> also read?
-        for s in walk(scope.body):
-            if isinstance(s, (Assign, Eval)):
-                c = s.value if isinstance(s, Assign) else s.expr
-                if isinstance(c, Call) and c.op in _WRITES:
-                    dst = c.args[_WRITES[c.op]]
-                    root = alias.get(id(dst), dst)
-                    if isinstance(root, Var) and id(root) in seen:
-                        written.setdefault(id(root), False)
-                        if isinstance(s, Assign):
-                            alias[id(s.var)] = root
-        for s in walk(scope.body):
-            c = s.value if isinstance(s, Assign) else (s.expr if isinstance(s, Eval) else None)
-            if isinstance(c, Call):
-                for i, a in enumerate(c.args):
-                    if isinstance(a, Var) and id(a) in written and not (c.op in _WRITES and i == _WRITES[c.op]):
-                        written[id(a)] = True
+        alias, written = _tensor_writes(scope.body, seen)
         used_after = {id(v) for s in walk(self.rest) for v in stmt_uses(s)}
         live_out = [v for v in _inner_defs_in_order(scope.body) if id(v) in used_after]
         for v in live_out:
@@ -112,9 +95,10 @@ class _Outliner(Rewriter):
         kbody = Substitute(mapping).body(scope.body)
         # return the final version of each written parameter, in parameter order
         final: dict[int, Var] = {}
-        for s in walk(scope.body):
-            if isinstance(s, Assign) and id(s.var) in alias:
-                final[id(alias[id(s.var)])] = s.var
+        for s in scope.body:           # top level: a loop's result, not its body's value
+            for v in defs(s):
+                if id(v) in alias:
+                    final[id(alias[id(v)])] = v
         rets = [final.get(id(v), mapping[id(v)]) for v in live_in if id(v) in written]
         kbody.append(Return(rets, scope.span))
         level, role = derived_level_role(FunctionType.InCore)
@@ -138,6 +122,44 @@ class _Outliner(Rewriter):
             if name not in self.names:
                 self.names.add(name)
                 return name
+
+
+def _tensor_writes(body, live_in: set[int]):
+    """Which live-in tensors the region writes (id -> also read?), and the inner values
+    that are versions of them (id -> live-in): write results, and the iter_args, results
+    and phis that carry them through loops and ifs. Reading any version reads the input."""
+    alias: dict[int, Var] = {}
+    writes, reads = [], set()
+
+    def root(v):
+        r = alias.get(id(v), v)
+        return r if isinstance(r, Var) and id(r) in live_in else None
+
+    def go(stmts):
+        for s in stmts:
+            if isinstance(s, For):
+                for a, rv in zip(s.iter_args, s.return_vars):
+                    if root(a.init) is not None:
+                        alias[id(a.var)] = alias[id(rv)] = root(a.init)
+            c = s.value if isinstance(s, Assign) else (s.expr if isinstance(s, Eval) else None)
+            for i, a in enumerate(c.args if isinstance(c, Call) else []):
+                r = root(a)
+                if r is None:
+                    continue
+                if c.op in _WRITES and i == _WRITES[c.op]:
+                    writes.append(id(r))
+                    if isinstance(s, Assign):
+                        alias[id(s.var)] = r
+                else:
+                    reads.add(id(r))
+            for b in bodies(s):
+                go(b)
+            if isinstance(s, If) and s.then_body and isinstance(s.then_body[-1], Yield):
+                for rv, y in zip(s.return_vars, s.then_body[-1].values):
+                    if root(y) is not None:
+                        alias[id(rv)] = root(y)
+    go(body)
+    return alias, {k: k in reads for k in writes}
 
 
 def _inner_defs_in_order(body):

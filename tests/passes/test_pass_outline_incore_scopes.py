@@ -239,3 +239,39 @@ def test_output_text_after_outlining():
     out = outline(_three_scopes())
     assert "def stage(y__ssa_v0: pl.Tensor[[64, 64], pl.FP32], x: pl.Tensor[[64, 64], pl.FP32], " \
            "z: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:" in text(out)
+
+
+def test_loop_inside_the_region_writing_a_tensor_returns_the_loops_result():
+    @pl.program
+    class P:
+        @pl.function
+        def main(self, x: pl.Tensor[[64, 64], pl.FP32],
+                 y: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP):
+                for i in pl.range(4):
+                    y[i * 16:i * 16 + 16, :] = pl.exp(pl.load(x, [i * 16, 0], [16, 64]))
+            return y
+
+    out = outline(P)
+    k = fn(out, "main_incore_0")
+    (loop,) = loops(k)
+    assert [(p.var.name, p.direction) for p in k.params] == [("y", PD.Out), ("x", PD.In)]
+    assert k.body[-1].values == [loop.return_vars[0]]           # not the body's value
+    main = fn(out, "main")
+    assert main.body[-1].values == [main.body[0].var]
+    roundtrip(out)
+
+
+def test_reading_a_written_tensor_through_its_new_version_makes_it_inout():
+    @pl.program
+    class P:
+        @pl.function
+        def main(self, x: pl.Tensor[[64, 64], pl.FP32],
+                 y: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP):
+                y[0:32, :] = pl.exp(pl.load(x, [0, 0], [32, 64]))
+                y[32:64, :] = pl.exp(pl.load(y, [16, 0], [32, 64]))   # rows 32..47 are the input's
+            return y
+
+    k = fn(outline(P), "main_incore_0")
+    assert [(p.var.name, p.direction) for p in k.params] == [("x", PD.In), ("y", PD.InOut)]
