@@ -45,10 +45,22 @@ def __getattr__(name: str):
         if jit is None:
             raise AttributeError("pypto.jit does not define `jit`")
         return jit
-    import difflib
-    close = difflib.get_close_matches(name, [n for n in globals() if not n.startswith("_")], n=1)
-    more = f"; did you mean pl.{close[0]}?" if close else ""
-    raise AttributeError(f"pl.{name} is not part of pypto.language{more}")
+    raise _NotInLanguage(name)
+
+
+class _NotInLanguage(AttributeError):
+    """`pl.<name>` does not exist. The suggestion is computed only when the message is
+    shown: probing with getattr(pl, name, None) must stay cheap."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
+
+    def __str__(self) -> str:
+        import difflib
+        close = difflib.get_close_matches(self.name, [n for n in globals() if not n.startswith("_")], n=1)
+        more = f"; did you mean pl.{close[0]}?" if close else ""
+        return f"pl.{self.name} is not part of pypto.language{more}"
 
 
 def __dir__():
