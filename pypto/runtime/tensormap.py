@@ -13,13 +13,16 @@ later overlaps it also overlaps the write, which is ordered after it.
 
 Index: per root, accesses to the same box share a slot, and slots are bucketed along
 one dimension of the root, so looking up a tile costs about the number of tiles near
-it rather than the number of tasks so far.
+it rather than the number of tasks so far. A slot spanning more than WIDE buckets (a
+kernel given the whole tensor) is kept in one "wide" set instead of every bucket, and a
+lookup over more buckets than there are slots scans the slots instead.
 """
 from __future__ import annotations
 
 from typing import Callable, Iterable, NamedTuple
 
 MAX_BUCKETS = 1024
+WIDE = 16           # a slot spanning more buckets than this is kept in `wide`
 
 
 class Region(NamedTuple):
@@ -84,6 +87,7 @@ class _RootIndex:
         self.extent = 1
         self.slots: dict[tuple, _Slot] = {}
         self.buckets: dict[int, set] = {}
+        self.wide: set = set()
         self.n_buckets = 1
         self._box0 = box
 
@@ -104,10 +108,12 @@ class _RootIndex:
 
     def candidates(self, box: tuple):
         b0, b1 = self.span(box)
+        if b1 - b0 + 1 > len(self.slots):
+            return list(self.slots.values())
         buckets = self.buckets
-        if b0 == b1:
+        if b0 == b1 and not self.wide:
             return list(buckets.get(b0, ()))
-        seen: set = set()
+        seen: set = set(self.wide)
         for b in range(b0, b1 + 1):
             found = buckets.get(b)
             if found:
@@ -119,6 +125,9 @@ class _RootIndex:
         if s is None:
             b0, b1 = self.span(region.box)
             s = self.slots[region.box] = _Slot(region, b0, b1)
+            if b1 - b0 + 1 > WIDE:
+                self.wide.add(s)
+                return s
             buckets = self.buckets
             for b in range(b0, b1 + 1):
                 found = buckets.get(b)
@@ -130,6 +139,9 @@ class _RootIndex:
     def drop(self, s: _Slot) -> None:
         if self.slots.get(s.region.box) is s:
             del self.slots[s.region.box]
+            if s.b1 - s.b0 + 1 > WIDE:
+                self.wide.discard(s)
+                return
             for b in range(s.b0, s.b1 + 1):
                 found = self.buckets.get(b)
                 if found is not None:

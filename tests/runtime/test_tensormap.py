@@ -57,3 +57,19 @@ def test_covered_entries_are_forgotten_and_dead_tasks_dropped():
     assert len(tm) == 1
     done = {1}
     assert tm.add(2, [Access(x, True, False)], alive=lambda t: t not in done) == []
+
+
+def test_whole_tensor_accesses_among_tiles():
+    """A kernel given the whole tensor (a wide slot) still meets every tile access."""
+    tm = TensorMap({0: (1024, 64)})
+    whole = box_region(0, ((0, 1024), (0, 64)), row=64)
+    tile = [box_region(0, ((r, r + 64), (0, 64)), row=64) for r in range(0, 1024, 64)]
+    assert tm.add(0, [Access(whole, False, True)]) == []
+    assert tm.add(1, [Access(tile[0], True, False)]) == [0]
+    assert tm.add(2, [Access(tile[1], False, True)]) == [0]
+    assert tm.add(3, [Access(tile[5], True, False)]) == [0]
+    assert tm.add(4, [Access(whole, True, False)]) == [0, 2]
+    assert tm.add(5, [Access(tile[1], True, False)]) == [0, 2]   # 0 is redundant, not wrong
+    assert tm.add(6, [Access(whole, False, True)]) == [0, 1, 2, 3, 4, 5]
+    assert len(tm) == 1
+    assert tm.add(7, [Access(tile[15], True, False)]) == [6]
