@@ -19,8 +19,10 @@ class Mismatch(Exception):
     """Content being copied did not hash to the expected digest."""
 
 
-def write_temp(chunks: Iterable[bytes], tmp_dir: Path, mode: int = 0o644) -> tuple[str, str]:
-    """Write `chunks` to a fresh fsynced temp file in `tmp_dir`; return (path, digest)."""
+def write_temp(chunks: Iterable[bytes], tmp_dir: Path, mode: int = 0o644,
+               durable: bool = True) -> tuple[str, str]:
+    """Write `chunks` to a fresh temp file in `tmp_dir` (fsynced if durable); return
+    (path, digest)."""
     tmp_dir.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=tmp_dir, prefix=".tmp-")
     try:
@@ -31,7 +33,8 @@ def write_temp(chunks: Iterable[bytes], tmp_dir: Path, mode: int = 0o644) -> tup
                 f.write(chunk)
             f.flush()
             os.fchmod(f.fileno(), mode)  # mkstemp creates 0o600
-            os.fsync(f.fileno())
+            if durable:
+                os.fsync(f.fileno())
         return tmp, h.hexdigest()
     except BaseException:
         discard(tmp)
@@ -39,13 +42,13 @@ def write_temp(chunks: Iterable[bytes], tmp_dir: Path, mode: int = 0o644) -> tup
 
 
 def publish(chunks: Iterable[bytes], dest: Path, tmp_dir: Path, mode: int = 0o644,
-            expect: str | None = None) -> str:
+            expect: str | None = None, durable: bool = True) -> str:
     """Write `chunks` to `dest` atomically and return their digest.
 
     With `expect`, raise Mismatch and leave `dest` untouched if the content does
     not hash to it: a verified copy in a single pass over the data.
     """
-    tmp, digest = write_temp(chunks, tmp_dir, mode)
+    tmp, digest = write_temp(chunks, tmp_dir, mode, durable)
     try:
         if expect is not None and digest != expect:
             raise Mismatch(digest)

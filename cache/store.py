@@ -122,8 +122,10 @@ class Store:
         with f:
             try:
                 # Temp file next to dest so the final rename stays on one filesystem.
+                # No fsync: a materialised copy can always be made again from the
+                # store; the rename alone keeps readers from seeing half a file.
                 publish(read_chunks(f), dest, dest.parent,
-                        mode=0o755 if executable else 0o644, expect=digest)
+                        mode=0o755 if executable else 0o644, expect=digest, durable=False)
             except Mismatch:
                 _drop_damaged(path, f)
                 return False
