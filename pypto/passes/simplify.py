@@ -44,8 +44,9 @@ def _function(f: Function) -> Function:
         if consts:
             body = Substitute(consts).body(body)
         used = {id(v) for s in walk(body) for v in stmt_uses(s)}
+        before = _count(body)      # counted first: _drop_dead edits nested bodies in place
         new = _drop_dead(body, used)
-        if _count(new) == _count(body) and not consts:
+        if _count(new) == before and not consts:
             break
         body = new
     return Function(f.name, f.params, f.return_types, body, f.func_type, f.level, f.role,
