@@ -87,6 +87,10 @@ class _Infer(Rewriter):
                 _set_space(s.var, c.kwargs.get("target_memory", M.Vec))
             if c.op == "tile.move":
                 self.check_path(_space(c.args[0]), c.kwargs["target_memory"], s)
+            if c.op == "tile.store" and _space(c.args[0]) not in (M.Vec, M.Acc, None):
+                raise CodegenError(f"no data path from {_space(c.args[0]).name} to GM: stores "
+                                   f"come from Vec or Acc", s.span,
+                                   "store the tile you loaded it from, or the matmul result")
             return [self.default_stmt(s)]
         if c.op == "tile.reshape":             # a view: it stays where its source is
             _set_space(s.var, _space(c.args[0]))

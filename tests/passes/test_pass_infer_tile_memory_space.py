@@ -189,7 +189,7 @@ def test_explicit_move_on_a_missing_path_is_an_error():
               y: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
             t = pl.load(a, [0, 0], [64, 64])
             m = pl.move(t, target_memory=pl.Mem.Mat)
-            y = pl.store(m, [0, 0], y)
+            y = pl.store(pl.matmul(m, m), [0, 0], y)
             return y
 
     with pytest.raises(CodegenError, match="Vec to Mat on a2a3"):
@@ -243,3 +243,18 @@ def test_reshape_stays_in_its_sources_space():
         [(M.Mat, M.Left), (M.Mat, M.Right)]
     all_placed(out)
     roundtrip(out)
+
+
+def test_store_from_a_cube_operand_space_is_an_error():
+    @pl.program
+    class P:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[64, 64], pl.FP32],
+              y: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+            t = pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
+            y = pl.store(t, [0, 0], y)
+            return y
+
+    for opts in (None, A5):
+        with pytest.raises(CodegenError, match="no data path from Mat to GM"):
+            infer(P, opts)
