@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from conftest import ROOT
+from e2e_helpers import ROOT
 
 
 def _doit(args, tmp_path):

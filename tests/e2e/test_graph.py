@@ -9,7 +9,7 @@ import pytest
 from pypto import ir
 from pypto.errors import MemoryOverflowError, MisplacedTensorOpError, UnknownOpError
 
-from conftest import artifacts, run_py, tasks
+from e2e_helpers import artifacts, run_py, tasks
 
 STAGES = {"specialize", "frontend", "pass", "pto", "ptoas", "kernel", "orchestration", "config"}
 

@@ -9,7 +9,7 @@ import pypto.language as pl
 from pypto import ir
 from pypto.runtime import RunConfig
 
-from conftest import HERE, artifacts, run_py, tasks  # noqa: F401
+from e2e_helpers import HERE, artifacts, run_py, tasks  # noqa: F401
 
 CFG = RunConfig(platform="a2a3sim")
 
