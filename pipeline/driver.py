@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pipeline.graph import Ref, Step
 from pipeline.run import TaskRecord, run_steps
-from pipeline.stages import STAGE_FNS, stage_impl
+from pipeline.stages import STAGE_FNS, ptoas_dump_names, stage_impl
 from pypto.passes import FUNCTION_LOCAL as _LOCAL
 
 
@@ -32,6 +32,7 @@ class BuildOptions:
     memory_planner: str = "PYPTO"
     emit_loc: bool = True
     dump_ptoas_passes: bool = False
+    profiling: bool = False
     runtime: str = "tensormap_and_ringbuffer"
     passes: tuple = ()                 # (name, module, reads) of the passes to run
 
@@ -184,10 +185,13 @@ def back_steps(prog: str, final, opts: BuildOptions, out: Path, store) -> tuple[
         if opts.skip_ptoas:
             continue
         level = "level2" if opts.memory_planner == "PTOAS" else "level3"
-        outs = ["cpp", "passes"] if opts.dump_ptoas_passes else ["cpp"]
+        outs = ["cpp"]
         tg = {"cpp": str(out / "ptoas" / f"{kn}.cpp")}
         if opts.dump_ptoas_passes:
-            tg["passes"] = str(out / "ptoas_passes" / f"{kn}.json")
+            for d in ptoas_dump_names(level):
+                outs.append(f"pass_{d}")
+                ext = "cpp" if d.endswith("emit") else "pto"
+                tg[f"pass_{d}"] = str(out / "ptoas_passes" / kn / f"{d}.{ext}")
         steps.append(_step(f"ptoas:{prog}:{kn}", "ptoas", {"pto": Ref(f"pto:{prog}:{kn}", "pto")},
                            outs, {"arch": opts.arch, "level": level, "dump": opts.dump_ptoas_passes},
                            tg, doc=f"{prog}: ptoas {k.name}.pto -> {k.name}.cpp"))
@@ -280,6 +284,8 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
     if hit is not None and _materialize_all(store, out, hit):
         records = [TaskRecord(name, stage, "cached", 0.0) for name, stage in hit["tasks"]]
         write_report(out, records, time.perf_counter() - t0)
+        if opts.profiling:
+            write_profile(out, records, time.perf_counter() - t0)
         return Build(out, records, "", hit["meta"]["orchestration"], hit["meta"]["kernels"])
     db = str(out / "report" / ".doit.db")
     gen = plan(prog_name, Ref.blob(src), opts, out, store, from_spec)
@@ -308,6 +314,8 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
     if progress:
         progress.summary()
     write_report(out, records, time.perf_counter() - t0)
+    if opts.profiling:
+        write_profile(out, records, time.perf_counter() - t0)
     store.put_action(pkey, {"outputs": outputs, "executable": sorted(executable),
                             "tasks": [[r.name, r.stage] for r in records], "meta": meta})
     return Build(out, records, "", meta["orchestration"], meta["kernels"])
@@ -319,6 +327,32 @@ def _materialize_all(store, out: Path, manifest: dict) -> bool:
         if not store.materialize(digest, out / rel, executable=rel in exe):
             return False
     return True
+
+
+def write_profile(out: Path, records, total: float) -> None:
+    """report/pipeline_profile.{json,txt}: time per stage and per task, cached tasks marked."""
+    stages: dict[str, dict] = {}
+    for r in records:
+        st = stages.setdefault(r.stage, {"seconds": 0.0, "tasks": 0, "ran": 0, "cached": 0})
+        st["seconds"] += r.seconds
+        st["tasks"] += 1
+        st[r.status] = st.get(r.status, 0) + 1
+    data = {"total_seconds": round(total, 6),
+            "stages": {k: dict(v, seconds=round(v["seconds"], 6)) for k, v in stages.items()},
+            "tasks": [{"name": r.name, "stage": r.stage, "status": r.status,
+                       "seconds": round(r.seconds, 6)} for r in records]}
+    (out / "report" / "pipeline_profile.json").write_text(json.dumps(data, indent=1) + "\n")
+    lines = [f"compile: {total:.3f} s wall, {len(records)} tasks "
+             f"({sum(r.status == 'ran' for r in records)} ran, "
+             f"{sum(r.status == 'cached' for r in records)} cached)", "", "per stage:"]
+    for k, v in sorted(stages.items(), key=lambda kv: -kv[1]["seconds"]):
+        lines.append(f"  {k:14s} {v['seconds']:8.3f} s  {v['tasks']:4d} tasks  "
+                     f"({v['ran']} ran, {v['cached']} cached)")
+    lines += ["", "per task:"]
+    for r in sorted(records, key=lambda r: -r.seconds):
+        mark = "" if r.status == "ran" else "  [cached]"
+        lines.append(f"  {r.seconds:8.3f} s  {r.stage:14s} {r.name}{mark}")
+    (out / "report" / "pipeline_profile.txt").write_text("\n".join(lines) + "\n")
 
 
 def write_report(out: Path, records, total: float) -> None:

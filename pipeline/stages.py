@@ -154,9 +154,15 @@ def ptoas_stage(inputs: dict, options: dict) -> dict:
     res = compile_pto(inputs["pto"].decode("utf-8"), arch=options["arch"], level=options["level"],
                       dump_passes=options["dump"])
     out = {"cpp": res.cpp.encode("utf-8")}
-    if options["dump"]:
-        out["passes"] = json.dumps(res.pass_dumps, sort_keys=True).encode("utf-8")
+    if options["dump"]:          # ptoas's own IR after each of its passes
+        for name in ptoas_dump_names(options["level"]):
+            out[f"pass_{name}"] = res.pass_dumps[name].encode("utf-8")
     return out
+
+
+def ptoas_dump_names(level: str) -> list[str]:
+    names = ["01_parse", "02_verify"] + (["03_plan_memory"] if level != "level3" else [])
+    return names + ["04_emit"]
 
 
 def kernel_stage(inputs: dict, options: dict) -> dict:

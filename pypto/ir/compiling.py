@@ -80,8 +80,7 @@ def build_options(*, strategy=OptimizationStrategy.Default, dump_passes=True,
         _not_yet("diagnostic_phase", diagnostic_phase, "phase-gated diagnostics")
     if disabled_diagnostics:
         _not_yet("disabled_diagnostics", disabled_diagnostics, "per-check diagnostics")
-    if profiling:
-        _not_yet("profiling", profiling, "report/pipeline_profile (use report/tasks.json)")
+    profiling = bool(profiling) or _truthy("PYPTO_COMPILE_PROFILING", False)
     if distributed_config is not None:
         _not_yet("distributed_config", distributed_config, "distributed (HOST-level) compilation")
     if analyze_auto_scopes_for_deps:
@@ -95,7 +94,8 @@ def build_options(*, strategy=OptimizationStrategy.Default, dump_passes=True,
     return BuildOptions(platform=platform, backend_type=backend.value, arch=chip(backend).arch,
                         dump=dump.name.lower(), skip_ptoas=bool(skip_ptoas), verify=verify.value,
                         memory_planner=planner.value, emit_loc=emit_loc,
-                        dump_ptoas_passes=bool(dump_ptoas_passes), runtime=rt.value, passes=passes)
+                        dump_ptoas_passes=bool(dump_ptoas_passes), profiling=bool(profiling),
+                        runtime=rt.value, passes=passes)
 
 
 def compile(program, *, output_dir=None, strategy=OptimizationStrategy.Default, dump_passes=True,
