@@ -26,7 +26,7 @@ def iso(tmp_path, monkeypatch):
 class Seed:
     n: int
     prog: Path        # the program file
-    out: Path         # its cold compile: the reference artifacts
+    out: Path         # its cold compile (PYPTO_JOBS=2): the reference artifacts
     store: Path       # the store that compile filled (never written by tests: copy it)
 
     def store_copy(self, dst: Path) -> Path:
@@ -46,7 +46,7 @@ def _seed(tmp_path_factory, n: int) -> Seed:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (d / "done").exists():
             write_program(seed.prog, n)
-            compile_in_subprocess(seed.prog, seed.out, seed.store)
+            compile_in_subprocess(seed.prog, seed.out, seed.store, PYPTO_JOBS=2)
             (d / "done").write_text("ok\n")
     return seed
 

@@ -70,9 +70,10 @@ def test_one_kernel_edit_rebuilds_only_that_kernel(seed8, tmp_path):
     run_and_check(CompiledProgram.from_dir(tmp_path / "edit"), 8, ops=EDIT)
 
 
-@pytest.mark.parametrize("dead", ["tb"])
+@pytest.mark.parametrize("dead", ["tb", "ta"])
 def test_dead_statement_is_cut_off_by_simplify(seed8, tmp_path, dead):
-    """k7 is `pl.abs(tb)`; `unused = pl.exp(tb)` appended to it is dead."""
+    """k7 is `pl.abs(tb)`; `unused = pl.exp(tb)` appended to it is dead, and so is
+    `unused = pl.exp(ta)` together with the load of `ta` it alone reads."""
     store = seed8.store_copy(tmp_path / "store")
     prog = write_program(tmp_path / "prog.py", 8, dead_in_last=dead)
     edited = prog.read_text().splitlines()
@@ -113,16 +114,11 @@ def _after_simplify(path):
     raise AssertionError("no Simplify pass in the pipeline")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "pypto/passes/simplify.py _function: _drop_dead rewrites nested bodies (the pl.at "
-    "region) in place, so _count(body) == _count(new) after the first round and the "
-    "fixed-point loop stops; a load read only by the removed dead statement "
-    "(k7's `ta`, read only by `unused = pl.exp(ta)`) survives, the program after "
-    "Simplify differs from the unedited one and every later task re-runs"))
 def test_dead_chain_is_cut_off_by_simplify(tmp_path):
     """k7 loads `ta` but only uses `tb`: `unused = pl.exp(ta)` makes that load dead only
-    once `unused` itself is dropped. Checked on the pass pipeline (cheap); the build
-    graph keys every later task on exactly this text."""
+    once `unused` itself is dropped (Simplify must iterate to a fixed point even when
+    the removal is inside a pl.at region). Checked on the pass pipeline (cheap); the
+    build graph keys every later task on exactly this text."""
     clean = write_program(tmp_path / "a" / "prog.py", 8)
     dirty = write_program(tmp_path / "b" / "prog.py", 8, dead_in_last="ta")
     assert _after_simplify(dirty) == _after_simplify(clean)

@@ -1,0 +1,310 @@
+"""Benchmark of the build graph (a script, not a test): prints one table.
+
+    .venv/bin/python bench/bench_graph.py [--repeat N] [--keep]
+
+Measured side by side in one run, each compile in a FRESH process (a child of this
+script) unless it says in-process; for each, the seconds of the compile call inside
+that process and the wall time of the whole process (interpreter start, imports).
+
+  8-kernel program (tests/graph/graph_helpers.py, one 64x64 fp32 elementwise op each):
+    cold            empty store, PYPTO_JOBS=2
+    cold jobs=1     empty store, PYPTO_JOBS=1            -> jobs=2 speed-up
+    warm            new process, new output dir, same store
+    no-op           new process, the same output dir again
+    edit k3         one token of one kernel changed (pl.maximum -> pl.sub), new dir
+  doit's own cost per task: pipeline.run.run_steps on N trivial module-level steps,
+    in-process (cold, no-op with the same db, warm with a fresh db)
+  64x64 row softmax: torch.compile (inductor, CPU) cold (empty inductor cache, fresh
+    process), warm (fresh process, same inductor cache) and a 2nd call in-process;
+    next to ours (tile-level @pl.program) cold, warm, and a 2nd ir.compile in-process.
+
+The machine may be shared: the load average is printed next to the table, and rows
+with --repeat > 1 show the best of N (the floor is what the code costs).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+HELPERS = ROOT / "tests" / "graph"
+sys.path[:0] = [str(ROOT), str(HELPERS)]
+
+SOFTMAX_PROGRAM = textwrap.dedent('''
+    import pypto.language as pl
+
+
+    @pl.program
+    class RowSoftmax:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[64, 64], pl.FP32],
+                 y: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP, name_hint="softmax"):
+                t = pl.load(x, [0, 0], [64, 64])
+                tmp = pl.create_tile([64, 64], dtype=pl.FP32, target_memory=pl.Mem.Vec)
+                m = pl.row_max(t, tmp)
+                e = pl.exp(pl.row_expand_sub(t, m))
+                s = pl.row_sum(e, tmp)
+                y = pl.store(pl.row_expand_div(e, s), [0, 0], y)
+            return y
+
+
+    PROGRAM = RowSoftmax
+''')
+
+
+# ----------------------------------------------------------------------------- children
+def child_compile(prog: str, outs: list[str], check: str | None) -> dict:
+    """Import the program file, time ir.compile into each output dir in turn (the
+    second one is the in-process repeat)."""
+    from graph_helpers import import_file
+    from pypto import ir
+    mod = import_file(Path(prog))
+    times, compiled = [], None
+    for out in outs:
+        t = time.perf_counter()
+        compiled = ir.compile(mod.PROGRAM, output_dir=out, platform="a2a3sim")
+        times.append(time.perf_counter() - t)
+    if check == "softmax":
+        import torch
+        x = torch.randn(64, 64)
+        y = torch.zeros(64, 64)
+        compiled(x, y)
+        assert torch.allclose(y, torch.softmax(x, dim=-1), atol=1e-5), "softmax mismatch"
+    return {"seconds": times}
+
+
+def child_torch() -> dict:
+    """torch.compile of the same row softmax; TORCHINDUCTOR_CACHE_DIR set by the parent."""
+    t0 = time.perf_counter()
+    import torch
+    import_s = time.perf_counter() - t0
+
+    def softmax(x):
+        m = x.amax(dim=-1, keepdim=True)
+        e = (x - m).exp()
+        return e / e.sum(dim=-1, keepdim=True)
+
+    x = torch.randn(64, 64)
+    f = torch.compile(softmax, backend="inductor")
+    t = time.perf_counter()
+    y = f(x)
+    first = time.perf_counter() - t
+    t = time.perf_counter()
+    y2 = f(torch.randn(64, 64))
+    second = time.perf_counter() - t
+    assert torch.allclose(y, torch.softmax(x, dim=-1), atol=1e-5) and y2.shape == (64, 64)
+    return {"seconds": [first, second], "import": import_s}
+
+
+def child_main(argv) -> None:
+    kind = argv[0]
+    if kind == "compile":
+        check = argv[1]
+        res = child_compile(argv[2], argv[3:], None if check == "-" else check)
+    elif kind == "torch":
+        res = child_torch()
+    else:
+        raise SystemExit(f"unknown child {kind}")
+    print("BENCH " + json.dumps(res))
+
+
+# ----------------------------------------------------------------------------- parent
+def env_for(store: Path | None, **extra) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(HELPERS)])
+    env.pop("PYPTO_CACHE_DISABLE", None)
+    env.pop("PYPTO_JOBS", None)
+    if store is not None:
+        env["PYPTO_CACHE_DIR"] = str(store)
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def child(args: list[str], env: dict, cwd: Path) -> tuple[dict, float]:
+    """Run this script as a child; returns (its BENCH json, process wall seconds)."""
+    t = time.perf_counter()
+    proc = subprocess.run([sys.executable, __file__, "--child", *args], env=env, cwd=str(cwd),
+                          capture_output=True, text=True, timeout=1800)
+    wall = time.perf_counter() - t
+    if proc.returncode != 0:
+        raise RuntimeError(f"child {args[:2]} failed:\n{proc.stdout}{proc.stderr}")
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("BENCH ")][-1]
+    return json.loads(line[6:]), wall
+
+
+def compile_child(prog: Path, outs: list[Path], store: Path, check: str | None = None,
+                  **env) -> tuple[list[float], float]:
+    res, wall = child(["compile", check or "-", str(prog), *map(str, outs)],
+                      env_for(store, **env), prog.parent)
+    return res["seconds"], wall
+
+
+def count(out: Path) -> tuple[int, int]:
+    recs = json.loads((out / "report" / "tasks.json").read_text())
+    return sum(r["status"] == "ran" for r in recs), len(recs)
+
+
+def best(rows):
+    """Best (in-process, wall) of repeated (in-process list, wall) measurements."""
+    return min(r[0][0] for r in rows), min(r[1] for r in rows)
+
+
+# -- doit's own cost ------------------------------------------------------------------
+def toy_step(inputs, options):
+    """A trivial module-level stage: appends one byte."""
+    return {"text": inputs["text"] + b"."}
+
+
+def doit_overhead(tmp: Path, chains: int = 10, length: int = 20) -> dict:
+    from cache import Store
+    from pipeline import Ref, Step, run_steps
+    store = Store(tmp / "toy_store")
+    steps = []
+    for c in range(chains):
+        prev = Ref(None, store.put_bytes(f"chain {c}\n".encode()))
+        for i in range(length):
+            name = f"pass:toy{c}:{i:02d}"
+            steps.append(Step(name, "pass", toy_step, "toy-impl", {"i": i}, {"text": prev},
+                              ("text",)))
+            prev = Ref(name, "text")
+    n = len(steps)
+    db = str(tmp / "toy.sqlite")
+    t = time.perf_counter()
+    run_steps(steps, store=store, db_path=db)
+    cold = time.perf_counter() - t
+    noop, warm = [], []
+    for i in range(5):
+        t = time.perf_counter()
+        run_steps(steps, store=store, db_path=db)
+        noop.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        run_steps(steps, store=store, db_path=str(tmp / f"toy_fresh{i}.sqlite"))
+        warm.append(time.perf_counter() - t)
+    return {"n": n, "cold": cold / n * 1e3, "noop": min(noop) / n * 1e3,
+            "warm": min(warm) / n * 1e3}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3, help="repeats of the cheap rows (best of)")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    ap.add_argument("--child", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child_main(args.child)
+        return 0
+
+    from graph_helpers import write_program
+    tmp = Path(tempfile.mkdtemp(prefix="bench_graph_", dir=os.environ.get("TMPDIR")))
+    rows: list[tuple[str, str, str, str]] = []   # label, in-process s, wall s, note
+
+    def row(label, inproc, wall, note=""):
+        rows.append((label, f"{inproc:8.3f}" if inproc is not None else "       -",
+                     f"{wall:8.3f}" if wall is not None else "       -", note))
+        print(f"  .. {label}", file=sys.stderr, flush=True)
+
+    load0 = os.getloadavg()
+    try:
+        prog = write_program(tmp / "eight" / "prog.py", 8)
+        store = tmp / "store"
+        # cold, jobs=2 and jobs=1 (each its own empty store)
+        cold_s, cold_w = compile_child(prog, [tmp / "cold"], store, PYPTO_JOBS=2)
+        ran_, total = count(tmp / "cold")
+        row("8 kernels: cold (jobs=2)", cold_s[0], cold_w, f"{ran_}/{total} tasks ran")
+        j1_s, j1_w = compile_child(prog, [tmp / "cold_j1"], tmp / "store_j1", PYPTO_JOBS=1)
+        row("8 kernels: cold (jobs=1)", j1_s[0], j1_w, f"{count(tmp / 'cold_j1')[0]} tasks ran")
+        warm = [compile_child(prog, [tmp / f"warm{i}"], store) for i in range(args.repeat)]
+        warm_s, warm_w = best(warm)
+        row("8 kernels: warm (new process, new dir)", warm_s, warm_w,
+            f"{count(tmp / 'warm0')[0]}/{count(tmp / 'warm0')[1]} tasks ran")
+        noop = [compile_child(prog, [tmp / "warm0"], store) for _ in range(args.repeat)]
+        noop_s, noop_w = best(noop)
+        row("8 kernels: no-op (same dir again)", noop_s, noop_w,
+            f"{count(tmp / 'warm0')[0]}/{count(tmp / 'warm0')[1]} tasks ran")
+        write_program(prog, 8, ops={"k3": "pl.sub(ta, tb)"})
+        edit_s, edit_w = compile_child(prog, [tmp / "edit"], store)
+        recs = json.loads((tmp / "edit" / "report" / "tasks.json").read_text())
+        back = [r for r in recs if r["stage"] in ("pto", "ptoas", "kernel") and r["status"] == "ran"]
+        row("8 kernels: one-kernel edit (k3)", edit_s[0], edit_w,
+            f"{count(tmp / 'edit')[0]}/{len(recs)} ran, {len(back)} of them pto/ptoas/kernel")
+
+        # doit's own cost per task
+        toy = doit_overhead(tmp)
+        rows.append((f"doit alone, {toy['n']} trivial tasks, ms/task", "", "",
+                     f"cold {toy['cold']:.3f}, no-op {toy['noop']:.3f}, "
+                     f"warm (fresh db) {toy['warm']:.3f}"))
+
+        # softmax: ours
+        sm = tmp / "softmax" / "softmax_prog.py"
+        sm.parent.mkdir(parents=True)
+        sm.write_text(SOFTMAX_PROGRAM)
+        sstore = tmp / "softmax_store"
+        s_cold, s_cold_w = compile_child(sm, [tmp / "sm_cold"], sstore, check="softmax")
+        row("softmax, pypto: cold", s_cold[0], s_cold_w, "checked against torch.softmax")
+        s_warm = [compile_child(sm, [tmp / f"sm_warm{i}", tmp / f"sm_again{i}"], sstore)
+                  for i in range(args.repeat)]
+        row("softmax, pypto: warm (new process)", min(r[0][0] for r in s_warm),
+            min(r[1] for r in s_warm))
+        row("softmax, pypto: 2nd compile in-process", min(r[0][1] for r in s_warm), None,
+            "new output dir")
+
+        # softmax: torch.compile
+        tstore = tmp / "inductor"
+        tenv = env_for(None, TORCHINDUCTOR_CACHE_DIR=tstore, TRITON_CACHE_DIR=tmp / "triton")
+        try:
+            t_cold, t_cold_w = child(["torch"], tenv, tmp)
+            row("softmax, torch.compile: cold", t_cold["seconds"][0], t_cold_w,
+                f"import torch {t_cold['import']:.2f} s")
+            t_warm = [child(["torch"], tenv, tmp) for _ in range(args.repeat)]
+            row("softmax, torch.compile: warm (new process)",
+                min(r[0]["seconds"][0] for r in t_warm), min(r[1] for r in t_warm))
+            row("softmax, torch.compile: 2nd call in-process",
+                min(r[0]["seconds"][1] for r in t_warm), None, "includes running it")
+        except RuntimeError as e:
+            last = [ln for ln in str(e).splitlines() if ln.strip()][-1]
+            rows.append(("softmax, torch.compile", "", "", f"FAILED: {last}"))
+    finally:
+        if args.keep:
+            print(f"kept {tmp}", file=sys.stderr)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    load1 = os.getloadavg()
+
+    w = max(len(r[0]) for r in rows)
+    print(f"{'measurement':{w}}  {'compile s':>9}  {'process s':>9}  note")
+    print(f"{'-' * w}  {'-' * 9}  {'-' * 9}  {'-' * 4}")
+    for label, a, b, note in rows:
+        print(f"{label:{w}}  {a:>9}  {b:>9}  {note}")
+    print()
+    print(f"warm/cold (in-process compile)   {warm_s / cold_s[0] * 100:6.1f} %   (goal < 10 %)")
+    print(f"warm/cold (whole process)        {warm_w / cold_w * 100:6.1f} %")
+    print(f"jobs=2 speed-up, cold            {j1_s[0] / cold_s[0]:6.2f} x   (goal >= 1.6 x)")
+    print(f"no-op                            {noop_s * 1e3:6.0f} ms in-process, "
+          f"{noop_w * 1e3:.0f} ms with interpreter start; "
+          f"{noop_s * 1e3 / count_total(noop_s, total):.2f} ms per task ({total} tasks)")
+    print(f"one-kernel edit / cold           {edit_s[0] / cold_s[0] * 100:6.1f} %")
+    print(f"load average 1/5/15 min: before {fmt_load(load0)}, after {fmt_load(load1)}; "
+          f"{os.cpu_count()} CPUs")
+    return 0
+
+
+def count_total(_s, total) -> int:
+    return max(total, 1)
+
+
+def fmt_load(l) -> str:
+    return "/".join(f"{x:.1f}" for x in l)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
