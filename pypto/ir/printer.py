@@ -33,7 +33,7 @@ class _Printer:
         self.device = False        # printing a kernel, or inside a pl.at region
         self.explicit = explicit
         self.names: dict[int, str] = {}
-        self.used: set[str] = set()
+        self.used: dict[str, object] = {}      # printed name -> type of the Var it last named
 
     # ------------------------------------------------------------------ naming
     def bind(self, v: Var) -> str:
@@ -42,10 +42,14 @@ class _Printer:
             return self.names[key]
         base = v.name if v.name.isidentifier() else "v"
         name, k = base, 0
-        while name in self.used or name in ("pl", "self"):
+        # A name rebound with another type is one variable before ConvertToSSA (the parser
+        # makes a new Var only because the type changed): it keeps its name, so the text
+        # parses back to the same program. Another Var of the same type gets a suffix.
+        while (name in self.used and (name != base or self.used[name] == v.type)) \
+                or name in ("pl", "self"):
             k += 1
             name = f"{base}_{k}"
-        self.used.add(name)
+        self.used[name] = v.type
         self.names[key] = name
         return name
 
@@ -217,7 +221,7 @@ class _Printer:
 
     # ------------------------------------------------------------------ functions
     def function(self, f: Function, out):
-        self.names, self.used = {}, set()
+        self.names, self.used = {}, {}
         self.device = f.is_kernel
         deco = []
         if f.func_type is not FunctionType.Opaque:

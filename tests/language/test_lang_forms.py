@@ -219,3 +219,25 @@ def test_closure_constants_from_the_enclosing_function():
     assert f.params[0].var.type.shape == (32, 16)
     assert f.body[0].var.type.shape == (32, 16)
     assert f.body[1].value.args[0].args[1].value == 0.25
+
+
+def test_rebinding_with_another_type_keeps_its_name():
+    """`acc = pl.add(acc, t)` after `acc = pl.load(...)`: a new Var (the memory space is
+    dropped) but one variable; the text keeps the name, so ConvertToSSA carries it."""
+    prog = roundtrip(HEAD + '''
+@pl.program
+class P:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[128, 64], pl.FP32], y: pl.Out[pl.Tensor[[32, 64], pl.FP32]]) -> pl.Tensor[[32, 64], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            acc = pl.load(x, [0, 0], [32, 64])
+            for i in pl.range(1, 4):
+                t = pl.load(x, [i * 32, 0], [32, 64])
+                acc = pl.add(acc, t)
+            pl.store(acc, [0, 0], y)
+        return y
+''')
+    text = prog.as_python()
+    assert "acc_1" not in text
+    assert "acc: pl.Tile[[32, 64], pl.FP32] = pl.tile.add(acc, t)" in text
+    assert "pl.tile.store(acc, [0, 0], y)" in text
