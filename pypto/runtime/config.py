@@ -116,6 +116,11 @@ class RunConfig:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or value < 0:
                 raise ValueError(f"{name} must be a non-negative number, got {value!r}")
+        swim = self.enable_chip_swimlane
+        if isinstance(swim, bool) or swim is None:
+            pass
+        elif not isinstance(swim, int) or not 0 <= swim <= 4:
+            raise ValueError(f"enable_chip_swimlane must be 0..4 or a bool, got {swim!r}")
         if self.runtime is not None:
             runtime_kind_name(self.runtime)  # validate early, keep the caller's spelling
         if self.aicpu_thread_num is not None and (

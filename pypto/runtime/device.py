@@ -32,7 +32,7 @@ def host_threads() -> int:
 
 class Task:
     __slots__ = ("launch", "spec", "kernel", "pending", "successors", "done", "started",
-                 "descs", "args", "deps")
+                 "descs", "args", "deps", "ready_ns")
 
     def __init__(self, launch: "Launch", spec: TaskSpec, kernel, descs, args):
         self.launch, self.spec, self.kernel = launch, spec, kernel
@@ -42,6 +42,7 @@ class Task:
         self.done = False
         self.started = False
         self.deps: tuple = ()
+        self.ready_ns = 0
 
 
 class Device:
@@ -79,6 +80,7 @@ class Device:
 
     # -- scheduling (call with self.cond held) -------------------------------------------
     def push_ready(self, task: Task) -> None:
+        task.ready_ns = time.perf_counter_ns()
         self._ready[task.kernel.core_type].append(task)
 
     def purge(self, launch: "Launch") -> None:
@@ -233,7 +235,7 @@ class Launch:
             self.records[spec.index] = TaskRecord(
                 spec.index, spec.func_id, task.kernel.name, task.kernel.core_type, slot, start,
                 end, task.deps, thread, spec.scope, status, tensors,
-                spec.scalars if self.keep_tensors else ())
+                spec.scalars if self.keep_tensors else (), task.ready_ns)
             if status != 0:
                 self.fail(KernelExecutionError(task.kernel.name, spec.func_id, spec.index, status,
                                                message, task.kernel.core_type))

@@ -33,15 +33,19 @@ def _orchestration_error(chip, status: int, recorder: Recorder, exc: BaseExcepti
 
 
 def execute(device: Device, chip, binding: Binding, runtime: str, record: RunRecord,
-            graphs: "OrderedDict | None" = None, keep_tensors: bool = False) -> RunRecord:
+            graphs: "OrderedDict | None" = None, keep_tensors: bool = False,
+            exact_deps: bool = False) -> RunRecord:
     """Run the program once. Raises KernelExecutionError / OrchestrationError after all
-    in-flight kernels have finished; the record is filled in either way."""
+    in-flight kernels have finished; the record is filled in either way.
+
+    exact_deps (TENSORMAP_AND_RINGBUFFER): keep finished tasks in the TensorMap so the
+    record holds every edge, also those to tasks done before the consumer's submit."""
     device.start()
     record.n_threads = device.n_threads
     record.start_ns = time.perf_counter_ns()
     try:
         if runtime == TENSORMAP_AND_RINGBUFFER:
-            _run_tensormap(device, chip, binding, record, keep_tensors)
+            _run_tensormap(device, chip, binding, record, keep_tensors, exact_deps)
         elif runtime == HOST_BUILD_GRAPH:
             _run_host_graph(device, chip, binding, record, graphs, keep_tensors)
         else:
@@ -51,10 +55,10 @@ def execute(device: Device, chip, binding: Binding, runtime: str, record: RunRec
     return record
 
 
-def _run_tensormap(device, chip, binding, record, keep_tensors):
+def _run_tensormap(device, chip, binding, record, keep_tensors, exact_deps=False):
     launch = Launch(device, chip, binding.buffers, binding.addrs, record, keep_tensors)
     recorder = Recorder(chip, binding.buffers, on_task=launch.submit, on_alloc=launch.alloc,
-                        alive=launch.alive)
+                        alive=None if exact_deps else launch.alive)
     status, exc = 0, None
     record.orchestration_start_ns = time.perf_counter_ns()
     try:

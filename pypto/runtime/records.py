@@ -22,6 +22,7 @@ class TaskRecord:
     status: int = 0
     tensors: tuple = ()     # (addr, start_offset, shape, strides, dtype code, direction)
     scalars: tuple = ()
+    ready_ns: int = 0       # when its last producer finished (it entered the ready queue)
 
     @property
     def duration_ns(self) -> int:
@@ -44,6 +45,7 @@ class RunRecord:
     replayed: bool = False           # HOST_BUILD_GRAPH: a cached graph was executed
     n_threads: int = 0
     error: str | None = None
+    dfx_outputs: dict = field(default_factory=dict)   # name -> path of files written for it
 
     @property
     def device_wall_ns(self) -> int:

@@ -5,7 +5,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from . import dtypes
+from . import dfx, dtypes
 from .config import RunConfig, runtime_kind_name
 from .device import Device
 from .errors import DeviceUnavailableError, PlatformMismatchError
@@ -40,6 +40,10 @@ class RegistrationHandle:
         self.active = True
 
     def __call__(self, *args, config: RunConfig | None = None):
+        return self.launch(*args, config=config)[0]
+
+    def launch(self, *args, config: RunConfig | None = None):
+        """Run once; returns (what the call returns, the launch's RunRecord)."""
         if not self.active:
             raise RuntimeError(f"program {self.compiled.output_dir} was unregistered")
         return self.worker._dispatch(self, args, config)
@@ -183,6 +187,10 @@ class ChipWorker:
         """Run a program with the given arguments (in-place or return style)."""
         return self.register(compiled)(*args, config=config)
 
+    def run_with_record(self, compiled, *args, config: RunConfig | None = None):
+        """Like run(), but returns (result, RunRecord of this launch)."""
+        return self.register(compiled).launch(*args, config=config)
+
     def _dispatch(self, handle: RegistrationHandle, args: tuple, config: RunConfig | None):
         self._check_open()
         compiled = handle.compiled
@@ -201,19 +209,32 @@ class ChipWorker:
         chip = compiled.chip_callable
         record = RunRecord(str(compiled.output_dir), self.platform, self.runtime)
         keep = bool(cfg.enable_dump_args) or bool(cfg.enable_dep_gen)
-        with self._run_lock:
-            self._check_open()
-            self.init()
-            self.stats["launches"] += 1
-            try:
-                execute(self._device, chip, binding, self.runtime, record, handle.graphs, keep)
-            finally:
-                self.last_run = record
-                if record.orchestration_start_ns:
-                    self.stats["orchestration_runs"] += 1
-                if record.replayed:
-                    self.stats["graph_replays"] += 1
-        return compiled._results(full_args, outputs)
+        # deps.json wants every edge, also those to tasks finished before the submit
+        exact = bool(cfg.enable_dep_gen)
+        try:
+            with self._run_lock:
+                self._check_open()
+                self.init()
+                self.stats["launches"] += 1
+                try:
+                    execute(self._device, chip, binding, self.runtime, record, handle.graphs, keep,
+                            exact_deps=exact)
+                finally:
+                    self.last_run = record
+                    if record.orchestration_start_ns:
+                        self.stats["orchestration_runs"] += 1
+                    if record.replayed:
+                        self.stats["graph_replays"] += 1
+        except Exception:
+            if dfx.wanted(cfg):
+                try:    # the records of a failed launch are what one debugs it with
+                    dfx.write_outputs(record, compiled, cfg)
+                except Exception:
+                    pass
+            raise
+        if dfx.wanted(cfg):
+            dfx.write_outputs(record, compiled, cfg)
+        return compiled._results(full_args, outputs), record
 
     # -- resident tensors --------------------------------------------------------------
     def alloc_tensor(self, shape, dtype, init: Any = None) -> DeviceTensor:

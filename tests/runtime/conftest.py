@@ -2,6 +2,7 @@
 assembled into output directories the way the compiler lays them out."""
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import shutil
@@ -146,3 +147,14 @@ class ProgramFactory:
 @pytest.fixture
 def programs(built, tmp_path) -> ProgramFactory:
     return ProgramFactory(built, tmp_path)
+
+
+@contextlib.contextmanager
+def isolated_compiler(base: Path):
+    """Compile into `base`: a private artifact store and build directory (restored on
+    exit), for module-scoped fixtures that compile real programs."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PYPTO_CACHE_DIR", str(base / "store"))
+        mp.setenv("PYPTO_PROG_BUILD_DIR", str(base / "builds"))
+        mp.delenv("PYPTO_CACHE_DISABLE", raising=False)
+        yield base
