@@ -82,6 +82,11 @@ class _Outliner(Rewriter):
                     "only tensors written in place (out[...] = ..., pl.store) may leave a pl.at region; "
                     "write the value into a tensor created with pl.create_tensor")
         name = scope.name_hint or self.fresh_name()
+        if scope.name_hint:
+            if name in self.names:
+                raise CodegenError(f"a function named {name!r} already exists", scope.span,
+                                   "give each pl.at region its own name_hint")
+            self.names.add(name)
         # the kernel works on its own copies of the parameters
         params, mapping = [], {}
         for v in live_in:

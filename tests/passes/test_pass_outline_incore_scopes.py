@@ -275,3 +275,21 @@ def test_reading_a_written_tensor_through_its_new_version_makes_it_inout():
 
     k = fn(outline(P), "main_incore_0")
     assert [(p.var.name, p.direction) for p in k.params] == [("x", PD.In), ("y", PD.InOut)]
+
+
+@pytest.mark.parametrize("hint", ["stage", "main"])
+def test_a_name_hint_that_is_taken_is_an_error(hint):
+    @pl.program
+    class P:
+        @pl.function
+        def main(self, x: pl.Tensor[[64, 64], pl.FP32],
+                 y: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP, name_hint="stage"):
+                y[:] = pl.exp(x)
+            with pl.at(level=pl.Level.CORE_GROUP, name_hint=hint):
+                y[:] = pl.add(y, x)
+            return y
+
+    with pytest.raises(CodegenError) as e:
+        outline(P)
+    assert repr(hint) in e.value.message and "name_hint" in e.value.hint
