@@ -71,11 +71,22 @@ def write_outputs(record, compiled, config, out_dir=None) -> dict:
     if level:
         written[SWIMLANE_RECORDS] = _write_json(out / SWIMLANE_RECORDS, swimlane_records(record, level))
         written[SWIMLANE_TRACE] = _write_json(out / SWIMLANE_TRACE, chrome_trace(record))
-        written[SWIMLANE_SVG] = _write_text(out / SWIMLANE_SVG, swimlane_svg(record))
+        written[SWIMLANE_SVG] = _write_text(out / SWIMLANE_SVG, swimlane_svg(record, _title(compiled)))
     if dep_gen:
         written[DEPS] = _write_json(out / DEPS, deps_graph(record))
     record.dfx_outputs.update(written)
     return written
+
+
+def _title(compiled) -> str:
+    name = getattr(getattr(compiled, "program", None), "name", None)
+    if not isinstance(name, str) or not name:
+        try:
+            name = compiled._name()
+        except Exception:
+            name = ""
+    folder = Path(compiled.output_dir).name
+    return f"{name} ({folder})" if name and name != folder else folder
 
 
 def _write_text(path: Path, text: str) -> Path:
@@ -330,8 +341,8 @@ def swimlane_svg(record, title: str | None = None) -> str:
         y = TOP + i * LANE
         if i % 2 == 0:
             out.append(f'<rect x="{LEFT}" y="{y}" width="{plot_w}" height="{LANE}" fill="#f4f4f4"/>')
-        label = "orchestration" if ctype == "host" else f"{CORE_LABEL.get(ctype, ctype)} {index}"
-        out.append(f'<text x="{LEFT - 8}" y="{y + LANE / 2 + 4:.1f}" text-anchor="end">'
+        label = "host" if ctype == "host" else f"{CORE_LABEL.get(ctype, ctype)} {index}"
+        out.append(f'<text class="lane" x="{LEFT - 8}" y="{y + LANE / 2 + 4:.1f}" text-anchor="end">'
                    f'{escape(label)}</text>')
     n_ticks = int(round(axis_end / step))
     for k in range(n_ticks + 1):
@@ -339,18 +350,19 @@ def swimlane_svg(record, title: str | None = None) -> str:
         gx = LEFT + value / axis_end * plot_w
         out.append(f'<line x1="{gx:.1f}" y1="{TOP}" x2="{gx:.1f}" y2="{axis_y}" stroke="#ddd"/>')
         out.append(f'<line x1="{gx:.1f}" y1="{axis_y}" x2="{gx:.1f}" y2="{axis_y + 5}" stroke="#333"/>')
-        out.append(f'<text x="{gx:.1f}" y="{axis_y + 18}" text-anchor="middle">{_fmt(value)}</text>')
+        out.append(f'<text class="tick" x="{gx:.1f}" y="{axis_y + 18}" text-anchor="middle">'
+                   f'{_fmt(value)}</text>')
     out.append(f'<line x1="{LEFT}" y1="{axis_y}" x2="{LEFT + plot_w}" y2="{axis_y}" stroke="#333"/>')
     out.append(f'<text x="{LEFT + plot_w}" y="{axis_y + 32}" text-anchor="end" fill="#444">'
                f'time since launch start ({unit})</text>')
 
     # bars
-    def bar(lane, start_ns, end_ns, fill, label, tip, stroke="#333"):
+    def bar(lane, start_ns, end_ns, fill, label, tip, kind):
         y = TOP + lane_of[lane] * LANE + (LANE - BAR) / 2
         bx, bw = x(start_ns), max(x(end_ns) - x(start_ns), 1.0)
-        out.append(f'<g><title>{escape(tip)}</title>'
+        out.append(f'<g class="{kind}"><title>{escape(tip)}</title>'
                    f'<rect x="{bx:.2f}" y="{y:.1f}" width="{bw:.2f}" height="{BAR}" fill="{fill}" '
-                   f'stroke="{stroke}" stroke-width="0.5"/>')
+                   f'stroke="#333" stroke-width="0.5"/>')
         fits = int((bw - 4) // CHAR_W)
         if fits >= 3:
             text = label if len(label) <= fits else label[:fits - 1] + "…"
@@ -361,7 +373,7 @@ def swimlane_svg(record, title: str | None = None) -> str:
     if has_orch:
         s, e = record.orchestration_start_ns - t0, record.orchestration_end_ns - t0
         bar(("host", 0), s, e, "#999", "orchestration",
-            f"orchestration: {_fmt(s / scale)}–{_fmt(e / scale)} {unit}")
+            f"orchestration: {_fmt(s / scale)}–{_fmt(e / scale)} {unit}", "orchestration")
     for t in tasks:
         s, e = t.start_ns - t0, t.end_ns - t0
         tip = (f"task {t.task_id}: {t.kernel} on {CORE_LABEL.get(t.core_type, t.core_type)} "
@@ -370,7 +382,7 @@ def swimlane_svg(record, title: str | None = None) -> str:
         if t.deps:
             tip += f", after tasks {', '.join(map(str, t.deps))}"
         bar((t.core_type, t.core_index), s, e, color[t.kernel] if not t.status else "#c00",
-            t.kernel, tip)
+            t.kernel, tip, "task")
 
     # dependency edges: producer end -> consumer start
     by_id = {t.task_id: t for t in tasks}
@@ -382,7 +394,7 @@ def swimlane_svg(record, title: str | None = None) -> str:
             x1, x2 = x(p.end_ns - t0), x(c.start_ns - t0)
             if y1 == y2:
                 y1 = y2 = y1 - BAR / 2 - 1
-            out.append(f'<line x1="{x1:.2f}" y1="{y1:.1f}" x2="{x2:.2f}" y2="{y2:.1f}" '
+            out.append(f'<line class="dep" x1="{x1:.2f}" y1="{y1:.1f}" x2="{x2:.2f}" y2="{y2:.1f}" '
                        f'stroke="#555" stroke-width="0.8" stroke-opacity="0.7" '
                        f'marker-end="url(#arrow)"/>')
 
@@ -392,6 +404,6 @@ def swimlane_svg(record, title: str | None = None) -> str:
         lx = LEFT + (i % 4) * (plot_w / 4)
         yy = ly + (i // 4) * 18
         out.append(f'<rect x="{lx:.1f}" y="{yy - 10}" width="12" height="12" fill="{color[k]}"/>')
-        out.append(f'<text x="{lx + 17:.1f}" y="{yy}">{escape(k)}</text>')
+        out.append(f'<text class="legend" x="{lx + 17:.1f}" y="{yy}">{escape(k)}</text>')
     out.append('</svg>')
     return "\n".join(out) + "\n"
