@@ -44,6 +44,14 @@ inline GmArg<T> gm_arg(int64_t raw, int32_t dtype, const char* name) {
     return g;
 }
 
+// A dynamic dim of the kernel: extent `i` of a tensor argument's descriptor.
+inline int64_t gm_dim(int64_t raw, int i, const char* name) {
+    const PyptoTensor* t = reinterpret_cast<const PyptoTensor*>(raw);
+    if (!t) fail(name, "tensor argument is a null descriptor");
+    if (i < 0 || i >= t->ndims) fail(name, "tensor argument has %d dims, no dim %d", int(t->ndims), i);
+    return t->shape[i];
+}
+
 // Furthest element (in elements from base) a shape/stride pair can touch; -1 when empty.
 inline int64_t reach(int n, const int64_t* shape, const int64_t* strides) {
     int64_t r = 0;

@@ -14,7 +14,7 @@ from ..dtype import BY_MLIR
 from .arch import CXX_SPACE, Arch
 from .errors import op_error
 from .ir import (Func, Module, Op, PartitionType, PtrType, ScalarType, TensorViewType, TileType,
-                 Value)
+                 Value, walk)
 from .ops import TILE_OPS, round_mode
 
 SCALAR_CXX = {"index": "int64_t", "i64": "int64_t", "i32": "int32_t", "i16": "int16_t",
@@ -323,9 +323,30 @@ class FuncEmitter:
         self.emit(ind, call + ";")
 
 
+def dim_args(f: Func) -> dict:
+    """Trailing `index` arguments that are dynamic dims: each is a shape operand of the
+    make_tensor_view of a tensor argument, and is read from that tensor's descriptor
+    (the caller passes no scalar for it). {dim arg: (tensor arg, dim index)}"""
+    out: dict = {}
+    tensors = {a for a in f.args if isinstance(a.type, PtrType)}
+    dims = {a for a in f.args if isinstance(a.type, ScalarType) and a.type.name == "index"}
+    for op in walk(f.body):
+        if op.name != "pto.make_tensor_view" or op.group("source")[0] not in tensors:
+            continue
+        for i, v in enumerate(op.group("shape")):
+            if v in dims and v not in out:
+                out[v] = (op.group("source")[0], i)
+    # only a trailing run of arguments can be dims; a scalar parameter before them stays one
+    k = len(f.args)
+    while k and f.args[k - 1] in out:
+        k -= 1
+    return {a: out[a] for a in f.args[k:]}
+
+
 def _entry(f: Func, symbol: str) -> list[str]:
+    dims = dim_args(f)
     tensors = [a for a in f.args if isinstance(a.type, PtrType)]
-    scalars = [a for a in f.args if not isinstance(a.type, PtrType)]
+    scalars = [a for a in f.args if not isinstance(a.type, PtrType) and a not in dims]
     slot = {a: k for k, a in enumerate(tensors)}
     slot.update({a: len(tensors) + k for k, a in enumerate(scalars)})
     call_args = []
@@ -334,6 +355,10 @@ def _entry(f: Func, symbol: str) -> list[str]:
             d = BY_MLIR[a.type.elem]
             label = c_string(f"@{f.name} tensor argument %{a.name} (args[{slot[a]}])")
             call_args.append(f"pto::gm_arg<{d.cpp}>(args[{slot[a]}], {d.code}, {label})")
+        elif a in dims:
+            src, i = dims[a]
+            label = c_string(f"@{f.name} dynamic dim %{a.name} (dim {i} of %{src.name}, args[{slot[src]}])")
+            call_args.append(f"pto::gm_dim(args[{slot[src]}], {i}, {label})")
         else:
             call_args.append(f"pto::scalar_arg<{SCALAR_CXX[a.type.name]}>(args[{slot[a]}])")
     fname = "k_" + re.sub(r"[^A-Za-z0-9_]", "_", f.name)
@@ -360,7 +385,7 @@ def kernel_info(module: Module, arch: Arch, usage: dict) -> dict:
         "kernel_kind": f.kernel_kind,
         "arch": arch.name,
         "tensor_params": sum(isinstance(a.type, PtrType) for a in f.args),
-        "scalar_params": sum(not isinstance(a.type, PtrType) for a in f.args),
+        "scalar_params": sum(not isinstance(a.type, PtrType) for a in f.args) - len(dim_args(f)),
         "bytes_used": dict(sorted(usage.get(f.name, {}).items())),
         "functions": [g.name for g in module.funcs],
     }

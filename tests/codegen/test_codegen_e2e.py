@@ -108,10 +108,6 @@ def test_chain_with_intermediate_loop_and_scalars(tmp_path):
     np.testing.assert_allclose(y, y0 + 3 * (x * np.float32(0.5) + np.float32(1.5)), rtol=1e-6, atol=1e-5)
 
 
-@pytest.mark.xfail(reason="contract item for pypto.ptoas: a trailing `index` arg of a kernel is a dynamic "
-                          "dim to be read from the descriptor shape of the first tensor whose "
-                          "make_tensor_view names it (pypto/codegen/pto.py docstring); ptoas still "
-                          "reads it as a scalar slot", strict=False)
 def test_dynamic_rows(tmp_path):
     """A kernel over tensors with a dynamic leading dim, looping over row blocks."""
     prog = P.dyn_kernel()

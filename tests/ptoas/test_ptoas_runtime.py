@@ -159,3 +159,42 @@ def test_library_refuses_a5_only_moves_in_an_a2a3_build(tmp_path):
     assert Kernel(build_kernel(cpp, arch="a5", core_type="aic"), tmp_path)(out) is None
     err = Kernel(build_kernel(cpp, arch="a2a3", core_type="aic"), tmp_path)(out)
     assert "tmov acc -> vec is not a data path on a2a3" in err
+
+
+def test_trailing_dynamic_dim_is_read_from_the_tensor_descriptor(make_kernel):
+    """`%M` is a shape operand of %arg0's view: the caller passes only the scalar %arg2
+    (a block count); the wrapper reads M from the descriptor of %arg0."""
+    t = tile_type("vec", "f32", 16, 32)
+    ptv = "!pto.partition_tensor_view<16x32xf32>"
+    text = f"""\
+module {{
+  func.func @rows(%arg0: !pto.ptr<f32>, %arg1: !pto.ptr<f32>, %arg2: index, %M: index) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %c0_i64 = arith.constant 0 : i64
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %c32 = arith.constant 32 : index
+    %x = pto.make_tensor_view %arg0, shape = [%M, %c32], strides = [%c32, %c1] {{layout = #pto.layout<nd>}} : !pto.tensor_view<?x?xf32> loc("rows.py":3:1)
+    %y = pto.make_tensor_view %arg1, shape = [%M, %c32], strides = [%c32, %c1] {{layout = #pto.layout<nd>}} : !pto.tensor_view<?x?xf32> loc("rows.py":3:1)
+    scf.for %i = %c0 to %arg2 step %c1 {{
+      %t = pto.alloc_tile addr = %c0_i64 valid_row = %c16 valid_col = %c32 : {t} loc("rows.py":5:3)
+      %o = arith.muli %i, %c16 : index loc("rows.py":5:3)
+      %xp = pto.partition_view %x, offsets = [%o, %c0], sizes = [%c16, %c32] : !pto.tensor_view<?x?xf32> -> {ptv} loc("rows.py":5:3)
+      pto.tload ins(%xp : {ptv}) outs(%t : {t}) loc("rows.py":5:3)
+      pto.tabs ins(%t : {t}) outs(%t : {t}) loc("rows.py":6:3)
+      %yp = pto.partition_view %y, offsets = [%o, %c0], sizes = [%c16, %c32] : !pto.tensor_view<?x?xf32> -> {ptv} loc("rows.py":7:3)
+      pto.tstore ins(%t : {t}) outs(%yp : {ptv}) loc("rows.py":7:3)
+    }}
+    return
+  }}
+}}
+"""
+    kern = make_kernel(text)
+    assert kern.info()["scalar_params"] == 1
+    for m in (32, 64):
+        x = np.random.default_rng(m).standard_normal((m, 32)).astype(np.float32)
+        y = np.zeros_like(x)
+        assert kern(x, y, scalars=[m // 16]) is None
+        np.testing.assert_array_equal(y, np.abs(x))
+    err = kern(np.zeros((32, 32), np.float32), np.zeros((32, 32), np.float32), scalars=[3])
+    assert err is not None and "partition [32, 48) of dim 0 is outside the tensor view's extent 32" in err
