@@ -33,6 +33,8 @@ class BuildOptions:
     emit_loc: bool = True
     dump_ptoas_passes: bool = False
     profiling: bool = False
+    diag_phase: str = "pre_pipeline"   # none | pre_pipeline | post_pass | post_pipeline
+    disabled: tuple = ("UnusedControlFlowResult",)
     runtime: str = "tensormap_and_ringbuffer"
     passes: tuple = ()                 # (name, module, reads) of the passes to run
 
@@ -62,11 +64,18 @@ def _pass_step(name, inputs, opts: BuildOptions, pname, module, reads, done, mod
     for r in reads:
         o[r] = getattr(opts, r)
     outputs = ["program", "dump"] if o["explicit"] else ["program"]
+    if opts.diag_phase == "post_pass" and pname is not None:
+        o["diag"] = _diag(opts)
+        outputs.append("diagnostics")
     if pname is None:
         doc = f"the whole program after {done[-1]} (its dump)"
     else:
         doc = f"pass {pname}" + (f" on {extra['function']}" if "function" in extra else "")
     return _step(name, "pass", inputs, outputs, o, target, doc=doc, extra=module or "")
+
+
+def _diag(opts: BuildOptions) -> dict:
+    return {"phase": opts.diag_phase, "disabled": sorted(opts.disabled)}
 
 
 def _dump_target(opts, out, n, pname):
@@ -104,8 +113,11 @@ def plan(prog: str, source: Ref, opts: BuildOptions, out: Path, store, from_spec
                            doc=f"{prog}: @pl.jit source + argument metadata -> @pl.program source"))
         source = Ref(f"specialize:{prog}", "program")
     explicit = opts.dump == "explicit"
-    steps.append(_step(f"frontend:{prog}", "frontend", {"program": source},
-                       ["program", "dump"] if explicit else ["program"], {"explicit": explicit},
+    fopts, fouts = {"explicit": explicit}, ["program", "dump"] if explicit else ["program"]
+    if opts.diag_phase in ("pre_pipeline", "post_pass"):
+        fopts["diag"] = _diag(opts)
+        fouts.append("diagnostics")
+    steps.append(_step(f"frontend:{prog}", "frontend", {"program": source}, fouts, fopts,
                        _dump_target(opts, out, 0, None),
                        doc=f"{prog}: parse and print the program before any pass"))
     digests = yield steps
@@ -216,27 +228,35 @@ def back_steps(prog: str, final, opts: BuildOptions, out: Path, store) -> tuple[
                            tg, ("so",) if build else (),
                            doc=f"{prog}: host orchestration {orch_name}"))
     cfg_inputs = {"program": sig_blob}
+    cfg_opts: dict = {}
+    cfg_outs = []
+    if opts.diag_phase != "none":
+        cfg_inputs["final"] = Ref.blob(store.put_bytes(print_program(final).encode("utf-8")))
+        cfg_opts["diag"] = _diag(opts)
+        cfg_outs = ["perf_hints"] + (["diagnostics"] if opts.diag_phase == "post_pipeline" else [])
     kernels_opt = None
     if not opts.skip_ptoas and orch:
         kernels_opt = info
         for k in info:
             cfg_inputs[f"so:{k['name']}"] = Ref(f"kernel:{prog}:{_safe(k['name'])}", "so")
-    outs = ["meta", "config"] if kernels_opt is not None else ["meta"]
+    outs = (["meta", "config"] if kernels_opt is not None else ["meta"]) + cfg_outs
     tg = {"meta": str(out / "compiled_meta.json")}
     if kernels_opt is not None:
         tg["config"] = str(out / "kernel_config.py")
     steps.append(_step(f"config:{prog}", "config", cfg_inputs, outs,
                        {"orchestration": orch_name, "platform": opts.platform,
                         "backend_type": opts.backend_type, "runtime": opts.runtime,
-                        "kernels": kernels_opt},
+                        "kernels": kernels_opt, **cfg_opts},
                        tg, doc=f"{prog}: kernel_config.py and compiled_meta.json"))
     return steps, {"orchestration": orch_name, "kernels": info}
 
 
 def _signature_only(f):
+    """A function's signature with no body and no location: what callers need, and
+    nothing that changes when only its body (or its position in the file) does."""
     from pypto.ir.nodes import Function
     return Function(f.name, f.params, f.return_types, [], f.func_type, f.level, f.role,
-                    dict(f.attrs), f.span)
+                    dict(f.attrs), None)
 
 
 def jobs_default() -> int:
@@ -290,6 +310,7 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
     db = str(out / "report" / ".doit.db")
     gen = plan(prog_name, Ref.blob(src), opts, out, store, from_spec)
     records: list = []
+    found: list = []                   # (step, output, digest) of diagnostics to report
     outputs: dict[str, str] = {}
     executable: list[str] = []
     progress = None
@@ -303,6 +324,9 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
                           progress=progress.record if progress else None)
             records.extend(r.records)
             for s in steps:
+                for name in ("diagnostics", "perf_hints"):
+                    if name in s.outputs:
+                        found.append((s.name, name, r.digests[s.name][name]))
                 for name, target in s.targets.items():
                     rel = _relative(out, target)
                     outputs[rel] = r.digests[s.name][name]
@@ -313,6 +337,9 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
         meta = stop.value
     if progress:
         progress.summary()
+    for rel, text in diagnostics_reports(store, found).items():
+        outputs[rel] = store.put_bytes(text)
+        store.materialize(outputs[rel], out / rel)
     write_report(out, records, time.perf_counter() - t0)
     if opts.profiling:
         write_profile(out, records, time.perf_counter() - t0)
@@ -327,6 +354,27 @@ def _materialize_all(store, out: Path, manifest: dict) -> bool:
         if not store.materialize(digest, out / rel, executable=rel in exe):
             return False
     return True
+
+
+def diagnostics_reports(store, found) -> dict[str, bytes]:
+    """Report files from the steps' diagnostics outputs (only files with content):
+    report/perf_hints.log, report/diagnostics.log, passes_dump/NN_after_<Pass>.log."""
+    files: dict[str, list[str]] = {}
+    for step, output, digest in found:
+        text = store.get_bytes(digest).decode("utf-8")
+        if not text:
+            continue
+        if output == "perf_hints":
+            rel = "report/perf_hints.log"
+        elif step.startswith("pass:"):
+            num, _, pname = step.split(":")[2].partition("_")
+            rel = f"passes_dump/{num}_after_{pname}.log"
+        else:
+            rel = "report/diagnostics.log"
+        parts = files.setdefault(rel, [])
+        if text not in parts:
+            parts.append(text)
+    return {rel: "".join(parts).encode("utf-8") for rel, parts in files.items()}
 
 
 def write_profile(out: Path, records, total: float) -> None:

@@ -35,11 +35,11 @@ def stage_impl(stage: str, extra: str = "") -> str:
     common = _files(*_IR_FILES) + [Path(__file__)]    # the stage functions below, too
     if stage == "pass":
         files = common + _files("passes/base.py", "passes/verify.py", "passes/__init__.py",
-                                f"passes/{extra}.py")
+                                f"passes/{extra}.py", "diagnostics.py")
     elif stage == "specialize":
         files = common + _files("jit/specialize.py", "jit/analysis.py")
     elif stage == "frontend":
-        files = common
+        files = common + _files("diagnostics.py")
     elif stage == "pto":
         files = common + _files("codegen/pto.py", "codegen/*.py")
     elif stage == "ptoas":
@@ -53,7 +53,7 @@ def stage_impl(stage: str, extra: str = "") -> str:
         return impl_digest(*(common + _files("codegen/*.py", "include/pypto_abi.h", "ptoas/build.py")),
                            toolchain_id())
     elif stage == "config":
-        files = common + _files("codegen/config.py")
+        files = common + _files("codegen/config.py", "diagnostics.py")
     else:
         raise ValueError(f"unknown stage {stage}")
     return impl_digest(*files)
@@ -82,7 +82,14 @@ def frontend_stage(inputs: dict, options: dict) -> dict:
     out = {"program": _print(prog)}
     if options.get("explicit"):
         out["dump"] = _print(prog, explicit=True)
+    if "diag" in options:          # warnings on the program as written
+        out["diagnostics"] = _warnings(prog, options["diag"])
     return out
+
+
+def _warnings(prog, diag: dict) -> bytes:
+    from pypto.diagnostics import render, warnings
+    return render(warnings(prog, frozenset(diag["disabled"]))).encode("utf-8")
 
 
 def _join(inputs: dict, order: list, name: str, source: str):
@@ -136,6 +143,10 @@ def pass_stage(inputs: dict, options: dict) -> dict:
     res = {"program": text}
     if options.get("explicit"):
         res["dump"] = _print(out, explicit=True)
+    if "diag" in options:          # post-pass warnings, on what this step rewrote
+        fname = options.get("function")
+        mine = Program(out.name, [out.get(fname)], out.source) if fname else out
+        res["diagnostics"] = _warnings(mine, options["diag"])
     return res
 
 
@@ -196,8 +207,18 @@ def config_stage(inputs: dict, options: dict) -> dict:
     from cache import digest_bytes
     from pypto.codegen.config import compiled_meta_text, kernel_config_text
     prog = _parse(inputs["program"])
-    out = {"meta": compiled_meta_text(prog, options["orchestration"], options["platform"],
-                                      options["backend_type"], options["runtime"]).encode("utf-8")}
+    out = {}
+    if "diag" in options:          # perf hints (and post-pipeline warnings) on the final program
+        from pypto.backend import BackendType
+        from pypto.diagnostics import perf_hints, render
+        final = _parse(inputs["final"])
+        disabled = frozenset(options["diag"]["disabled"])
+        out["perf_hints"] = render(perf_hints(final, BackendType(options["backend_type"]),
+                                              disabled)).encode("utf-8")
+        if options["diag"]["phase"] == "post_pipeline":
+            out["diagnostics"] = _warnings(final, options["diag"])
+    out["meta"] = compiled_meta_text(prog, options["orchestration"], options["platform"],
+                                     options["backend_type"], options["runtime"]).encode("utf-8")
     if options["kernels"] is not None:
         kernels = []
         for k in options["kernels"]:

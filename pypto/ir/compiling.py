@@ -75,11 +75,21 @@ def build_options(*, strategy=OptimizationStrategy.Default, dump_passes=True,
     planner = coerce(MemoryPlanner, memory_planner or MemoryPlanner.PYPTO, "memory_planner")
     if planner is not MemoryPlanner.PYPTO:
         _not_yet("memory_planner", planner.name, "the DSA_RP and PTOAS memory planners")
-    if diagnostic_phase is not None and coerce(DiagnosticPhase, diagnostic_phase,
-                                               "diagnostic_phase") is not DiagnosticPhase.NONE:
-        _not_yet("diagnostic_phase", diagnostic_phase, "phase-gated diagnostics")
-    if disabled_diagnostics:
-        _not_yet("disabled_diagnostics", disabled_diagnostics, "per-check diagnostics")
+    if diagnostic_phase is None:
+        env = os.environ.get("PYPTO_WARNING_LEVEL", "").strip().lower()
+        diagnostic_phase = env if env in ("none", "post_pass", "post_pipeline") else "pre_pipeline"
+    phase = coerce(DiagnosticPhase, diagnostic_phase, "diagnostic_phase")
+    from pypto.diagnostics import DEFAULT_DISABLED, HINTS, WARNINGS
+    if disabled_diagnostics is None:
+        disabled = set(DEFAULT_DISABLED)
+    else:
+        disabled = set()
+        for d in disabled_diagnostics:
+            name = getattr(d, "name", d)
+            if name not in WARNINGS + HINTS:
+                raise ValueError(f"disabled_diagnostics: unknown check {name!r}; checks are "
+                                 f"{', '.join(WARNINGS + HINTS)}")
+            disabled.add(name)
     profiling = bool(profiling) or _truthy("PYPTO_COMPILE_PROFILING", False)
     if distributed_config is not None:
         _not_yet("distributed_config", distributed_config, "distributed (HOST-level) compilation")
@@ -95,6 +105,7 @@ def build_options(*, strategy=OptimizationStrategy.Default, dump_passes=True,
                         dump=dump.name.lower(), skip_ptoas=bool(skip_ptoas), verify=verify.value,
                         memory_planner=planner.value, emit_loc=emit_loc,
                         dump_ptoas_passes=bool(dump_ptoas_passes), profiling=bool(profiling),
+                        diag_phase=phase.value, disabled=tuple(sorted(disabled)),
                         runtime=rt.value, passes=passes)
 
 

@@ -41,8 +41,11 @@ class DiagnosticPhase(enum.Enum):
 class DiagnosticCheck(enum.Enum):
     UnusedVariable = "UnusedVariable"
     UnusedControlFlowResult = "UnusedControlFlowResult"
-    TileInnermostDimGranularity = "TileInnermostDimGranularity"
     OutParamWriteDropped = "OutParamWriteDropped"
+    TileInnermostDimGranularity = "TileInnermostDimGranularity"
+    LoopInvariantLoad = "LoopInvariantLoad"
+    UBUnderused = "UBUnderused"
+    SmallKernel = "SmallKernel"
 
 
 def coerce(enum_cls, value, param: str):

@@ -146,11 +146,12 @@ class _Printer:
 
     # ------------------------------------------------------------------ stmts
     def loc(self, node) -> str:
-        # Only device code carries locations: they end up in the .pto. Host-side
-        # statements print none, so moving them (or adding lines around them) leaves
-        # the canonical text, and every build step keyed on it, unchanged.
+        # Only device code (and each function's def line, for messages about a
+        # function) carries locations: they end up in the .pto. Host-side statements
+        # print none, so moving them (or adding lines around them) leaves the
+        # canonical text, and every build step keyed on it, unchanged.
         s = getattr(node, "span", None)
-        if not (self.locs and self.device and s is not None):
+        if not (self.locs and (self.device or isinstance(node, Function)) and s is not None):
             return ""
         return f"  # @{s.file}:{s.line}:{s.col}"
 

@@ -153,10 +153,81 @@ def test_dump_ptoas_passes(iso):
 
 @pytest.mark.parametrize("kw", [dict(distributed_config={"ranks": 2}),
                                 dict(analyze_auto_scopes_for_deps=True),
-                                dict(enable_pypto_l0c_double_buffer=True),
-                                dict(disabled_diagnostics={"UnusedVariable"}),
-                                dict(diagnostic_phase="POST_PASS")])
+                                dict(enable_pypto_l0c_double_buffer=True)])
 def test_options_not_built_yet_say_so(iso, kw):
     with pytest.raises(UnsupportedOptionError, match="not available"):
         ir.compile(TileAdd, output_dir=iso / "x", **kw)
     assert not (iso / "x" / "kernel_config.py").exists()
+
+
+HINTS_SRC = """
+import pypto.language as pl
+
+@pl.program
+class Hints:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[64, 64], pl.FP32], c: pl.Out[pl.Tensor[[64, 64], pl.FP32]],
+             d: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            for i in pl.range(4):
+                t = pl.load(a, [i * 16, 0], [16, 64])
+                unused = pl.exp(t)
+                c = pl.store(pl.add(t, t), [i * 16, 0], c)
+        return c
+
+@pl.program
+class Inv:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[64, 128], pl.FP32], w: pl.Tensor[[1, 128], pl.FP32],
+             c: pl.Out[pl.Tensor[[64, 128], pl.FP32]]) -> pl.Tensor[[64, 128], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            for i in pl.range(4):
+                t = pl.load(a, [i * 16, 0], [16, 128])
+                wt = pl.load(w, [0, 0], [1, 128])
+                c = pl.store(pl.col_expand_mul(t, wt), [i * 16, 0], c)
+        return c
+"""
+
+
+@pytest.fixture
+def hints_mod(iso):
+    import importlib.util
+    p = iso / "hints_prog.py"
+    p.write_text(HINTS_SRC)
+    spec = importlib.util.spec_from_file_location("hints_prog", p)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_perf_hints_and_warnings(iso, hints_mod):
+    ir.compile(hints_mod.Hints, output_dir=iso / "h", dump_passes=False)
+    hints = (iso / "h" / "report" / "perf_hints.log").read_text()
+    for check, line in (("TileInnermostDimGranularity", 11), ("UBUnderused", 9), ("SmallKernel", 9)):
+        assert any(check in ln and f"hints_prog.py:{line}:" in ln for ln in hints.splitlines()), check
+    warns = (iso / "h" / "report" / "diagnostics.log").read_text()
+    assert "hints_prog.py:12:" in warns and "[UnusedVariable]" in warns
+    assert "hints_prog.py:7:" in warns and "[OutParamWriteDropped]" in warns
+    ir.compile(hints_mod.Inv, output_dir=iso / "m", dump_passes=False)
+    inv = (iso / "m" / "report" / "perf_hints.log").read_text()
+    assert "[LoopInvariantLoad]" in inv and "hints_prog.py:24:" in inv
+    assert "hints_prog.py:23:" not in inv            # that load moves with i
+
+
+def test_diagnostics_gated_by_phase_and_disabled(iso, hints_mod):
+    ir.compile(hints_mod.Hints, output_dir=iso / "none", dump_passes=False,
+               diagnostic_phase=ir.DiagnosticPhase.NONE)
+    assert not list((iso / "none" / "report").glob("*.log"))
+    assert _stages_ran(iso / "none") <= {"frontend", "config", "pass", "pto", "ptoas", "kernel",
+                                         "orchestration"}
+    ir.compile(hints_mod.Hints, output_dir=iso / "dis", dump_passes=False,
+               disabled_diagnostics={ir.DiagnosticCheck.UnusedVariable, "SmallKernel"})
+    assert "UnusedVariable" not in (iso / "dis" / "report" / "diagnostics.log").read_text()
+    assert "SmallKernel" not in (iso / "dis" / "report" / "perf_hints.log").read_text()
+    # only the frontend and config read the diagnostic options
+    assert _stages_ran(iso / "dis") <= {"frontend", "config"}
+    ir.compile(hints_mod.Hints, output_dir=iso / "pp", diagnostic_phase="POST_PASS")
+    logs = sorted(p.name for p in (iso / "pp" / "passes_dump").glob("*.log"))
+    assert logs and all("_after_" in n for n in logs)
+    with pytest.raises(ValueError, match="unknown check"):
+        ir.compile(hints_mod.Hints, output_dir=iso / "bad", disabled_diagnostics={"Nope"})
