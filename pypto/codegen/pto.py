@@ -104,11 +104,13 @@ COL_REDUCE_OPS = {"tile.col_sum": "tcolsum", "tile.col_max": "tcolmax",
                   "tile.col_min": "tcolmin"}
 EXPAND_OPS = {f"tile.{d}_expand_{o}": f"t{d}expand{o}"
               for d in ("row", "col") for o in ("add", "sub", "mul", "div")}
+BROADCAST_OPS = {"tile.row_expand": "trowexpand", "tile.col_expand": "tcolexpand"}
 _BROADCAST = {"tile.add": "add", "tile.sub": "sub", "tile.mul": "mul", "tile.div": "div"}
 OTHER_OPS = ("tile.alloc", "tile.load", "tile.store", "tile.move", "tile.create",
              "tile.reshape", "tile.cast", "tile.matmul", "tile.matmul_acc")
 SUPPORTED_OPS = tuple(sorted(set(BINARY_OPS) | set(SCALAR_OPS) | set(UNARY_OPS)
                              | set(ROW_REDUCE_OPS) | set(COL_REDUCE_OPS) | set(EXPAND_OPS)
+                             | set(BROADCAST_OPS)
                              | set(OTHER_OPS)))
 
 PLANNERS = ("PYPTO", "DSA_RP", "PTOAS")
@@ -682,6 +684,10 @@ class _Kernel:
         if op in EXPAND_OPS:
             a, b = self.tile(c.args[0], span), self.tile(c.args[1], span)
             self.op(EXPAND_OPS[op], [a, b], self.alloc(v, span), span)
+            return
+        if op in BROADCAST_OPS:       # the target only gives the shape: ins is the vector
+            vec = self.tile(c.args[1], span)
+            self.op(BROADCAST_OPS[op], [vec], self.alloc(v, span), span)
             return
         if op == "tile.cast":
             a = self.tile(c.args[0], span)

@@ -204,6 +204,24 @@ def _expand(op, row):
     return infer
 
 
+def _broadcast(op, row):
+    """row_expand(target, v[M,1]) / col_expand(target, v[1,N]): v broadcast to target's
+    shape (target's values are not read)."""
+    def infer(args, kw, span):
+        a, v = _shaped(op, args[0], span), _shaped(op, args[1], span)
+        if type(a) is not type(v):
+            _err(f"{op}: cannot mix {_tname(a)} and {_tname(v)}", span)
+        _check_dtype(op, a, v, span)
+        if len(a.shape) != 2:
+            _err(f"{op} expects a 2-D target, got shape {list(a.shape)}", span)
+        want = (a.shape[0], 1) if row else (1, a.shape[1])
+        if tuple(v.shape) != tuple(want):
+            _err(f"{op}: vector operand must have shape {list(want)}, got {list(v.shape)}", span,
+                 f"{op.split('.')[1]}(target, v) broadcasts v to target's shape")
+        return _same_kind(a, a.shape, a.dtype)
+    return infer
+
+
 def _reshape(args, kw, span):
     a = _shaped("reshape", args[0], span)
     shape = _static("reshape", _ints("reshape", args[1], span, "shape"), span, "shape")
@@ -289,6 +307,8 @@ for _ns in ("tensor", "tile"):
         _reg(f"{_ns}.{_o}", (2, 2), _expand(f"{_ns}.{_o}", True))
     for _o in COL_EXPAND:
         _reg(f"{_ns}.{_o}", (2, 2), _expand(f"{_ns}.{_o}", False))
+    _reg(f"{_ns}.row_expand", (2, 2), _broadcast(f"{_ns}.row_expand", True))
+    _reg(f"{_ns}.col_expand", (2, 2), _broadcast(f"{_ns}.col_expand", False))
     _reg(f"{_ns}.reshape", (2, 2), _reshape)
     _reg(f"{_ns}.matmul", (2, 2), _matmul, ("out_dtype",))
     _reg(f"{_ns}.matmul_acc", (3, 3), _matmul_acc)

@@ -263,6 +263,23 @@ def test_broadcast_binary_becomes_expand():
     assert "rows=1, cols=64, v_row=?, v_col=?, blayout=row_major" in text
 
 
+def test_row_and_col_expand_broadcast_the_vector():
+    def body(t):
+        tmp = P.tile("tmp", [16, 64], M.Vec)
+        r = P.tile("r", [16, 1], M.Vec)
+        c = P.tile("cs", [1, 64], M.Vec)
+        return [(tmp, Call("tile.create", [P.tup(16, 64)], {"dtype": dt.FP32, "target_memory": M.Vec})),
+                (r, Call("tile.row_sum", [t, tmp])),
+                (c, Call("tile.col_sum", [t])),
+                (P.tile("rb", [16, 64], M.Vec), Call("tile.row_expand", [t, r])),
+                (P.tile("cb", [16, 64], M.Vec), Call("tile.col_expand", [t, c]))]
+    text = generate_kernel(_vec_kernel(body), "k")
+    assert "pto.trowexpand ins(%r : !pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=1," in text
+    assert "outs(%rb : " in text
+    assert "pto.tcolexpand ins(%cs : !pto.tile_buf<loc=vec, dtype=f32, rows=1, cols=64," in text
+    assert "outs(%cb : " in text
+
+
 def test_cast_and_reshape():
     def body(t):
         h = P.tile("h", [16, 64], M.Vec, dtype=dt.FP16)

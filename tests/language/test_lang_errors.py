@@ -105,6 +105,13 @@ def test_shape_mismatch():
     check(exc, TypeCheckError, "kern.py", BODY_LINE + 1, r"equal shapes|broadcast", r"shape mismatch")
 
 
+def test_col_expand_needs_a_row_vector():
+    with pytest.raises(TypeCheckError) as exc:
+        parse_body("s = pl.row_sum(t, t)\nx = pl.col_expand(t, s)")
+    check(exc, TypeCheckError, "kern.py", BODY_LINE + 1, r"broadcasts v to target's shape",
+          r"tile\.col_expand: vector operand must have shape \[1, 64\], got \[64, 1\]")
+
+
 def test_dtype_mismatch():
     with pytest.raises(TypeCheckError) as exc:
         parse_body("x = pl.mul(t, th)")
