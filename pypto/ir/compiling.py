@@ -73,8 +73,6 @@ def build_options(*, strategy=OptimizationStrategy.Default, dump_passes=True,
         verification_level = env if env in ("none", "basic", "roundtrip") else "basic"
     verify = coerce(VerificationLevel, verification_level, "verification_level")
     planner = coerce(MemoryPlanner, memory_planner or MemoryPlanner.PYPTO, "memory_planner")
-    if planner is not MemoryPlanner.PYPTO:
-        _not_yet("memory_planner", planner.name, "the DSA_RP and PTOAS memory planners")
     if diagnostic_phase is None:
         env = os.environ.get("PYPTO_WARNING_LEVEL", "").strip().lower()
         diagnostic_phase = env if env in ("none", "post_pass", "post_pipeline") else "pre_pipeline"
