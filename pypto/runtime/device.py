@@ -49,7 +49,12 @@ class Device:
     def __init__(self, arch: str, n_threads: int | None = None):
         self.arch = arch
         self.slots = dict(CORE_SLOTS[arch])
-        self.cond = threading.Condition()
+        # one lock, two conditions: `cond` wakes pool threads when there is work,
+        # `done` wakes a launch waiting for its tasks (so neither wakes the other's
+        # sleepers: each wake-up is a GIL hand-off)
+        lock = threading.RLock()
+        self.cond = threading.Condition(lock)
+        self.done = threading.Condition(lock)
         self._ready = {t: deque() for t in self.slots}
         self._free = {t: list(range(n)) for t, n in self.slots.items()}
         total = sum(self.slots.values())
@@ -73,6 +78,7 @@ class Device:
         with self.cond:
             self._stopping = True
             self.cond.notify_all()
+            self.done.notify_all()
         for t in self._threads:
             if t is not threading.current_thread():
                 t.join()
@@ -88,6 +94,9 @@ class Device:
             kept = [t for t in q if t.launch is not launch]
             q.clear()
             q.extend(kept)
+
+    def _takeable(self) -> bool:
+        return any(q and self._free[t] for t, q in self._ready.items())
 
     def _take(self):
         types = list(self._ready)
@@ -112,6 +121,8 @@ class Device:
                 task, slot = got
                 task.started = True
                 task.launch.running += 1
+                if self._takeable():        # pass the baton: more work than this thread
+                    self.cond.notify()
             err[0] = b"\0"
             message = ""
             start = time.perf_counter_ns()
@@ -125,7 +136,6 @@ class Device:
             with self.cond:
                 heapq.heappush(self._free[task.kernel.core_type], slot)
                 task.launch.finished(task, status, message, start, end, slot, index)
-                self.cond.notify_all()
 
 
 class Launch:
@@ -240,13 +250,19 @@ class Launch:
                 self.fail(KernelExecutionError(task.kernel.name, spec.func_id, spec.index, status,
                                                message, task.kernel.core_type))
             if self.error is None:
+                ready = 0
                 for succ in task.successors:
                     succ.pending -= 1
                     if succ.pending == 0:
                         self.device.push_ready(succ)
+                        ready += 1
+                if ready:
+                    self.device.cond.notify(ready)
             task.successors = []
         except BaseException as e:  # a bug here must fail the launch, not hang it
             self.fail(SimulatorError(f"runtime error after task {spec.index}: {type(e).__name__}: {e}"))
+        if self.remaining <= 0:
+            self.device.done.notify_all()
 
     def fail(self, error: BaseException) -> None:
         """Record the first error and cancel every task that has not started (with
@@ -255,7 +271,7 @@ class Launch:
             self.error = error
             self.device.purge(self)
             self.remaining = self.running
-            self.device.cond.notify_all()
+            self.device.done.notify_all()
 
     def fail_locked(self, error: BaseException) -> None:
         with self.device.cond:
@@ -264,13 +280,13 @@ class Launch:
     def end_submitting(self) -> None:
         with self.device.cond:
             self.submitting = False
-            self.device.cond.notify_all()
+            self.device.done.notify_all()
 
     def wait(self) -> None:
         with self.device.cond:
             try:
                 while self.submitting or self.remaining > 0:
-                    self.device.cond.wait()
+                    self.device.done.wait()
             except BaseException:   # e.g. KeyboardInterrupt: start nothing more
                 self.fail(SimulatorError("launch interrupted"))
                 raise
