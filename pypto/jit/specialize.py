@@ -813,7 +813,10 @@ class _Body:
         if not self.dry:
             for name, meta, a in zip(names, metas, args):
                 ann = dep.anns[name]
-                needs = ann.bare or ann.kind is None
+                # a scalar annotated with its dtype (`i: pl.INDEX`) needs nothing from
+                # the call: a loop variable or an expression may be passed
+                typed_scalar = ann.kind == "scalar" and ann.dtype is not None
+                needs = (ann.bare and not typed_scalar) or ann.kind is None
                 if needs and meta is None:
                     fn.error(f"cannot tell the shape of argument `{ast.unparse(a)}` passed "
                              f"to parameter `{name}` of `{dep.name}`", node,

@@ -196,6 +196,20 @@ def carry(a: pl.Tensor, out: pl.Out[pl.Tensor]):
     return out
 
 
+@pl.jit.incore
+def add_rows(x: pl.Tensor, y: pl.InOut[pl.Tensor], i: pl.INDEX):
+    t = pl.load(x, [i * 32, 0], [32, 64])
+    pl.store(pl.add(t, 1.0), [i * 32, 0], y)
+    return y
+
+
+@pl.jit
+def rows_loop(x: pl.Tensor, y: pl.Out[pl.Tensor]):
+    for i in pl.range(4):
+        y = add_rows(x, y, i * 1)
+    return y
+
+
 def t(*shape, dtype=torch.float32):
     return torch.zeros(*shape, dtype=dtype)
 
@@ -469,6 +483,14 @@ def test_dep_argument_of_unknown_shape():
         "mm_out = matmul_kernel(a, b, mm_out)", "mm_out = matmul_kernel(a[0:64, :], b, mm_out)")
     with pytest.raises(SpecializeError, match="cannot tell the shape of argument"):
         specialize(spec)
+
+
+def test_dep_scalar_parameter_takes_a_loop_variable():
+    # `i: pl.INDEX` is typed by its annotation: any index expression may be passed
+    text = rows_loop.specialize(t(128, 64), t(128, 64))
+    assert "    def add_rows(x: pl.Tensor[[128, 64], pl.FP32], y: pl.InOut[pl.Tensor[[128, 64], " \
+           "pl.FP32]], i: pl.Scalar[pl.INDEX]) -> pl.Tensor[[128, 64], pl.FP32]:" in code_lines(text)
+    assert "            y = self.add_rows(x, y, i * 1)" in code_lines(text)
 
 
 def test_handwritten_spec():
