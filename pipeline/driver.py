@@ -43,7 +43,7 @@ class BuildOptions:
 class Build:
     output_dir: Path
     records: list = field(default_factory=list)
-    final_program: str = ""
+    frontend: str = ""                 # the program before any pass (printed)
     orchestration: str = ""
     kernels: list = field(default_factory=list)
 
@@ -121,7 +121,7 @@ def plan(prog: str, source: Ref, opts: BuildOptions, out: Path, store, from_spec
                        _dump_target(opts, out, 0, None),
                        doc=f"{prog}: parse and print the program before any pass"))
     digests = yield steps
-    cur = digests[f"frontend:{prog}"]["program"]
+    cur = frontend = digests[f"frontend:{prog}"]["program"]
     passes = list(opts.passes)
     done: list[str] = []
     i = 0
@@ -169,7 +169,7 @@ def plan(prog: str, source: Ref, opts: BuildOptions, out: Path, store, from_spec
     final = parse(store.get_bytes(cur).decode("utf-8"), filename="<ir>")
     back, meta = back_steps(prog, final, opts, out, store)
     yield back
-    return meta
+    return dict(meta, frontend=frontend)
 
 
 def back_steps(prog: str, final, opts: BuildOptions, out: Path, store) -> tuple[list[Step], dict]:
@@ -306,7 +306,8 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
         write_report(out, records, time.perf_counter() - t0)
         if opts.profiling:
             write_profile(out, records, time.perf_counter() - t0)
-        return Build(out, records, "", hit["meta"]["orchestration"], hit["meta"]["kernels"])
+        return Build(out, records, _text(store, hit["meta"]["frontend"]),
+                     hit["meta"]["orchestration"], hit["meta"]["kernels"])
     db = str(out / "report" / ".doit.db")
     gen = plan(prog_name, Ref.blob(src), opts, out, store, from_spec)
     records: list = []
@@ -345,7 +346,12 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
         write_profile(out, records, time.perf_counter() - t0)
     store.put_action(pkey, {"outputs": outputs, "executable": sorted(executable),
                             "tasks": [[r.name, r.stage] for r in records], "meta": meta})
-    return Build(out, records, "", meta["orchestration"], meta["kernels"])
+    return Build(out, records, _text(store, meta["frontend"]), meta["orchestration"], meta["kernels"])
+
+
+def _text(store, digest) -> str:
+    data = store.get_bytes(digest)
+    return data.decode("utf-8") if data is not None else ""
 
 
 def _materialize_all(store, out: Path, manifest: dict) -> bool:

@@ -153,6 +153,9 @@ def _run(name, source: bytes, opts, output_dir, *, program, from_spec):
     out = Path(output_dir) if output_dir is not None else default_output_dir(name)
     out.mkdir(parents=True, exist_ok=True)
     result = build(name, source, opts, out, from_spec=from_spec)
+    if program is None and from_spec and result.frontend:   # @pl.jit: the specialised, pre-pass IR
+        from pypto.language import parse
+        program = parse(result.frontend, filename="<ir>")
     if opts.skip_ptoas:
         return SkippedPtoas(out, program, result)
     return CompiledProgram(out, program=program)
