@@ -95,6 +95,7 @@ class RunConfig:
     enable_dump_args: int = 0
     enable_pmu: int = 0
     enable_dep_gen: bool = False
+    dfx_output_dir: Any = None        # DFX files go here instead of <output_dir>/dfx_outputs
     enable_scope_stats: bool = False
     compile_profiling: bool = False
     diagnostic_phase: Any = None

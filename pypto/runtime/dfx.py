@@ -1,7 +1,7 @@
 """DFX outputs of a launch: swimlane records, a Chrome trace, an SVG timeline, deps.json.
 
-Written at run time (never by compilation) into `<output_dir>/dfx_outputs/` when the
-run's RunConfig asks for them:
+Written at run time (never by compilation) into `<output_dir>/dfx_outputs/` (or
+`RunConfig.dfx_output_dir`) when the run's RunConfig asks for them:
 
 | RunConfig | Files |
 |---|---|
@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import threading
 from pathlib import Path
 from xml.sax.saxutils import escape
 
@@ -54,7 +55,11 @@ def wanted(config) -> bool:
     return swimlane_level(config) > 0 or bool(getattr(config, "enable_dep_gen", False))
 
 
-def output_dir(compiled) -> Path:
+def output_dir(compiled, config=None) -> Path:
+    """`config.dfx_output_dir` when set, else `<output_dir>/dfx_outputs/`."""
+    chosen = getattr(config, "dfx_output_dir", None)
+    if chosen:
+        return Path(chosen)
     return Path(compiled.output_dir) / DFX_DIR
 
 
@@ -65,7 +70,7 @@ def write_outputs(record, compiled, config, out_dir=None) -> dict:
     dep_gen = bool(getattr(config, "enable_dep_gen", False))
     if not level and not dep_gen:
         return {}
-    out = Path(out_dir) if out_dir is not None else output_dir(compiled)
+    out = Path(out_dir) if out_dir is not None else output_dir(compiled, config)
     out.mkdir(parents=True, exist_ok=True)
     written = {}
     if level:
@@ -90,7 +95,7 @@ def _title(compiled) -> str:
 
 
 def _write_text(path: Path, text: str) -> Path:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
     return path

@@ -232,6 +232,16 @@ def test_trace_has_a_pid_per_core_type(programs):
                                       key=lambda s: (s[:3], int(s[4:])))
 
 
+def test_dfx_output_dir_override(programs, tmp_path):
+    c = programs("sleep2", [tensor("x", [8, 8]), tensor("y1", [8, 8], "Out"), tensor("y2", [8, 8], "Out")])
+    where = tmp_path / "elsewhere" / "dfx"
+    with ChipWorker(RunConfig(enable_chip_swimlane=1, dfx_output_dir=str(where))) as w:
+        c(torch.zeros(8, 8))
+        assert w.last_run.dfx_outputs == {n: where / n for n in FILES}
+    assert sorted(p.name for p in where.iterdir()) == sorted(FILES)
+    assert not (c.output_dir / "dfx_outputs").exists()
+
+
 def test_records_of_a_failed_launch_are_written(programs):
     c = programs("fail", [tensor("x", [8, 8]), tensor("y1", [8, 8], "Out"), tensor("y2", [8, 8], "Out")])
     with ChipWorker(RunConfig(enable_chip_swimlane=1, enable_dep_gen=True)) as w:
