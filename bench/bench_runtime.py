@@ -28,7 +28,7 @@ if str(ROOT) not in sys.path:
 N_KERNELS = 16
 T = "pl.Tensor[[64, 64], pl.FP32]"
 
-QUICKSTART = f'''
+QUICKSTART = '''
 import pypto.language as pl
 
 @pl.program

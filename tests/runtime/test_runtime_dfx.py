@@ -163,7 +163,7 @@ def test_deps_json_edges(pipelines, runtime):
     c = pipelines[runtime]
     # a worker's own config asks for the dump; every edge is kept, also those to tasks
     # that had finished before the consumer was submitted
-    with ChipWorker(RunConfig(enable_dep_gen=True, runtime=runtime)) as w:
+    with ChipWorker(RunConfig(enable_dep_gen=True, runtime=runtime)):
         result = run(c, *inputs(2), golden=golden, rtol=1e-4, atol=1e-3)
     assert set(result.dfx_outputs) == {"deps.json"}
     deps = json.loads((dfx_dir(c) / "deps.json").read_text())
@@ -244,7 +244,7 @@ def test_dfx_output_dir_override(programs, tmp_path):
 
 def test_records_of_a_failed_launch_are_written(programs):
     c = programs("fail", [tensor("x", [8, 8]), tensor("y1", [8, 8], "Out"), tensor("y2", [8, 8], "Out")])
-    with ChipWorker(RunConfig(enable_chip_swimlane=1, enable_dep_gen=True)) as w:
+    with ChipWorker(RunConfig(enable_chip_swimlane=1, enable_dep_gen=True)):
         with pytest.raises(KernelExecutionError):
             c(torch.zeros(8, 8))
     data = json.loads((c.output_dir / "dfx_outputs" / FILES[0]).read_text())
