@@ -209,9 +209,36 @@ def tile_buf_type(t: TileType, arch: str = "a2a3", *, static_valid: bool = False
     except ValueError as e:
         fail(str(e), span)
     bl, sl, fr = tile_layout(t, arch)
+    _check_alignment(t, rows, cols, bl, sl, fr, span)
     vr, vc = (rows, cols) if static_valid else ("?", "?")
     return (f"!pto.tile_buf<loc={t.memory_space.value}, dtype={t.dtype.mlir}, rows={rows}, "
             f"cols={cols}, v_row={vr}, v_col={vc}, blayout={bl}, slayout={sl}, fractal={fr}, pad=0>")
+
+
+_ALIGN = 32     # bytes: a tile row (row-major) or column (col-major) is a whole number of blocks
+
+
+def _check_alignment(t: TileType, rows, cols, bl, sl, fr, span):
+    """The hardware's tile shape rules (ptoas checks them again on the .pto)."""
+    nb = t.dtype.nbytes
+    space, shape = t.memory_space.name, list(t.shape)
+    if sl == "none_box":
+        n, what, idx = (cols, "row", -1) if bl == "row_major" else (rows, "column", -2)
+        if n * nb % _ALIGN:
+            per = _ALIGN // nb
+            good = list(shape)
+            good[idx] = -(-n // per) * per
+            fail(f"a {space} tile of shape {shape} {t.dtype} has a {n * nb}-byte {what}; "
+                 f"{what}s must be a multiple of {_ALIGN} bytes ({per} {t.dtype} elements)", span,
+                 f"use a tile shape like {good} (load a wider window and use part of it)")
+        return
+    nbox = (16, 16) if fr == 1024 or t.memory_space is MemorySpace.Acc else \
+        ((_ALIGN // nb, 16) if sl == "col_major" else (16, _ALIGN // nb))
+    if rows % nbox[0] or cols % nbox[1]:
+        fail(f"a {space} tile of shape {shape} {t.dtype} is not a whole number of "
+             f"{nbox[0]}x{nbox[1]} fractals", span,
+             f"cube tiles (Mat/Left/Right/Acc) need rows a multiple of {nbox[0]} and cols a "
+             f"multiple of {nbox[1]}")
 
 
 # ----------------------------------------------------------------------------- values

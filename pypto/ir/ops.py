@@ -93,9 +93,16 @@ def _scalar_binary(op):
     return infer
 
 
+FLOAT_ONLY = ("exp", "log", "sqrt", "rsqrt", "recip")
+
+
 def _unary(op):
     def infer(args, kw, span):
         a = _shaped(op, args[0], span)
+        name = op.split(".")[1]
+        if name in FLOAT_ONLY and not a.dtype.is_float:
+            _err(f"{op} needs a floating-point operand, got {a.dtype}", span,
+                 f"convert it first: pl.{name}(pl.cast(x, pl.FP32))")
         return _same_kind(a, a.shape, a.dtype)
     return infer
 

@@ -787,18 +787,20 @@ class _Body:
         """`dep(a, b=x)` -> `self.dep(a, x)`; records the argument metas for dep."""
         fn = self.fn
         names = [p.arg for p in dep.params]
+        usage = f"call it as {dep.name}({', '.join(names)})"
         if any(isinstance(a, ast.Starred) for a in node.args) or \
                 any(k.arg is None for k in node.keywords):
-            fn.error(f"`*args` / `**kwargs` in a call of `{dep.name}` are not supported", node)
+            fn.error(f"`*args` / `**kwargs` in a call of `{dep.name}` are not supported", node,
+                     hint=f"pass each argument: {usage}")
         if len(node.args) > len(names):
             fn.error(f"`{dep.name}` takes {len(names)} arguments but the call passes "
-                     f"{len(node.args)}", node)
+                     f"{len(node.args)}", node, hint=usage)
         bound = dict(zip(names, node.args))
         for k in node.keywords:
             if k.arg not in names:
-                fn.error(f"`{dep.name}` got an unexpected keyword argument `{k.arg}`", node)
+                fn.error(f"`{dep.name}` got an unexpected keyword argument `{k.arg}`", node, hint=usage)
             if k.arg in bound:
-                fn.error(f"`{dep.name}` got multiple values for argument `{k.arg}`", node)
+                fn.error(f"`{dep.name}` got multiple values for argument `{k.arg}`", node, hint=usage)
             bound[k.arg] = k.value
         args = []
         for name in names:
@@ -808,7 +810,7 @@ class _Body:
                 args.append(_Rewrite(_Body(self.sp, dep, {}, dry=True)).visit(
                     copy.deepcopy(dep.defaults[name])))
             else:
-                fn.error(f"`{dep.name}` is missing argument `{name}`", node)
+                fn.error(f"`{dep.name}` is missing argument `{name}`", node, hint=usage)
         metas = tuple(self.meta(a) for a in args)
         if not self.dry:
             for name, meta, a in zip(names, metas, args):

@@ -433,6 +433,22 @@ def test_unsupported_op_raises_with_span():
     _expect_error(prog, "k", "cannot generate PTO for tile.sort", bad)
 
 
+@pytest.mark.parametrize("shape,space,match,hint", [
+    ([16, 4], M.Vec, r"Vec tile of shape \[16, 4\] fp32 has a 16-byte row", r"\[16, 8\]"),
+    ([4, 1], M.Vec, r"Vec tile of shape \[4, 1\] fp32 has a 16-byte column", r"\[8, 1\]"),
+    ([16, 4], M.Mat, r"Mat tile of shape \[16, 4\] fp32 is not a whole number of 16x8 fractals",
+     r"multiple of 16"),
+])
+def test_misaligned_tile_shape_is_a_located_error(shape, space, match, hint):
+    bad = Span("kernels.py", 9, 5)
+    x = P.tensor("x", [64, 64])
+    t = P.tile("t", shape, space)
+    k = P.kernel("k", [Param(x)], [Assign(t, P.load(x, [0, 0], shape, space), bad), Return([], P.sp(10))],
+                 ftype=FunctionType.AIV if space is M.Vec else FunctionType.AIC)
+    e = _expect_error(Program("p", [k], "kernels.py"), "k", match, bad)
+    assert re.search(hint, e.hint)
+
+
 def test_tensor_op_in_kernel_raises():
     bad = Span("kernels.py", 7, 3)
     x = P.tensor("x", [16, 16])

@@ -545,3 +545,32 @@ def test_parse_errors_point_at_the_user_source():
     span = e.value.span
     assert span is not None and span.file == FILE
     assert span.line == where(HERE, "pl.store(pl.mul(t, alpha)")[0]
+
+
+@pl.jit
+def bad_annotation(a: pl.Tensor[[64, 64]], out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.exp(a)
+    return out
+
+
+@pl.jit
+def missing_dep_arg(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    out = add_rows(a, out)
+    return out
+
+
+def test_bad_parameter_annotation_points_at_the_user_def():
+    with pytest.raises(ParserError) as e:
+        bad_annotation.lower(t(64, 64), t(64, 64))
+    assert e.value.span.file == FILE
+    assert e.value.span.line == where(HERE, "def bad_annotation(")[0]
+    assert "needs a shape and a dtype" in e.value.message and e.value.hint
+
+
+def test_dep_call_errors_say_how_to_call_it():
+    with pytest.raises(SpecializeError) as e:
+        missing_dep_arg.lower(t(128, 64), t(128, 64))
+    assert e.value.span.line == where(HERE, "out = add_rows(a, out)")[0]
+    assert "`add_rows` is missing argument `i`" in e.value.message
+    assert e.value.hint == "call it as add_rows(x, y, i)"

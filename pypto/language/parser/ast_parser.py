@@ -145,7 +145,9 @@ class Parser:
             return c.cur
         if node is None or not hasattr(node, "lineno"):
             return c.cur if c is not None and c.cur is not None else Span(self.src.file, 1, 1)
-        return self.src.pos(node)
+        # in marked text (a specialized @pl.jit program, a dump) a node outside any
+        # statement (a parameter's annotation) takes the marker of its line
+        return self.src.marker(node) or self.src.pos(node)
 
     def stmt_span(self, node, compound=False) -> tuple[Span, bool]:
         m = self.src.header_marker(node) if compound else self.src.marker(node)
@@ -849,6 +851,14 @@ class Parser:
 
     def check_placement(self, op: str, display: str, node):
         c = self.ctx
+        if c is not None and op == "tensor.create" and (
+                c.incore or c.sig.func_type in (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV)):
+            where = "a pl.at region" if c.incore else f"the {c.sig.func_type.value} kernel {c.sig.name!r}"
+            raise MisplacedTensorOpError(
+                f"misplaced tensor op: {display} allocates a DDR tensor from the orchestration; "
+                f"it cannot run inside {where}", self.span(node),
+                "create the tensor in the orchestration (before the `with pl.at(...)` block or in "
+                "the @pl.jit entry) and pass it to the kernel")
         if c is None or c.sig.func_type is not FunctionType.Orchestration or c.incore:
             return
         if op.startswith("tile.") or ops.is_tensor_op(op):
