@@ -88,17 +88,20 @@ def _dump_target(opts, out, n, pname):
 
 def _split(store, text: bytes):
     """Per-function inputs of function-local passes: each function in full, with the
-    others as signature stubs (what calls to them need), so a function's chain is
-    keyed on its own body and its callees' signatures only."""
-    from pypto.ir.nodes import Program
+    functions it calls as signature stubs (what its calls need), so a function's
+    chain is keyed on its own body and its callees' signatures only."""
+    from pypto.ir.nodes import Call, Program
     from pypto.ir.printer import print_program
+    from pypto.ir.visit import stmt_exprs, walk, walk_expr
     from pypto.language import parse
     prog = parse(text.decode("utf-8"), filename="<ir>")
     stubs = {f.name: _signature_only(f) for f in prog.functions}
     refs = {}
     for f in prog.functions:
-        part = Program(prog.name, [f if g.name == f.name else stubs[g.name] for g in prog.functions],
-                       prog.source)
+        callees = {e.callee for s in walk(f.body) for x in stmt_exprs(s) for e in walk_expr(x)
+                   if isinstance(e, Call) and e.callee}
+        part = Program(prog.name, [f if g.name == f.name else stubs[g.name] for g in prog.functions
+                                   if g.name == f.name or g.name in callees], prog.source)
         refs[f.name] = Ref.blob(store.put_bytes(print_program(part).encode("utf-8")))
     return prog, refs
 

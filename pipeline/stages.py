@@ -92,6 +92,34 @@ def _warnings(prog, diag: dict) -> bytes:
     return render(warnings(prog, frozenset(diag["disabled"]))).encode("utf-8")
 
 
+def _blocks(text: str) -> tuple[list[str], dict[str, str]]:
+    """(dynamic-dim lines, function name -> its printed block) of a printed program.
+    The printer prints each function on its own (names, indentation), so a block
+    means the same in any program that holds it."""
+    head, _, body = text.partition("\n@pl.program\nclass ")
+    dyns = [ln for ln in head.splitlines() if " = pl.dynamic(" in ln]
+    blocks = {}
+    parts = body.split("\n    @pl.function")
+    for part in parts[1:]:
+        block = "    @pl.function" + part.rstrip("\n")
+        name = block.split("\n    def ", 1)[1].split("(", 1)[0]
+        blocks[name] = block
+    return dyns, blocks
+
+
+def _text_join(inputs: dict, order: list, name: str) -> bytes:
+    dyns, blocks = set(), {}
+    for fname in order:
+        d, b = _blocks(inputs[f"fn:{fname}"].decode("utf-8"))
+        dyns.update(d)
+        blocks[fname] = b[fname]
+    out = [f"# pypto.program: {name}", "import pypto.language as pl", ""]
+    if dyns:
+        out += sorted(dyns, key=lambda ln: ln.split(" = ", 1)[0]) + [""]
+    out += ["@pl.program", f"class {name}:", "\n\n".join(blocks[f] for f in order)]
+    return ("\n".join(out) + "\n").encode("utf-8")
+
+
 def _join(inputs: dict, order: list, name: str, source: str):
     """One program from per-function results: function f is taken from input "fn:f"."""
     from pypto.ir.nodes import Program
@@ -112,6 +140,10 @@ def pass_stage(inputs: dict, options: dict) -> dict:
     from pypto.passes import ALL_PASSES, run_pass
     from pypto.passes.base import PassOptions
     mode = options.get("mode", "program")
+    if mode == "join" and options.get("pass") is None and not options.get("explicit") \
+            and "diag" not in options:
+        # only the whole program for the dump: splice the printed functions, no parse
+        return {"program": _text_join(inputs, options["order"], options["program_name"])}
     if mode == "join":
         prog = _join(inputs, options["order"], options["program_name"], options["source"])
     else:

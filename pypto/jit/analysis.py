@@ -7,6 +7,8 @@ function's source; nothing executes user code.
 from __future__ import annotations
 
 import ast
+
+from pypto import pyast
 from dataclasses import dataclass, field
 
 from pypto import dtype as _dt
@@ -98,7 +100,7 @@ def _classify_inner(node) -> Ann:
 
 
 def parse_function(source: str) -> ast.FunctionDef:
-    tree = ast.parse(source)
+    tree = pyast.parse(source)
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
             return node

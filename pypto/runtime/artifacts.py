@@ -7,6 +7,8 @@ whose xxh3_128 digest matched the one the compiler recorded.
 from __future__ import annotations
 
 import ast
+
+from pypto import pyast
 import atexit
 import ctypes
 import itertools
@@ -35,7 +37,7 @@ def read_kernel_config(path: Path) -> dict[str, Any]:
     except OSError as e:
         raise ArtifactError(f"cannot read {path}: {e}") from e
     try:
-        tree = ast.parse(text, filename=str(path))
+        tree = pyast.parse(text, filename=str(path))
     except SyntaxError as e:
         raise ArtifactError(f"{path} is not valid Python: {e}") from e
     found: dict[str, Any] = {}

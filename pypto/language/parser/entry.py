@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import ast
+
+from pypto import pyast
 import inspect
 import linecache
 import sys
@@ -48,7 +50,7 @@ def _parse_file(file: str) -> tuple[ast.Module, str] | None:
     tree = _FILE_CACHE.get(key)
     if tree is None:
         try:
-            tree = ast.parse(text, filename=file)
+            tree = pyast.parse(text, filename=file)
         except SyntaxError:
             return None
         if len(_FILE_CACHE) > 64:
@@ -109,7 +111,7 @@ def _locate_by_inspect(obj, node_type):
         raise ParserError(f"cannot find the source code of {obj.__qualname__!r}", None,
                           "define it in a .py file, or pass its text to pl.parse(text)") from None
     text, indent = dedent("".join(lines))
-    tree = ast.parse(text)
+    tree = pyast.parse(text)
     node = next(n for n in tree.body if isinstance(n, node_type))
     return node, Source(basename(file), text, line_offset=max(start - 1, 0), col_offset=indent)
 
@@ -216,7 +218,7 @@ def parse(text: str, filename: str = "<string>") -> Program | Function:
     file = basename(filename)
     body, indent = dedent(text)
     try:
-        tree = ast.parse(body, filename=file)
+        tree = pyast.parse(body, filename=file)
     except SyntaxError as e:
         raise ParserError(f"syntax error: {e.msg}", Span(file, e.lineno or 1, (e.offset or 1) + indent),
                           "the text must be valid Python syntax") from None

@@ -8,6 +8,8 @@ the position in the dump.
 from __future__ import annotations
 
 import ast
+
+from pypto import pyast
 import os
 import re
 from dataclasses import dataclass, field
@@ -94,4 +96,4 @@ def syntax_error_span(err: SyntaxError, src_file: str, line_offset: int = 0) -> 
 
 
 def parse_module(text: str, file: str) -> ast.Module:
-    return ast.parse(text, filename=file, type_comments=False)
+    return pyast.parse(text, filename=file, type_comments=False)
