@@ -24,6 +24,17 @@ def _files(*globs) -> list[Path]:
     return out
 
 
+@functools.lru_cache(maxsize=None)
+def _file_digest(path: Path) -> str:
+    """Each source file is read and hashed once per process, however many stages use it."""
+    return f"{path.relative_to(_ROOT.parent) if path.is_relative_to(_ROOT.parent) else path.name}:" \
+           + impl_digest(path)
+
+
+def _impl(*parts) -> str:
+    return impl_digest(*[_file_digest(p) if isinstance(p, Path) else p for p in parts])
+
+
 # the IR, its printer and parser: every IR-to-IR stage reads and writes through them
 _IR_FILES = ("dtype.py", "errors.py", "backend.py", "ir/nodes.py", "ir/ops.py", "ir/printer.py",
              "ir/visit.py", "ir/equal.py", "ir/layout.py", "language/**/*.py")
@@ -47,16 +58,16 @@ def stage_impl(stage: str, extra: str = "") -> str:
         files = [Path(p) for p in IMPL_FILES] + [Path(__file__)]
     elif stage == "kernel":
         from pypto.ptoas.build import toolchain_id
-        return impl_digest(*_files("ptoas/build.py"), Path(__file__), toolchain_id())
+        return _impl(*_files("ptoas/build.py"), Path(__file__), toolchain_id())
     elif stage == "orchestration":
         from pypto.ptoas.build import toolchain_id
-        return impl_digest(*(common + _files("codegen/*.py", "include/pypto_abi.h", "ptoas/build.py")),
+        return _impl(*(common + _files("codegen/*.py", "include/pypto_abi.h", "ptoas/build.py")),
                            toolchain_id())
     elif stage == "config":
         files = common + _files("codegen/config.py", "diagnostics.py")
     else:
         raise ValueError(f"unknown stage {stage}")
-    return impl_digest(*files)
+    return _impl(*files)
 
 
 # ----------------------------------------------------------------------------- stage functions
