@@ -2,4 +2,6 @@
 class), the shapes it is specialised for (no torch needed to build it), inputs, and
 the torch reference its results are checked against."""
 
-EXAMPLES = ["quickstart", "tile_add", "tile_add_program"]
+EXAMPLES = ["quickstart", "tile_add", "tile_add_program", "elementwise", "activations", "softmax",
+            "rmsnorm", "layernorm", "row_chunks", "matmul", "matmul_acc", "ffn", "ffn_program",
+            "matmul_fp16", "dynamic_rows"]

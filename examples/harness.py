@@ -18,15 +18,26 @@ def source(mod) -> tuple[bytes, bool]:
     return print_program(mod.PROGRAM).encode("utf-8"), False
 
 
-def run_and_check(mod, output_dir, rtol=1e-5, atol=1e-5) -> None:
-    """Run the compiled program on the simulator and compare with torch."""
-    import torch
+def run_and_check(mod, output_dir, rtol=None, atol=None) -> None:
+    """Run the compiled program on the simulator and compare with torch (tolerances: the
+    example's RTOL / ATOL, else 1e-5)."""
     from pypto.runtime import CompiledProgram
-    compiled = CompiledProgram(output_dir)
+    check(mod, CompiledProgram(output_dir), rtol, atol)
+
+
+def check(mod, run, rtol=None, atol=None) -> None:
+    """Call `run(*mod.inputs())` (a CompiledProgram, or a @pl.jit entry with its config)
+    and compare the outputs `mod.expected` names with torch."""
+    import torch
+    rtol = getattr(mod, "RTOL", 1e-5) if rtol is None else rtol
+    atol = getattr(mod, "ATOL", 1e-5) if atol is None else atol
     args = mod.inputs()
-    want = mod.expected(*[a.clone() for a in args])
-    compiled(*args)
+    want = mod.expected(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
+    run(*args)
     for i, ref in want.items():
-        if not torch.allclose(args[i], ref, rtol=rtol, atol=atol):
-            err = (args[i] - ref).abs().max().item()
+        got = args[i]
+        if got.dtype != ref.dtype:
+            raise AssertionError(f"{mod.__name__}: output {i} is {got.dtype}, torch gives {ref.dtype}")
+        if not torch.allclose(got.float(), ref.float(), rtol=rtol, atol=atol):
+            err = (got.float() - ref.float()).abs().max().item()
             raise AssertionError(f"{mod.__name__}: output {i} differs from torch (max abs err {err})")

@@ -1,0 +1,71 @@
+"""Dynamic dims and scalar parameters on a2a3sim: a `pl.dynamic("M")` leading dim serves
+several M from one compiled artifact (the same CompiledProgram, the same output dir);
+a scalar parameter specialises (another value, another compile) or stays a runtime
+argument with pl.RUNTIME."""
+from pathlib import Path
+
+import pytest
+import torch
+
+import pypto.language as pl
+from pypto.runtime import CompiledProgram
+
+from prog_helpers import CFG, close, compile_example, randn
+
+M = pl.dynamic("M")
+
+
+@pl.jit
+def scale_rows(x: pl.Tensor, y: pl.Out[pl.Tensor], s: pl.FP32):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(x, [0, 0], [32, 64])
+        pl.store(pl.mul(t, s), [0, 0], y)
+    return y
+
+
+@pytest.fixture(scope="module")
+def dyn():
+    mod, compiled = compile_example("dynamic_rows")      # compiled at M = 96, blocks runtime
+    return mod, compiled
+
+
+@pytest.mark.parametrize("m", [32, 96, 160])
+def test_one_artifact_serves_every_m(dyn, m):
+    mod, compiled = dyn
+    x, y = randn(m, 64, seed=m), torch.zeros(m, 64)
+    again = mod.ENTRY.compile(x, y, pl.RUNTIME, config=CFG)
+    assert again is compiled                     # dynamic dims are not in the key
+    compiled(x, y, m // 32)
+    close(y, x * 2 + 1, 1e-6, 1e-6)
+
+
+def test_saved_output_dir_runs_two_m(dyn):
+    _, compiled = dyn
+    reloaded = CompiledProgram.from_dir(compiled.output_dir)
+    assert Path(reloaded.output_dir) == Path(compiled.output_dir)
+    for m in (64, 128):
+        x, y = randn(m, 64, seed=m + 1), torch.zeros(m, 64)
+        reloaded(x, y, m // 32)
+        close(y, x * 2 + 1, 1e-6, 1e-6)
+
+
+def test_scalar_parameters_specialise():
+    x = randn(32, 64, seed=60)
+    y = torch.zeros(32, 64)
+    two = scale_rows.compile(x, y, 2.0, config=CFG)
+    three = scale_rows.compile(x, y, 3.0, config=CFG)
+    assert two is not three and two.output_dir != three.output_dir
+    assert scale_rows.compile(x, y, 2.0, config=CFG) is two
+    two(x, y, 2.0)
+    close(y, x * 2, 0, 0)
+    three(x, y, 3.0)
+    close(y, x * 3, 0, 0)
+
+
+def test_runtime_scalar_is_an_argument():
+    x = randn(32, 64, seed=61)
+    y = torch.zeros(32, 64)
+    rt = scale_rows.compile(x, y, pl.RUNTIME, config=CFG)
+    for s in (0.5, -4.0):
+        rt(x, y, s)
+        close(y, x * s, 0, 0)

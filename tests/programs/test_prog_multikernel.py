@@ -1,0 +1,44 @@
+"""Programs of several kernels on a2a3sim: an FFN (matmul -> SiLU -> matmul) as three
+calls of @pl.jit.incore kernels from a @pl.jit entry with pl.create_tensor intermediates,
+and the same as a @pl.program with InCore and Orchestration methods; a @pl.jit.inline
+helper spliced into its caller."""
+import json
+from pathlib import Path
+
+import torch
+
+import pypto.language as pl
+
+from prog_helpers import CFG, check_example, close, randn
+
+
+def test_ffn_jit_three_kernel_calls():
+    compiled = check_example("ffn")
+    config = (Path(compiled.output_dir) / "kernel_config.py").read_text()
+    assert '"core_type": "aic"' in config and '"core_type": "aiv"' in config
+
+
+def test_ffn_program_with_ir_compile(tmp_path):
+    compiled = check_example("ffn_program", tmp_path / "ffn")
+    meta = json.loads((tmp_path / "ffn" / "compiled_meta.json").read_text())
+    assert [p["name"] for p in meta["params"]] == ["hidden", "w_up", "w_down", "out"]
+    assert sorted(p.name for p in (tmp_path / "ffn" / "ptoas").glob("*.pto")) == ["matmul.pto", "silu.pto"]
+
+
+@pl.jit.inline
+def gated(x: pl.Tensor, g: pl.Tensor):
+    return pl.mul(x, pl.relu(g))
+
+
+@pl.jit
+def inline_dep(x: pl.Tensor, g: pl.Tensor, y: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        y[:] = gated(x, g)
+    return y
+
+
+def test_jit_inline_function_is_spliced_into_its_caller():
+    x, g = randn(64, 64, seed=70), randn(64, 64, seed=71)
+    y = torch.zeros(64, 64)
+    inline_dep(x, g, y, config=CFG)
+    close(y, x * torch.relu(g), 0, 0)
