@@ -223,7 +223,8 @@ class _Printer:
     # ------------------------------------------------------------------ functions
     def function(self, f: Function, out):
         self.names, self.used = {}, {}
-        self.device = f.is_kernel
+        # an Inline body is spliced into its callers (device code too): it keeps its locations
+        self.device = f.is_kernel or f.func_type is FunctionType.Inline
         deco = []
         if f.func_type is not FunctionType.Opaque:
             deco.append(f"type=pl.FunctionType.{f.func_type.value}")

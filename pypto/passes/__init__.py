@@ -11,6 +11,8 @@ from types import ModuleType
 from pypto.passes.base import PassOptions
 
 _MODULES = [
+    "inline_functions",
+    "unroll_loops",
     "convert_to_ssa",
     "simplify",
     "flatten_call_expr",
@@ -22,15 +24,17 @@ _MODULES = [
     "memory_reuse",
     "allocate_memory_addr",
     "derive_call_directions",
+    "auto_derive_task_dependencies",
+    "materialize_runtime_scopes",
 ]
 
 
 # Passes that rewrite each function on its own (given the others' signatures). The
 # build graph runs and caches these per function, so a one-kernel edit re-runs one
 # function's chain; the others (outlining, call directions) see the whole program.
-FUNCTION_LOCAL = {"ConvertToSSA", "Simplify", "FlattenCallExpr", "ConvertTensorToTileOps",
+FUNCTION_LOCAL = {"UnrollLoops", "ConvertToSSA", "Simplify", "FlattenCallExpr", "ConvertTensorToTileOps",
                   "InferTileMemorySpace", "ExpandMixedKernel", "InitMemRef", "MemoryReuse",
-                  "AllocateMemoryAddr"}
+                  "AllocateMemoryAddr", "MaterializeRuntimeScopes"}
 
 
 @dataclass(frozen=True)

@@ -45,3 +45,75 @@ class Namer:
         name = f"{base}__{tag}_v{k}"
         self.taken.add(name)
         return name
+
+
+class Clone:
+    """Copy a body with fresh statement objects, mapping Vars through `var_map`
+    (keyed by id): a Var the body defines and that is not in the map gets a new Var
+    from `new_var(old)` (registered on first sight, so its uses follow); a Var it only
+    uses and that is not in the map stays as is. Types are kept (no MemRefs are
+    rebased: the passes that clone run before memory planning)."""
+
+    def __init__(self, var_map: dict, new_var):
+        self.map = var_map
+        self.new_var = new_var
+
+    def define(self, v):
+        got = self.map.get(id(v))
+        if got is None:
+            got = self.new_var(v)
+            self.map[id(v)] = got
+        return got
+
+    def expr(self, e):
+        from pypto.ir.nodes import BinOp, Call, Const, TupleExpr, Var
+        if isinstance(e, Var):
+            got = self.map.get(id(e), e)
+            return Const(got.value, got.dtype, got.span) if isinstance(got, Const) else got
+        if isinstance(e, Call):
+            return Call(e.op, [self.expr(a) for a in e.args], dict(e.kwargs), e.type,
+                        dict(e.attrs), e.span)
+        if isinstance(e, TupleExpr):
+            return TupleExpr([self.expr(i) for i in e.items], e.span)
+        if isinstance(e, BinOp):
+            return BinOp(e.op, self.expr(e.lhs), self.expr(e.rhs), e.dtype, e.span)
+        return e
+
+    def body(self, stmts):
+        return [self.stmt(s) for s in stmts]
+
+    def stmt(self, s):
+        from pypto.ir.nodes import (Assign, Eval, For, If, InCoreScope, IterArg, Return,
+                                    RuntimeScope, Yield)
+        e = self.expr
+        if isinstance(s, Assign):
+            value = e(s.value)
+            return Assign(self.define(s.var), value, s.span)
+        if isinstance(s, Eval):
+            return Eval(e(s.expr), s.span)
+        if isinstance(s, (Return, Yield)):
+            return type(s)([e(v) for v in s.values], s.span)
+        if isinstance(s, For):
+            start, stop, step = e(s.start), e(s.stop), e(s.step)
+            inits = [e(a.init) for a in s.iter_args]
+            lv = self.define(s.loop_var)
+            iters = [IterArg(self.define(a.var), i) for a, i in zip(s.iter_args, inits)]
+            body = self.body(s.body)
+            return For(lv, start, stop, step, body, iters, [self.define(v) for v in s.return_vars],
+                       s.kind, s.span)
+        if isinstance(s, If):
+            cond = e(s.cond)
+            then = self.body(s.then_body)
+            other = self.body(s.else_body) if s.else_body else None
+            return If(cond, then, other, [self.define(v) for v in s.return_vars], s.span)
+        if isinstance(s, InCoreScope):
+            return InCoreScope(self.body(s.body), s.name_hint, s.span)
+        if isinstance(s, RuntimeScope):
+            return RuntimeScope(self.body(s.body), s.manual, s.span)
+        raise TypeError(f"cannot clone statement {s!r}")
+
+
+def function_namer(f) -> Namer:
+    """A Namer that knows every name a function already uses."""
+    from pypto.ir.visit import defs, walk
+    return Namer({p.var.name for p in f.params} | {v.name for s in walk(f.body) for v in defs(s)})

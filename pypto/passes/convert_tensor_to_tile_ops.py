@@ -3,28 +3,50 @@
 A tensor operand is loaded into a tile before its first use; `tensor.X` becomes
 `tile.X` on those tiles; writing a result into a tensor (`out[:] = v`, i.e.
 `tensor.assemble`) becomes a `tile.store`. A tensor-level matmul loads its operands
-into Mat and moves them to Left/Right, accumulating in Acc.
+into Mat and moves them to Left/Right, accumulating in Acc. A tensor value a loop
+carries (or an if merges) that tensor ops compute is carried as a tile.
+
+Tiling. A chain of elementwise tensor ops (binary, scalar, unary, cast, row/col
+broadcasts, and row reductions), from the tensors it reads to the tensors it writes,
+is one *group*. When the group on whole tensors would not fit the vector buffer (UB)
+even with every result written over a dying operand, it becomes a loop over chunks
+instead: each iteration loads one chunk of each input once, runs the ops on chunk
+tiles and stores one chunk of each output. A chunk takes whole trailing dimensions
+and a divisor of one leading dimension (rows of a 2-D tensor; several rows, or column
+blocks of one row when a row alone is too large), as large as possible while the
+tiles live at once in one iteration (counted without any buffer sharing) fit
+`BUDGET` of UB. A row reduction keeps whole rows; a [M, 1] / [1, N] operand is
+chunked along the dimension it has. A group whose values are also used elsewhere (a
+matmul, a loop carry, a return) stays whole.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
+from pypto import dtype as dt
 from pypto.errors import CodegenError
 from pypto.ir import ops
-from pypto.ir.nodes import (Assign, Call, Const, Eval, For, If, MemorySpace, Program, TensorType,
-                            TupleExpr, Var)
-from pypto.ir.visit import Rewriter, defs, walk
-from pypto.passes.base import Namer
-from pypto import dtype as dt
+from pypto.ir.nodes import (Assign, BinOp, Call, Const, Eval, For, If, IterArg, MemorySpace,
+                            Program, Return, ScalarType, TensorType, TileType, TupleExpr, Var,
+                            Yield)
+from pypto.ir.visit import Rewriter, bodies, const_int, stmt_uses, walk
+from pypto.passes.base import IN_PLACE_OPS, function_namer
 
 NAME = "ConvertTensorToTileOps"
-READS = ()
+READS = ("backend_type",)
+
+BUDGET = 0.5            # share of UB the live chunk tiles of one tiled group may use
+
+_ELEMENTWISE = (set(ops.BINARY) | set(ops.SCALAR_FORM.values()) | set(ops.UNARY) | {"cast"}
+                | set(ops.ROW_EXPAND) | set(ops.COL_EXPAND) | {"row_expand", "col_expand"})
+_ROW_REDUCE = set(ops.ROW_REDUCE)
 
 
 def run(prog: Program, opts) -> Program:
     out = []
     for f in prog.functions:
         if f.is_kernel:
-            namer = Namer({p.var.name for p in f.params} | {v.name for s in walk(f.body) for v in defs(s)})
-            f = _Convert(namer).function(f)
+            f = _Convert(function_namer(f), opts.chip).function(f)
         out.append(f)
     return Program(prog.name, out, prog.source)
 
@@ -37,13 +59,27 @@ def _shape(shape, span):
     return TupleExpr([Const(d, dt.INDEX, span) for d in shape], span)
 
 
+def _call_of(s):
+    return s.value if isinstance(s, Assign) else (s.expr if isinstance(s, Eval) else None)
+
+
+def _tensor_op(s) -> str | None:
+    c = _call_of(s)
+    if isinstance(c, Call) and ops.is_tensor_op(c.op):
+        return c.op.split(".", 1)[1]
+    return None
+
+
 class _Convert(Rewriter):
-    def __init__(self, namer):
+    def __init__(self, namer, chip):
         self.namer = namer
+        self.chip = chip
         # tile holding a tensor's value: id(var) for a computed value, (id(var), space) for a
         # load (a tensor read by both cube and vector ops is loaded into each space)
         self.tiles: dict = {}
         self.emit: list = []
+        self.subst: dict[int, Var] = {}       # results of tiled groups -> the loop's results
+        self.carry: list = []                 # per enclosing loop/if: which yields carry tiles
 
     def new(self, base, op, args, kwargs, span, tag="tile"):
         t = ops.infer_type(op, args, kwargs, span)
@@ -51,12 +87,18 @@ class _Convert(Rewriter):
         self.emit.append(Assign(v, Call(op, args, kwargs, t, {}, span), span))
         return v
 
+    def expr(self, e):
+        if isinstance(e, Var):
+            return self.subst.get(id(e), e)
+        return super().expr(e)
+
     def tile_of(self, v, span, space=MemorySpace.Vec):
         if not isinstance(getattr(v, "type", None), TensorType):
             return v
         have = self.tiles.get(id(v)) or self.tiles.get((id(v), space))
         if have is not None:
             return have
+        v = self.expr(v)
         t = v.type
         if any(not isinstance(d, int) for d in t.shape):
             raise CodegenError(f"tensor {v.name!r} has a dynamic shape; tensor ops on it need "
@@ -68,22 +110,33 @@ class _Convert(Rewriter):
 
     def body(self, stmts):
         saved = dict(self.tiles)       # tiles made inside a body don't outlive it
+        groups = _plan(stmts, self)
+        skip = {id(s) for g in groups for s in g.stmts}
+        last = {id(g.stmts[-1]): g for g in groups}
         out = []
         for s in stmts:
             self.emit = []
-            new = self.stmt(s)
+            if id(s) in last:
+                new = _emit_tiled(self, last[id(s)])
+            elif id(s) in skip:
+                continue
+            else:
+                new = self.stmt(s)
             out.extend(self.emit)
             out.extend(new)
         self.tiles = saved
         return out
 
     def stmt(self, s):
-        if isinstance(s, (For, If)):
-            emit = self.emit
-            new = self.default_stmt(s)
-            self.emit = emit
-            return [new]
-        call = s.value if isinstance(s, Assign) else (s.expr if isinstance(s, Eval) else None)
+        if isinstance(s, For):
+            return [self.for_(s)]
+        if isinstance(s, If):
+            return [self.if_(s)]
+        if isinstance(s, Yield) and self.carry and self.carry[-1] is not None:
+            which = self.carry[-1]
+            return [Yield([self.tile_of(v, s.span) if i in which else self.expr(v)
+                           for i, v in enumerate(s.values)], s.span)]
+        call = _call_of(s)
         if not (isinstance(call, Call) and ops.is_tensor_op(call.op)):
             return [self.default_stmt(s)]
         span = s.span
@@ -91,7 +144,9 @@ class _Convert(Rewriter):
         if op == "assemble":
             dst, src, offs = call.args
             tile = self.tile_of(src, span)
-            st = Call("tile.store", [tile, offs, dst], {}, TensorType(dst.type.shape, dst.type.dtype), {}, span)
+            dst = self.expr(dst)
+            st = Call("tile.store", [tile, self.expr(offs), dst], {},
+                      TensorType(dst.type.shape, dst.type.dtype), {}, span)
             return [Assign(s.var, st, span)] if isinstance(s, Assign) else [Eval(st, span)]
         if not isinstance(s, Assign):
             raise CodegenError(f"the result of {call.op} is not used", span,
@@ -117,4 +172,421 @@ class _Convert(Rewriter):
             raise CodegenError(f"{call.op} has no tile form", span)
         self.tiles[id(s.var)] = self.new(base, tile_op, args, kwargs, span)
         return []
+
+    # ------------------------------------------------------------ carried tensor values
+    def for_(self, s: For) -> For:
+        y = s.body[-1] if s.body and isinstance(s.body[-1], Yield) else None
+        computed = _computed(s.body)
+        which = set()
+        iter_args = []
+        for i, a in enumerate(s.iter_args):
+            yv = y.values[i] if y is not None and i < len(y.values) else None
+            if isinstance(a.var.type, TensorType) and (
+                    id(a.init) in self.tiles or (yv is not None and id(yv) in computed)):
+                init = self.tile_of(a.init, s.span)
+                tv = Var(self.namer.fresh(a.var.name, "tile"), _tile_type(a.var.type), a.var.span)
+                self.tiles[id(a.var)] = tv
+                iter_args.append(IterArg(tv, init))
+                which.add(i)
+            else:
+                iter_args.append(IterArg(a.var, self.expr(a.init)))
+        emit = self.emit
+        self.carry.append(which or None)
+        body = self.body(s.body)
+        self.carry.pop()
+        self.emit = emit
+        rets = []
+        for i, r in enumerate(s.return_vars):
+            if i in which:
+                rv = Var(self.namer.fresh(r.name, "tile"), iter_args[i].var.type, r.span)
+                self.tiles[id(r)] = rv
+                rets.append(rv)
+            else:
+                rets.append(r)
+        return For(s.loop_var, self.expr(s.start), self.expr(s.stop), self.expr(s.step), body,
+                   iter_args, rets, s.kind, s.span)
+
+    def if_(self, s: If) -> If:
+        which = set()
+        for b in (s.then_body, s.else_body or []):
+            computed = _computed(b)
+            if b and isinstance(b[-1], Yield):
+                for i, v in enumerate(b[-1].values):
+                    if isinstance(getattr(v, "type", None), TensorType) and \
+                            (id(v) in computed or id(v) in self.tiles):
+                        which.add(i)
+        cond = self.expr(s.cond)
+        emit = self.emit
+        self.carry.append(which or None)
+        then = self.body(s.then_body)
+        other = self.body(s.else_body) if s.else_body else None
+        self.carry.pop()
+        self.emit = emit
+        rets = []
+        for i, r in enumerate(s.return_vars):
+            if i in which:
+                rv = Var(self.namer.fresh(r.name, "tile"), _tile_type(r.type), r.span)
+                self.tiles[id(r)] = rv
+                rets.append(rv)
+            else:
+                rets.append(r)
+        return If(cond, then, other, rets, s.span)
+
+
+def _tile_type(t: TensorType) -> TileType:
+    return TileType(tuple(t.shape), t.dtype, None)
+
+
+def _computed(stmts) -> set[int]:
+    """ids of the tensor values computed by tensor ops (not writes) in a body."""
+    out = set()
+    for s in walk(stmts):
+        op = _tensor_op(s)
+        if op is not None and op != "assemble" and isinstance(s, Assign):
+            out.add(id(s.var))
+        if isinstance(s, (For, If)):
+            out |= {id(r) for r in s.return_vars if isinstance(r.type, TensorType)}
+    return out
+
+
+# ============================================================================ tiling
+@dataclass
+class _Group:
+    stmts: list                                  # members in program order (sinks included)
+    shape: tuple = ()                            # the iteration space S
+    chunk: tuple = ()                            # the chunk C (a divisor of S per dim)
+    leaves: list = field(default_factory=list)   # tensors the group reads (loaded per chunk)
+
+
+def _is_member_op(op: str | None) -> bool:
+    return op in _ELEMENTWISE or op in _ROW_REDUCE or op == "assemble"
+
+
+def _static(t) -> tuple | None:
+    if isinstance(t, (TensorType, TileType)) and all(isinstance(d, int) for d in t.shape):
+        return tuple(t.shape)
+    return None
+
+
+def _plan(stmts, conv: _Convert) -> list[_Group]:
+    """The groups of this body that must be tiled (their whole-tensor form overflows UB)."""
+    members = [s for s in stmts if isinstance(s, (Assign, Eval)) and _is_member_op(_tensor_op(s))]
+    if not members:
+        return []
+    defined_by = {id(s.var): s for s in members if isinstance(s, Assign)}
+    # connected components over operand edges
+    parent = {id(s): id(s) for s in members}
+
+    def find(k):
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    for s in members:
+        for a in _call_of(s).args:
+            d = defined_by.get(id(a)) if isinstance(a, Var) else None
+            if d is not None and _tensor_op(d) != "assemble":
+                parent[find(id(s))] = find(id(d))
+    comps: dict[int, list] = {}
+    for s in members:
+        comps.setdefault(find(id(s)), []).append(s)
+    cap = conv.chip.capacity[MemorySpace.Vec]
+    groups = []
+    for comp in comps.values():
+        g = _group(stmts, comp, conv)
+        if g is None:
+            continue
+        if _peak(g, g.shape, in_place=True) <= cap:
+            continue                 # fits whole (with buffer sharing): leave it as is
+        g.chunk = _choose_chunk(g, cap)
+        groups.append(g)
+    return groups
+
+
+def _group(stmts, comp: list, conv: _Convert) -> _Group | None:
+    """Check a component can be tiled; None when it cannot (it then stays whole)."""
+    ids = {id(s) for s in comp}
+    values = {id(s.var) for s in comp if isinstance(s, Assign) and _tensor_op(s) != "assemble"}
+    sinks = [s for s in comp if _tensor_op(s) == "assemble"]
+    if not sinks:
+        return None
+    sink_results = {id(s.var) for s in sinks if isinstance(s, Assign)}
+    sink_dsts = {id(_call_of(s).args[0]) for s in sinks}
+    # values used only by members; written tensors not read by members
+    first = min(stmts.index(s) for s in comp)
+    lastpos = max(stmts.index(s) for s in comp)
+    for i, s in enumerate(stmts):
+        if id(s) in ids:
+            continue
+        used = {id(v) for x in walk([s]) for v in stmt_uses(x)}
+        if used & values:
+            return None
+        if first < i < lastpos:
+            # the loop replaces the members at the last one's place: what lies between
+            # must be pure and independent of the group's writes
+            if not (isinstance(s, Assign) and isinstance(s.value, (Call, BinOp, Const, Var))
+                    and not (isinstance(s.value, Call) and (s.value.callee or not ops.OPS.get(s.value.op) or
+                                                            not ops.OPS[s.value.op].pure))):
+                return None
+            if used & sink_results:
+                return None
+    computed = _computed(stmts)
+    leaves, seen = [], set()
+    for s in comp:
+        c = _call_of(s)
+        args = c.args[1:2] if _tensor_op(s) == "assemble" else c.args
+        for a in args:
+            if isinstance(a, Var) and isinstance(a.type, TensorType) and id(a) not in values:
+                if id(a) in sink_results or id(a) in sink_dsts or id(a) in conv.tiles \
+                        or id(a) in computed:
+                    return None      # reads what the group writes, or a value held whole
+                if id(a) not in seen:
+                    seen.add(id(a))
+                    leaves.append(a)
+    # the iteration space: every value and leaf has S's extent or 1 in each dim
+    shapes = []
+    for s in comp:
+        c = _call_of(s)
+        if _tensor_op(s) == "assemble":
+            shapes.append(_static(c.args[1].type))
+        else:
+            shapes.append(_static(s.var.type))
+    shapes += [_static(a.type) for a in leaves]
+    if any(sh is None for sh in shapes) or len({len(sh) for sh in shapes}) != 1:
+        return None
+    rank = len(shapes[0])
+    S = tuple(max(sh[d] for sh in shapes) for d in range(rank))
+    if any(sh[d] not in (1, S[d]) for sh in shapes for d in range(rank)):
+        return None
+    if any(_tensor_op(s) in _ROW_REDUCE for s in comp) and rank != 2:
+        return None
+    return _Group(sorted(comp, key=stmts.index), S, (), leaves)
+
+
+def _chunk_of(shape, S, C) -> tuple:
+    """A value's chunk: C along the dims it spans, 1 along its broadcast dims."""
+    return tuple(1 if (shape[d] == 1 and S[d] != 1) else C[d] for d in range(len(S)))
+
+
+def _invariant(shape, S, looped) -> bool:
+    """Does a value of this shape span none of the looped dims (same chunk every time)?"""
+    return all(shape[d] == 1 and S[d] != 1 for d in looped)
+
+
+def _nbytes(shape, dtype) -> int:
+    n = dtype.nbytes
+    for d in shape:
+        n *= d
+    return n
+
+
+def _peak(g: _Group, C, in_place: bool) -> int:
+    """Peak bytes of the tiles live at once in one chunk iteration (loads placed before
+    their first use). With in_place, an elementwise result may take the buffer of an
+    operand of its shape that dies at that op (as MemoryReuse does)."""
+    S = g.shape
+    looped = set(range(max((d for d in range(len(S)) if C[d] != S[d]), default=-1) + 1))
+    events = []                  # per member: (defs [(key, bytes)], uses [keys])
+    # leaves loaded once before the loop are live through the whole iteration
+    hoisted = [a for a in g.leaves if looped and _invariant(a.type.shape, S, looped)]
+    loaded = {id(a) for a in hoisted}
+    for s in g.stmts:
+        c = _call_of(s)
+        op = _tensor_op(s)
+        args = [c.args[1]] if op == "assemble" else list(c.args)
+        defs, uses = [], []
+        for a in args:
+            if not (isinstance(a, Var) and isinstance(a.type, TensorType)):
+                continue
+            if any(a is leaf for leaf in g.leaves) and id(a) not in loaded:
+                loaded.add(id(a))
+                defs.append((id(a), _nbytes(_chunk_of(a.type.shape, S, C), a.type.dtype)))
+            uses.append(id(a))
+        if op in _ROW_REDUCE:
+            t = args[0].type
+            defs.append((("scratch", id(s)), _nbytes(_chunk_of(t.shape, S, C), t.dtype)))
+            uses.append(("scratch", id(s)))
+        if op != "assemble":
+            t = s.var.type
+            defs.append((id(s.var), _nbytes(_chunk_of(t.shape, S, C), t.dtype), op, args, t))
+        events.append((defs, uses))
+    last = {}
+    for i, (_, uses) in enumerate(events):
+        for k in uses:
+            last[k] = i
+    live: dict = {}
+    for a in hoisted:
+        live[id(a)] = _nbytes(_chunk_of(a.type.shape, S, C), a.type.dtype)
+        last[id(a)] = len(events)
+    peak = 0
+    for i, (defs, uses) in enumerate(events):
+        for d in defs:
+            key, size = d[0], d[1]
+            if in_place and len(d) > 2 and ("tile." + d[2]) in IN_PLACE_OPS:
+                t = d[4]
+                shape = _chunk_of(t.shape, S, C)
+                donor = next((id(a) for a in d[3] if isinstance(a, Var) and id(a) in live
+                              and last.get(id(a)) == i and _chunk_of(a.type.shape, S, C) == shape
+                              and a.type.dtype == t.dtype), None)
+                if donor is not None:
+                    live[key] = 0                 # shares the donor's buffer
+                    continue
+            live[key] = size
+        peak = max(peak, sum(live.values()))
+        for k in [k for k in live if last.get(k, -1) <= i]:
+            del live[k]
+    return peak
+
+
+def _choose_chunk(g: _Group, cap: int) -> tuple:
+    S = g.shape
+    rank = len(S)
+    reduce_rows = any(_tensor_op(s) in _ROW_REDUCE for s in g.stmts)
+    dtypes = [a.type.dtype for a in g.leaves] + [s.var.type.dtype for s in g.stmts
+                                                  if isinstance(s, Assign) and _tensor_op(s) != "assemble"]
+    min_bytes = min(d.nbytes for d in dtypes)
+    budget = int(cap * BUDGET)
+    candidates = []
+    for j in range(rank):
+        if reduce_rows and j == rank - 1:
+            break                                  # a row reduction keeps whole rows
+        for k in range(S[j], 0, -1):
+            if S[j] % k:
+                continue
+            C = (1,) * j + (k,) + tuple(S[j + 1:])
+            if C == S:
+                continue
+            if C[-1] != S[-1] and (C[-1] * min_bytes) % 32:
+                continue                           # a partial row must stay 32-byte aligned
+            candidates.append(C)
+    candidates.sort(key=lambda C: -_numel(C))
+    for C in candidates:
+        if _peak(g, C, in_place=False) <= budget:
+            return C
+    s = g.stmts[0]
+    raise CodegenError(
+        f"tensor ops on {list(S)} cannot be split into chunks that fit "
+        f"{int(BUDGET * 100)}% of UB ({budget} bytes)", s.span,
+        "load windows of the tensors yourself with pl.load in a pl.range loop"
+        + (" (a row reduction needs whole rows)" if reduce_rows else ""))
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _emit_tiled(conv: _Convert, g: _Group) -> list:
+    """The loop nest over chunks that replaces a group."""
+    S, C = g.shape, g.chunk
+    span = g.stmts[-1].span
+    # the leading dims the chunk does not take whole (1, .., 1, k): one loop each
+    j = max(d for d in range(len(S)) if C[d] != S[d])
+    looped = set(range(j + 1))
+    sinks = [s for s in g.stmts if _tensor_op(s) == "assemble"]
+    sink_results = {id(s.var) for s in sinks if isinstance(s, Assign)}
+    roots = []                                   # the tensors written, carried by the loops
+    for s in sinks:
+        dst = _call_of(s).args[0]
+        if id(dst) not in sink_results and all(r is not dst for r in roots):
+            roots.append(dst)
+    root_of: dict[int, int] = {}
+    for s in sinks:
+        dst = _call_of(s).args[0]
+        k = root_of[id(dst)] if id(dst) in sink_results else next(i for i, r in enumerate(roots) if r is dst)
+        if isinstance(s, Assign):
+            root_of[id(s.var)] = k
+    outer = [conv.expr(r) for r in roots]
+
+    def level(d, carried):
+        """Loops d..j around the chunk body; returns (statements, results)."""
+        lv = Var(conv.namer.fresh("i", "chunk"), ScalarType(dt.INDEX), span)
+        offs[d] = lv
+        iters = [IterArg(Var(conv.namer.fresh(r.name, "iter"), r.type, span), c)
+                 for r, c in zip(roots, carried)]
+        inner = [a.var for a in iters]
+        if d < j:
+            body, results = level(d + 1, inner)
+        else:
+            body, results = chunk_body(inner)
+        rets = [Var(conv.namer.fresh(r.name, "rv"), r.type, span) for r in roots]
+        body.append(Yield(list(results), span))
+        step = C[d]
+        loop = For(lv, Const(0, dt.INDEX, span), Const(S[d], dt.INDEX, span),
+                   Const(step, dt.INDEX, span), body, iters, rets, span=span)
+        return [loop], rets
+
+    offs: dict[int, Var] = {}
+
+    def at(shape, base=None):
+        """Offsets of a chunk of a value of `shape` (plus a region write's own offsets)."""
+        out = []
+        for d in range(len(S)):
+            o = offs.get(d) if not (shape[d] == 1 and S[d] != 1) else None
+            b = base[d] if base is not None else None
+            if o is None:
+                out.append(b if b is not None else Const(0, dt.INDEX, span))
+            elif b is None or const_int(b) == 0:
+                out.append(o)
+            else:
+                out.append(BinOp("+", b, o, dt.INDEX, span))
+        return TupleExpr(out, span)
+
+    def load(a):
+        src = conv.expr(a)
+        shape = _chunk_of(a.type.shape, S, C)
+        return conv.new(a.name, "tile.load", [src, at(a.type.shape), _shape(shape, span)],
+                        {"target_memory": MemorySpace.Vec}, span)
+
+    # a leaf the loops do not move through (a [1, N] row under row chunks) is loaded once,
+    # before them
+    hoisted: dict[int, Var] = {}
+    for a in g.leaves:
+        if _invariant(a.type.shape, S, looped):
+            hoisted[id(a)] = load(a)
+
+    def chunk_body(carried):
+        saved_emit, conv.emit = conv.emit, []
+        local: dict[int, Var] = dict(hoisted)
+        cur = list(carried)
+
+        def tile(a):
+            if not (isinstance(a, Var) and isinstance(a.type, TensorType)):
+                return conv.expr(a)
+            if id(a) not in local:               # a leaf: its chunk, loaded once
+                local[id(a)] = load(a)
+            return local[id(a)]
+
+        for s in g.stmts:
+            c = _call_of(s)
+            op = _tensor_op(s)
+            if op == "assemble":
+                dst, src, base = c.args
+                k = root_of[id(dst)] if id(dst) in root_of else next(i for i, r in enumerate(roots) if r is dst)
+                t = tile(src)
+                store_offs = at(src.type.shape, base.items if isinstance(base, TupleExpr) else None)
+                nv = Var(conv.namer.fresh(roots[k].name, "ssa"), roots[k].type, s.span)
+                conv.emit.append(Assign(nv, Call("tile.store", [t, store_offs, cur[k]], {}, nv.type, {},
+                                                 s.span), s.span))
+                cur[k] = nv
+                if isinstance(s, Assign):
+                    root_of[id(s.var)] = k
+                continue
+            args = [tile(a) for a in c.args]
+            if op in _ROW_REDUCE and len(args) == 1:
+                t = args[0].type
+                args.append(conv.new(s.var.name, "tile.create", [_shape(t.shape, s.span)],
+                                     {"dtype": t.dtype, "target_memory": MemorySpace.Vec}, s.span, "scratch"))
+            local[id(s.var)] = conv.new(s.var.name, "tile." + op, args, dict(c.kwargs), s.span)
+        body, conv.emit = conv.emit, saved_emit
+        return body, cur
+
+    stmts, results = level(0, outer)
+    for s in sinks:
+        if isinstance(s, Assign):
+            conv.subst[id(s.var)] = results[root_of[id(s.var)]]
+    return stmts
 

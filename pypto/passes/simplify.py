@@ -1,5 +1,6 @@
-"""Simplify: fold constant scalar arithmetic, propagate scalar constants, and drop dead
-code (pure operations whose results nobody reads), to a fixed point.
+"""Simplify: fold constant scalar arithmetic, propagate scalar constants and plain copies
+(`y = x`, as InlineFunctions and UnrollLoops leave them), and drop dead code (pure
+operations whose results nobody reads), to a fixed point.
 
 Dropping dead code is also what gives the build graph its early cutoff: a statement
 the user added but never used disappears here, so every task after this pass sees
@@ -11,7 +12,7 @@ import operator
 
 from pypto.ir import ops
 from pypto.ir.nodes import Assign, BinOp, Call, Const, Function, Program, Var
-from pypto.ir.visit import Rewriter, Substitute, bodies, stmt_uses, walk
+from pypto.ir.visit import Rewriter, Substitute, bodies, defs, stmt_uses, walk
 
 NAME = "Simplify"
 READS = ()
@@ -41,6 +42,7 @@ def _function(f: Function) -> Function:
         body = _Fold().body(body)
         consts = {id(s.var): s.value for s in walk(body)
                   if isinstance(s, Assign) and isinstance(s.value, Const)}
+        consts.update(_copies(f, body))
         if consts:
             body = Substitute(consts).body(body)
         used = {id(v) for s in walk(body) for v in stmt_uses(s)}
@@ -51,6 +53,26 @@ def _function(f: Function) -> Function:
         body = new
     return Function(f.name, f.params, f.return_types, body, f.func_type, f.level, f.role,
                     dict(f.attrs), f.span)
+
+
+def _copies(f: Function, body) -> dict:
+    """`y = x` with both bound exactly once and of one type: uses of y read x."""
+    count: dict[int, int] = {id(p.var): 1 for p in f.params}
+    for s in walk(body):
+        for v in defs(s):
+            count[id(v)] = count.get(id(v), 0) + 1
+    out = {}
+    for s in walk(body):
+        if isinstance(s, Assign) and isinstance(s.value, Var) and s.value is not s.var \
+                and count.get(id(s.var)) == 1 and count.get(id(s.value)) == 1 \
+                and s.var.type == s.value.type:
+            out[id(s.var)] = s.value
+    # a chain y = x; z = y resolves to x
+    for k, v in out.items():
+        while id(v) in out:
+            v = out[id(v)]
+        out[k] = v
+    return out
 
 
 def _removable(s, used) -> bool:

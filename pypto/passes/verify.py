@@ -12,7 +12,9 @@ from pypto.ir.visit import bodies, defs, stmt_uses, walk
 
 # property -> the pass after which it holds
 ESTABLISHED_BY = {
-    "defined_before_use": None,          # always
+    # before SSA a variable is a name (a rebinding that changes the type is a new Var of
+    # the same name): ConvertToSSA resolves names and reports a use without a value
+    "defined_before_use": "ConvertToSSA",
     "ssa": "ConvertToSSA",
     "no_kernel_tensor_ops": "ConvertTensorToTileOps",
     "tiles_placed": "InferTileMemorySpace",

@@ -4,7 +4,8 @@ directed calls)."""
 import pytest
 
 from pypto.backend import BackendType
-from pypto.ir.nodes import ArgDir, Assign, FunctionType, MemorySpace as M, PtrType
+from pypto.ir.nodes import (ArgDir, Assign, FunctionType, MemorySpace as M, PtrType, Return,
+                            RuntimeScope)
 from pypto.passes import pipeline, run_pass, run_pipeline
 from pypto.passes.base import PassOptions
 from pypto.passes.verify import verify
@@ -109,8 +110,10 @@ def test_two_kernels_final_program():
     main = fn(prog, "main")
     assert [c.op for c in calls(main)] == ["tensor.create", "@main_incore_0", "@scale"]
     create, first, second = calls(main)
-    assert first.args[2] is main.body[0].var                        # the created tensor is written...
-    assert second.args[0] is main.body[1].var                       # ...and then read by `scale`
+    scope, ret = main.body                                          # one AUTO runtime scope
+    assert isinstance(scope, RuntimeScope) and not scope.manual and isinstance(ret, Return)
+    assert first.args[2] is scope.body[0].var                       # the created tensor is written...
+    assert second.args[0] is scope.body[1].var                      # ...and then read by `scale`
     assert first.attrs["arg_directions"][2] is ArgDir.output_existing
     assert second.attrs["arg_directions"] == [ArgDir.input, ArgDir.output_existing]
 
