@@ -8,7 +8,7 @@ error says which path is missing.
 from __future__ import annotations
 
 from pypto.errors import CodegenError
-from pypto.ir.nodes import Assign, Call, For, If, MemorySpace as M, Program, TileType, Var, Yield
+from pypto.ir.nodes import Assign, Call, Eval, For, If, MemorySpace as M, Program, TileType, Var, Yield
 from pypto.ir.visit import Rewriter, defs, walk
 from pypto.passes.base import Namer
 
@@ -79,6 +79,9 @@ class _Infer(Rewriter):
                         "pl.move the tile in one branch so both yield the same space")
                 _set_space(r, spaces.pop() if spaces else None)
             return [new]
+        if isinstance(s, Eval) and isinstance(s.expr, Call) and s.expr.op == "tile.store":
+            self.check_store(s.expr, s)          # a store written as a statement
+            return [self.default_stmt(s)]
         if not (isinstance(s, Assign) and isinstance(s.value, Call)):
             return [self.default_stmt(s)]
         c = s.value
@@ -87,10 +90,8 @@ class _Infer(Rewriter):
                 _set_space(s.var, c.kwargs.get("target_memory", M.Vec))
             if c.op == "tile.move":
                 self.check_path(_space(c.args[0]), c.kwargs["target_memory"], s)
-            if c.op == "tile.store" and _space(c.args[0]) not in (M.Vec, M.Acc, None):
-                raise CodegenError(f"no data path from {_space(c.args[0]).name} to GM: stores "
-                                   f"come from Vec or Acc", s.span,
-                                   "store the tile you loaded it from, or the matmul result")
+            if c.op == "tile.store":
+                self.check_store(c, s)
             return [self.default_stmt(s)]
         if c.op == "tile.reshape":             # a view: it stays where its source is
             _set_space(s.var, _space(c.args[0]))
@@ -104,6 +105,12 @@ class _Infer(Rewriter):
             args.append(a)
         _set_space(s.var, _PRODUCES.get(c.op, M.Vec))
         return [Assign(s.var, Call(c.op, args, dict(c.kwargs), s.var.type, dict(c.attrs), c.span), s.span)]
+
+    def check_store(self, c: Call, s):
+        if _space(c.args[0]) not in (M.Vec, M.Acc, None):
+            raise CodegenError(f"no data path from {_space(c.args[0]).name} to GM: stores "
+                               f"come from Vec or Acc", s.span,
+                               "store the tile you loaded it from, or the matmul result")
 
     def place(self, v: Var, target, s):
         have = _space(v)

@@ -258,3 +258,29 @@ def test_store_from_a_cube_operand_space_is_an_error():
     for opts in (None, A5):
         with pytest.raises(CodegenError, match="no data path from Mat to GM"):
             infer(P, opts)
+
+
+def test_store_written_as_a_statement_is_checked_too():
+    """`pl.store(t, [0, 0], y)` as a bare statement (an Eval, no result bound) gets the
+    same check as `y = pl.store(...)`. The Mat tile is made by editing the IR before the
+    pass, so the check of the pass itself is what is tested."""
+    from pypto.ir.nodes import Assign, Eval, TileType
+
+    @pl.program
+    class P:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[64, 64], pl.FP32],
+              y: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+            t = pl.load(a, [0, 0], [64, 64])
+            pl.store(t, [0, 0], y)
+            return y
+
+    src = before(P, NAME)
+    k = fn(src, "k")
+    load, store = [s for s in k.body if isinstance(s, (Assign, Eval))]
+    assert isinstance(store, Eval)
+    load.value.kwargs["target_memory"] = M.Mat
+    load.var.type = TileType(load.var.type.shape, load.var.type.dtype, M.Mat)
+    with pytest.raises(CodegenError, match="no data path from Mat to GM") as e:
+        run(src, NAME)
+    assert e.value.span is not None and e.value.span.line == store.span.line
