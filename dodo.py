@@ -14,11 +14,10 @@ from examples.harness import load, source
 from doit import create_after
 
 from pipeline import dodo_support  # not `from ... import task_dicts`: doit collects task_* names
-from pipeline.driver import plan
+from pipeline.driver import phase_count, plan
 from pipeline.graph import Ref
 from pipeline.progress import doit_reporter
 from pipeline.run import BuildContext
-from pypto.passes import FUNCTION_LOCAL
 from pypto.ir.compiling import build_options
 
 os.environ.setdefault("PYPTO_CACHE_DIR", str(Path(__file__).parent / ".pypto_cache"))
@@ -39,7 +38,7 @@ for _name, _mod in _modules.items():
 
 # Every example's graph has the same phases; phase k is created after phase k-1 ran
 # (its steps depend on what the passes produced: which kernels exist).
-N_PHASES = 2 + sum(1 for p in OPTS.passes if p[0] not in FUNCTION_LOCAL)
+N_PHASES = phase_count(OPTS)
 _phase_steps: dict[int, list] = {}
 
 

@@ -106,6 +106,14 @@ def _split(store, text: bytes):
     return prog, refs
 
 
+def phase_count(opts: BuildOptions) -> int:
+    """How many phases `plan` yields: one before each run of per-function passes (to
+    see the functions), one for what follows the last run, one for the backend."""
+    runs = sum(1 for k, p in enumerate(opts.passes)
+               if p[0] in _LOCAL and (k == 0 or opts.passes[k - 1][0] not in _LOCAL))
+    return runs + 2
+
+
 def plan(prog: str, source: Ref, opts: BuildOptions, out: Path, store, from_spec: bool):
     """The graph of one program as a sequence of phases: a generator that yields the
     steps of each phase and is sent back their output digests. A phase ends where
@@ -123,51 +131,62 @@ def plan(prog: str, source: Ref, opts: BuildOptions, out: Path, store, from_spec
     steps.append(_step(f"frontend:{prog}", "frontend", {"program": source}, fouts, fopts,
                        _dump_target(opts, out, 0, None),
                        doc=f"{prog}: parse and print the program before any pass"))
-    digests = yield steps
-    cur = frontend = digests[f"frontend:{prog}"]["program"]
+    cur = Ref(f"frontend:{prog}", "program")       # the whole program, as it stands
+    frontend = None
     passes = list(opts.passes)
     done: list[str] = []
     i = 0
     while i < len(passes):
+        if passes[i][0] not in _LOCAL:    # a whole-program pass: chain it in this phase
+            pname, module, reads = passes[i]
+            name = f"pass:{prog}:{i + 1:02d}_{pname}"
+            steps.append(_pass_step(name, {"program": cur}, opts, pname, module, reads, done,
+                                    "program", {}, _dump_target(opts, out, i + 1, pname)))
+            done.append(pname)
+            cur = Ref(name, "program")
+            i += 1
+            continue
+        # per-function passes need to know the functions: run what is pending first
+        if steps:
+            digests = yield steps
+            frontend = frontend or digests[f"frontend:{prog}"]["program"]
+            steps = []
+        text = store.get_bytes(cur.output if cur.step is None else digests[cur.step][cur.output])
+        program, heads = _split(store, text)
+        order = [f.name for f in program.functions]
+        common = {"program_name": program.name, "source": program.source, "order": order}
         j = i
         while j < len(passes) and passes[j][0] in _LOCAL:
-            j += 1
-        steps = []
-        program, heads = _split(store, store.get_bytes(cur)) if j > i else (None, None)
-        order = [f.name for f in program.functions] if program is not None else []
-        common = {"program_name": program.name, "source": program.source} if program is not None else {}
-        for k in range(i, j):
-            pname, module, reads = passes[k]
+            pname, module, reads = passes[j]
             for f in order:
-                step = _pass_step(f"pass:{prog}:{k + 1:02d}_{pname}:{_safe(f)}", {"program": heads[f]},
+                step = _pass_step(f"pass:{prog}:{j + 1:02d}_{pname}:{_safe(f)}", {"program": heads[f]},
                                   opts, pname, module, reads, done, "function", {"function": f}, {})
                 steps.append(step)
                 heads[f] = Ref(step.name, "program")
             done.append(pname)
             if opts.dump != "none":      # the whole program after this pass, for its dump
-                steps.append(_pass_step(f"pass:{prog}:{k + 1:02d}_{pname}",
+                steps.append(_pass_step(f"pass:{prog}:{j + 1:02d}_{pname}",
                                         {f"fn:{f}": heads[f] for f in order}, opts, None, None, (),
-                                        done, "join", dict(common, order=order),
-                                        _dump_target(opts, out, k + 1, pname)))
-        if j < len(passes):              # a whole-program pass closes the phase
+                                        done, "join", common, _dump_target(opts, out, j + 1, pname)))
+            j += 1
+        joined = {f"fn:{f}": heads[f] for f in order}
+        if j < len(passes):              # the next whole-program pass joins the functions
             pname, module, reads = passes[j]
             name = f"pass:{prog}:{j + 1:02d}_{pname}"
-            if j > i:
-                inputs, mode, extra = {f"fn:{f}": heads[f] for f in order}, "join", dict(common, order=order)
-            else:
-                inputs, mode, extra = {"program": Ref.blob(cur)}, "program", {}
-            steps.append(_pass_step(name, inputs, opts, pname, module, reads, done, mode, extra,
+            steps.append(_pass_step(name, joined, opts, pname, module, reads, done, "join", common,
                                     _dump_target(opts, out, j + 1, pname)))
             done.append(pname)
             i = j + 1
-        else:                            # the pipeline ends with local passes: join them
-            name = f"pass:{prog}:{j:02d}_{passes[j - 1][0]}" if opts.dump != "none" else f"join:{prog}"
+        else:                            # the pipeline ends with per-function passes
+            name = f"pass:{prog}:{j:02d}_{passes[j - 1][0]}"
             if opts.dump == "none":
-                steps.append(_pass_step(name, {f"fn:{f}": heads[f] for f in order}, opts, None, None,
-                                        (), done, "join", dict(common, order=order), {}))
+                name = f"join:{prog}"
+                steps.append(_pass_step(name, joined, opts, None, None, (), done, "join", common, {}))
             i = j
-        digests = yield steps
-        cur = digests[name]["program"]
+        cur = Ref(name, "program")
+    digests = yield steps
+    frontend = frontend or digests[f"frontend:{prog}"]["program"]
+    cur = digests[cur.step][cur.output]
     from pypto.language import parse
     final = parse(store.get_bytes(cur).decode("utf-8"), filename="<ir>")
     back, meta = back_steps(prog, final, opts, out, store)
