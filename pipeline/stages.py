@@ -169,11 +169,12 @@ def pass_stage(inputs: dict, options: dict) -> dict:
         done = list(options["done"])
         if mode == "function":
             fname = options["function"]
-            one = run_pass(p, Program(prog.name, [prog.get(fname)], prog.source), opts, verify, done)
+            one = run_pass(p, Program(prog.name, [prog.get(fname)], prog.source), opts, verify, done,
+                           private=True)
             out = Program(prog.name, [one.functions[0] if f.name == fname else f
                                       for f in prog.functions], prog.source)
         else:
-            out = run_pass(p, prog, opts, verify, done)
+            out = run_pass(p, prog, opts, verify, done, private=True)
     text = _print(out)
     if options.get("verify") == "roundtrip":
         from pypto.ir.equal import assert_structural_equal

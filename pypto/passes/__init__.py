@@ -70,9 +70,11 @@ def pipeline(opts: PassOptions) -> list[Pass]:
     return [p for p in ALL_PASSES if p.name not in skip]
 
 
-def run_pass(p: Pass, prog, opts: PassOptions, verify: bool = True, done: list | None = None):
-    """Run one pass on a private copy (passes may rewrite their input in place)."""
-    out = p(copy.deepcopy(prog), opts)
+def run_pass(p: Pass, prog, opts: PassOptions, verify: bool = True, done: list | None = None,
+             private: bool = False):
+    """Run one pass on a private copy (passes may rewrite their input in place);
+    `private=True` when the caller's program is its own (just parsed) and needs none."""
+    out = p(prog if private else copy.deepcopy(prog), opts)
     if verify:
         from pypto.passes.verify import verify as check
         check(out, p.name, (done or []) + [p.name])
