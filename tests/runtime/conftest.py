@@ -2,7 +2,6 @@
 assembled into output directories the way the compiler lays them out."""
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 import shutil
@@ -10,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 import xxhash
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,14 +87,6 @@ def built(tmp_path_factory) -> Path:
     return out
 
 
-def tensor(name, shape, direction="In", dtype="fp32"):
-    return {"name": name, "kind": "tensor", "direction": direction, "shape": list(shape), "dtype": dtype}
-
-
-def scalar(name, dtype="fp32"):
-    return {"name": name, "kind": "scalar", "direction": "In", "dtype": dtype}
-
-
 class ProgramFactory:
     def __init__(self, built: Path, tmp_path: Path):
         self.built = built
@@ -149,12 +141,3 @@ def programs(built, tmp_path) -> ProgramFactory:
     return ProgramFactory(built, tmp_path)
 
 
-@contextlib.contextmanager
-def isolated_compiler(base: Path):
-    """Compile into `base`: a private artifact store and build directory (restored on
-    exit), for module-scoped fixtures that compile real programs."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("PYPTO_CACHE_DIR", str(base / "store"))
-        mp.setenv("PYPTO_PROG_BUILD_DIR", str(base / "builds"))
-        mp.delenv("PYPTO_CACHE_DISABLE", raising=False)
-        yield base

@@ -12,7 +12,7 @@ from pypto import ir
 from pypto.runtime import ChipWorker, KernelExecutionError, RunConfig, RunRecord, TaskRecord, run
 from pypto.runtime.dfx import chrome_trace, deps_graph, swimlane_records, swimlane_svg
 
-from conftest import isolated_compiler, tensor
+from runtime_helpers import isolated_compiler, tensor
 
 LOOPS = 200      # enough work per independent kernel (tens of ms) to see them run together
 SVG = "{http://www.w3.org/2000/svg}"

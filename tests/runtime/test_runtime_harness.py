@@ -11,7 +11,7 @@ from pypto.runtime import (BenchmarkResult, ChipWorker, GoldenMismatchError, Run
                            benchmark, run)
 from pypto.runtime.harness import compare
 
-from conftest import isolated_compiler
+from runtime_helpers import isolated_compiler
 
 
 @pl.program

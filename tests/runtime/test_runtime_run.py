@@ -5,7 +5,7 @@ import torch
 
 from pypto.runtime import ChipWorker, OrchestrationError, RunConfig
 
-from conftest import scalar, tensor
+from runtime_helpers import scalar, tensor
 
 ADD = [tensor("a", [64, 32]), tensor("b", [64, 32]), tensor("out", [64, 32], "Out")]
 

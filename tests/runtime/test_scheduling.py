@@ -5,7 +5,7 @@ import torch
 from pypto.runtime import ChipWorker, KernelExecutionError, RunConfig
 from pypto.runtime.device import host_threads
 
-from conftest import tensor
+from runtime_helpers import tensor
 
 MS = 1_000_000
 SLEEP2 = [tensor("x", [8, 8]), tensor("y1", [8, 8], "Out"), tensor("y2", [8, 8], "Out")]

@@ -9,7 +9,7 @@ from pypto.runtime import (ChipWorker, DeviceTensor, DeviceUnavailableError, Ker
                            PlatformMismatchError, RunConfig, current_worker)
 from pypto import dtype as dt
 
-from conftest import tensor
+from runtime_helpers import tensor
 
 ADD = [tensor("a", [16, 16]), tensor("b", [16, 16]), tensor("out", [16, 16], "Out")]
 PROBE = [tensor("x", [4, 4]), tensor("out", [4], "Out", "int64")]
