@@ -11,8 +11,9 @@ writes (WAW). "The same tensor" is decided on alias roots, conservatively: a ker
 result is the tensors it writes, a loop-carried or if-merged tensor is every tensor
 that may flow into it. Calls in the two branches of one if never run together and get
 no edge. A call inside a loop may also wait for calls of the previous iteration: those
-at or after it in the loop body go to `attrs["loop_deps"]` (written only when there
-are some).
+at or after it in the loop body (and those before it in the other branch of an if) go
+to `attrs["loop_deps"]`, written only when there are some; an earlier call of the same
+iteration covers its own previous iteration through the edges of that iteration.
 
 MANUAL scopes (`with pl.scope(mode=pl.ScopeMode.MANUAL)`) are always analysed: the
 runtime does not track dependencies inside them. AUTO scopes, where the runtime finds
@@ -149,9 +150,10 @@ def _function(f, funcs, analyze_auto: bool):
             for d in tasks:
                 if not _conflict(d, t):
                     continue
-                if d.index < t.index and not _exclusive(d.path, t.path):
+                exclusive = _exclusive(d.path, t.path)
+                if d.index < t.index and not exclusive:
                     deps.append(d.index)
-                elif d.index >= t.index and _shared_loop(d, t):
+                elif _shared_loop(d, t) and (d.index >= t.index or exclusive):
                     carried.append(d.index)
             t.call.attrs["deps"] = deps
             if carried:

@@ -117,3 +117,82 @@ def function_namer(f) -> Namer:
     """A Namer that knows every name a function already uses."""
     from pypto.ir.visit import defs, walk
     return Namer({p.var.name for p in f.params} | {v.name for s in walk(f.body) for v in defs(s)})
+
+
+def rebind_names(f):
+    """Before ConvertToSSA a variable is a name: rebuild `f`'s Vars the way the parser
+    binds them, so the program is the one its printed text parses back to. Walking in
+    program order, an assignment reuses the Var the name holds when the type is the same
+    (else a new Var); a loop makes its own loop variable and carried variables (gone
+    after the loop); every use reads the Var its name holds at that point. Passes that
+    copy statements before SSA (UnrollLoops, InlineFunctions) end with this."""
+    from pypto.ir.nodes import (Assign, BinOp, Call, Const, Eval, For, Function, If,
+                                InCoreScope, IterArg, Return, RuntimeScope, TupleExpr, Var,
+                                Yield)
+    env = {p.var.name: p.var for p in f.params}
+
+    def define(v):
+        old = env.get(v.name)
+        if old is not None and old.type == v.type:
+            return old
+        nv = Var(v.name, v.type, v.span)
+        env[v.name] = nv
+        return nv
+
+    def expr(e):
+        if isinstance(e, Var):
+            return env.get(e.name, e)
+        if isinstance(e, Call):
+            return Call(e.op, [expr(a) for a in e.args], dict(e.kwargs), e.type, dict(e.attrs), e.span)
+        if isinstance(e, TupleExpr):
+            return TupleExpr([expr(i) for i in e.items], e.span)
+        if isinstance(e, BinOp):
+            return BinOp(e.op, expr(e.lhs), expr(e.rhs), e.dtype, e.span)
+        if isinstance(e, Const):
+            return Const(e.value, e.dtype, e.span)
+        return e
+
+    def body(stmts):
+        return [stmt(s) for s in stmts]
+
+    def stmt(s):
+        if isinstance(s, Assign):
+            value = expr(s.value)
+            return Assign(define(s.var), value, s.span)
+        if isinstance(s, Eval):
+            return Eval(expr(s.expr), s.span)
+        if isinstance(s, (Return, Yield)):
+            return type(s)([expr(v) for v in s.values], s.span)
+        if isinstance(s, For):
+            start, stop, step = expr(s.start), expr(s.stop), expr(s.step)
+            inits = [expr(a.init) for a in s.iter_args]
+            scoped = [s.loop_var.name] + [a.var.name for a in s.iter_args]
+            saved = {n: env.get(n) for n in scoped}
+            lv = Var(s.loop_var.name, s.loop_var.type, s.loop_var.span)
+            env[lv.name] = lv
+            iters = []
+            for a, i in zip(s.iter_args, inits):
+                nv = Var(a.var.name, a.var.type, a.var.span)
+                env[nv.name] = nv
+                iters.append(IterArg(nv, i))
+            new_body = body(s.body)
+            for n, old in saved.items():
+                if old is None:
+                    env.pop(n, None)
+                else:
+                    env[n] = old
+            return For(lv, start, stop, step, new_body, iters, [define(v) for v in s.return_vars],
+                       s.kind, s.span)
+        if isinstance(s, If):
+            cond = expr(s.cond)
+            then = body(s.then_body)
+            other = body(s.else_body) if s.else_body else None
+            return If(cond, then, other, [define(v) for v in s.return_vars], s.span)
+        if isinstance(s, InCoreScope):
+            return InCoreScope(body(s.body), s.name_hint, s.span)
+        if isinstance(s, RuntimeScope):
+            return RuntimeScope(body(s.body), s.manual, s.span)
+        raise TypeError(f"cannot rebind statement {s!r}")
+
+    return Function(f.name, f.params, f.return_types, body(f.body), f.func_type, f.level, f.role,
+                    dict(f.attrs), f.span)

@@ -17,7 +17,7 @@ from pypto.errors import CodegenError
 from pypto.ir.nodes import (Assign, Call, Eval, Function, FunctionType, Program, Return,
                             TupleExpr, Var)
 from pypto.ir.visit import Rewriter, defs, walk
-from pypto.passes.base import Clone, function_namer
+from pypto.passes.base import Clone, function_namer, rebind_names
 
 NAME = "InlineFunctions"
 READS = ()
@@ -47,7 +47,7 @@ def run(prog: Program, opts) -> Program:
         if f.func_type is FunctionType.Inline:
             expanded(f.name, ())               # errors in unused inline functions surface too
             continue
-        out.append(_Inliner(f, lambda n: expanded(n, ()), inline).function(f))
+        out.append(rebind_names(_Inliner(f, lambda n: expanded(n, ()), inline).function(f)))
     return Program(prog.name, out, prog.source)
 
 

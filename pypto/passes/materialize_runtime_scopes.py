@@ -5,7 +5,7 @@ stand), its body and the body of each for loop and each if branch are wrapped in
 AUTO `RuntimeScope` -- all but a trailing return / yield, which stay outside so the
 scope closes before the value leaves. Nothing is wrapped inside a MANUAL scope the
 user wrote (its tasks keep the dependencies they were given), and a body that already
-is one scope, or has nothing but its return / yield, is left alone.
+is one AUTO scope, or has nothing but its return / yield, is left alone.
 
 The function is then marked `auto_scope=False`: its scopes are now explicit, and
 running the pass again changes nothing. Kernels never get runtime scopes.
@@ -34,7 +34,7 @@ def _wrap(body: list, span) -> list:
     tail = []
     if body and isinstance(body[-1], (Return, Yield)):
         tail = [body.pop()]
-    if not body or (len(body) == 1 and isinstance(body[0], RuntimeScope)):
+    if not body or (len(body) == 1 and isinstance(body[0], RuntimeScope) and not body[0].manual):
         return body + tail
     return [RuntimeScope(body, False, body[0].span or span)] + tail
 

@@ -8,7 +8,8 @@ makes them), so a value the body rebinds flows from one copy into the next exact
 it flowed from one iteration into the next, and a name used after the loop reads the
 last iteration's value. A loop that carries explicit iter_args (not writable with
 pl.unroll, but kept general) binds them with copies `acc = init` / `acc = yielded`
-between the bodies. Nested unroll loops expand
+between the bodies. The copies' variables are then rebound as the parser binds names
+(`rebind_names`): the result is the program its printed text parses back to. Nested unroll loops expand
 inside out; bounds must be integer constants (the parser checks), and an unroll of
 more than MAX_TRIPS iterations is refused.
 """
@@ -16,8 +17,8 @@ from __future__ import annotations
 
 from pypto.errors import CodegenError
 from pypto.ir.nodes import Assign, Const, For, ForKind, Program, Yield
-from pypto.ir.visit import Rewriter, const_int
-from pypto.passes.base import Clone
+from pypto.ir.visit import Rewriter, const_int, walk
+from pypto.passes.base import Clone, rebind_names
 
 NAME = "UnrollLoops"
 READS = ()
@@ -26,7 +27,12 @@ MAX_TRIPS = 1024
 
 
 def run(prog: Program, opts) -> Program:
-    return Program(prog.name, [_Unroll().function(f) for f in prog.functions], prog.source)
+    out = []
+    for f in prog.functions:
+        if any(isinstance(s, For) and s.kind is ForKind.Unroll for s in walk(f.body)):
+            f = rebind_names(_Unroll().function(f))
+        out.append(f)
+    return Program(prog.name, out, prog.source)
 
 
 class _Unroll(Rewriter):

@@ -172,6 +172,7 @@ def test_inline_with_a_region_is_outlined_in_its_caller():
             return out
 
     inlined = run(S, NAME)
+    roundtrip(inlined)
     assert sum(isinstance(s, InCoreScope) for s in fn(inlined, "main").body) == 2
     out = upto(S, "OutlineIncoreScopes")
     assert sorted(f.name for f in out.functions) == ["main", "main_incore_0", "main_incore_1"]
