@@ -8,4 +8,4 @@ HOST_FLAGS = ("-std=c++17", "-O1", "-fPIC", "-shared")
 
 
 def build_host(cpp: str, cxx: str | None = None) -> bytes:
-    return compile_shared(cpp, [*HOST_FLAGS, "-I", str(INCLUDE_DIR)], "the orchestration", cxx)
+    return compile_shared(cpp, [*HOST_FLAGS, "-I", str(INCLUDE_DIR)], "orchestration", cxx)

@@ -52,23 +52,24 @@ def flags(arch: str, core_type: str) -> list[str]:
 
 def build_kernel(cpp: str, *, arch: str, core_type: str, cxx: str | None = None) -> bytes:
     """Compile one kernel's C++ and return the shared object's bytes."""
-    return compile_shared(cpp, flags(arch, core_type), "the kernel", cxx)
+    return compile_shared(cpp, flags(arch, core_type), "kernel", cxx)
 
 
-def compile_shared(cpp: str, args, what: str, cxx: str | None = None) -> bytes:
-    """C++ source -> shared object bytes, built in a fresh temp dir under fixed names."""
+def compile_shared(cpp: str, args, stem: str, cxx: str | None = None) -> bytes:
+    """C++ source -> shared object bytes, built in a fresh temp dir under the fixed
+    names <stem>.cpp / <stem>.so (so the bytes depend only on the source)."""
     compiler = _resolve(cxx)
-    cmd = [compiler, *args, "unit.cpp", "-o", "unit.so"]
-    with tempfile.TemporaryDirectory(prefix="pypto_build_") as tmp:
-        Path(tmp, "unit.cpp").write_text(cpp)
+    cmd = [compiler, *args, f"{stem}.cpp", "-o", f"{stem}.so"]
+    with tempfile.TemporaryDirectory(prefix=f"pypto_{stem}_") as tmp:
+        Path(tmp, f"{stem}.cpp").write_text(cpp)
         try:
             proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=TIMEOUT_S)
         except subprocess.TimeoutExpired:
             raise KernelBuildError(f"{Path(compiler).name} took longer than {TIMEOUT_S} s") from None
         if proc.returncode != 0:
-            raise KernelBuildError(f"{Path(compiler).name} failed to build {what} "
+            raise KernelBuildError(f"{Path(compiler).name} failed to build the {stem} "
                                    f"(exit {proc.returncode})", proc.stderr)
-        return Path(tmp, "unit.so").read_bytes()
+        return Path(tmp, f"{stem}.so").read_bytes()
 
 
 @functools.lru_cache(maxsize=None)
