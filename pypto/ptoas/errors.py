@@ -1,8 +1,10 @@
 """The one exception type ptoas raises, with both positions an error can have."""
 from __future__ import annotations
 
+from pypto.errors import CodegenError
 
-class PtoasError(Exception):
+
+class PtoasError(CodegenError):
     """A parse or verification error.
 
     `line`/`col` point into the .pto text; `loc` is the op's source location
@@ -22,7 +24,11 @@ class PtoasError(Exception):
             text = f"{loc}: error: {message} [{pto_pos}]"
         else:
             text = f"{pto_pos}: error: {message}"
-        super().__init__(text)
+        # a user-facing codegen error (so ir.compile reports it at the call), with
+        # ptoas's own two-position message
+        Exception.__init__(self, text)
+        self.span = None
+        self.hint = None
 
 
 def op_error(op, message: str, source_name: str = "<pto>") -> PtoasError:
