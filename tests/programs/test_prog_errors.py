@@ -7,7 +7,6 @@ import torch
 
 import pypto.errors as E
 import pypto.language as pl
-from pypto.ptoas.errors import PtoasError
 
 from prog_helpers import CFG
 
@@ -369,11 +368,6 @@ def store_from_mat_statement(a: pl.Tensor, o: pl.Out[pl.Tensor]):
     return o
 
 
-@pytest.mark.xfail(strict=True, raises=PtoasError,
-                   reason="InferTileMemorySpace: the store-space check ('no data path from Mat to GM', "
-                          "CodegenError) runs only on `o = pl.store(...)` Assigns; a bare `pl.store(m, [0, 0], o)` "
-                          "statement (Eval) from a Mat/Left tile reaches ptoas, which raises "
-                          "pypto.ptoas.errors.PtoasError (not a pypto.errors class, no hint)")
 def test_store_from_mat_written_as_a_statement():
     with pytest.raises(E.CodegenError) as e:
         compile_(store_from_mat_statement, A, O)
