@@ -128,3 +128,98 @@ def test_orchestration_is_untouched():
     src = before(_quickstart(), NAME)
     out = run(src, NAME)
     assert out.as_python().split("def add(")[1] == src.as_python().split("def add(")[1]
+
+
+# ----------------------------------------------------------------------------- planners
+import dataclasses  # noqa: E402
+
+import pipeline_programs as pp  # noqa: E402
+from placement import check, check_kernel, check_ptoas, ir_buffers, limits  # noqa: E402
+from pypto.ir.nodes import Program  # noqa: E402
+
+A2 = chip(BackendType.Ascend910B)
+
+
+def _planned(build, planner):
+    return run_pipeline(build(), PassOptions(memory_planner=planner))
+
+
+def _offsets(f):
+    return {t.name: t.type.memref.offset for t in tiles(f)}
+
+
+def test_three_planners_place_one_kernel_differently_and_each_placement_is_valid():
+    pypto = fn(_planned(pp.softmax, "PYPTO"), "softmax_incore_0")
+    dsa = fn(_planned(pp.softmax, "DSA_RP"), "softmax_incore_0")
+    ptoas_prog = _planned(pp.softmax, "PTOAS")
+    ptoas = fn(ptoas_prog, "softmax_incore_0")
+    used = {"PYPTO": check_kernel(pypto, A2), "DSA_RP": check_kernel(dsa, A2),
+            "PTOAS": check_ptoas(Program(ptoas_prog.name, [ptoas], ptoas_prog.source), A2)}
+    # PYPTO: MemoryReuse merged the tiles into 3 buffers (results over dying operands)
+    assert len(ir_buffers(pypto)) == 3 and used["PYPTO"] == {"vec": 2 * 16384 + 256}
+    # DSA_RP: one buffer per tile group, packed by lifetime: more bytes, but buffers
+    # that are never live together share addresses
+    dsa_bufs = ir_buffers(dsa)
+    assert len(dsa_bufs) == 7 and used["DSA_RP"]["vec"] > used["PYPTO"]["vec"]
+    assert len({b.addr for b in dsa_bufs}) < len(dsa_bufs)
+    assert used["DSA_RP"]["vec"] < sum(b.size for b in dsa_bufs)
+    # PTOAS: no addresses in the IR at all; our ptoas places them
+    assert set(_offsets(ptoas).values()) == {0}
+    assert _offsets(pypto) != _offsets(dsa)
+
+
+def test_dsa_rp_never_writes_a_result_over_a_dying_operand():
+    def small():
+        @pl.program
+        class P:
+            @pl.function(type=pl.FunctionType.InCore)
+            def k(self, x: pl.Tensor[[64, 64], pl.FP32], y: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) \
+                    -> pl.Tensor[[64, 64], pl.FP32]:
+                a = pl.load(x, [0, 0], [64, 64])
+                b = pl.exp(a)                    # a dies here
+                y = pl.store(b, [0, 0], y)
+                c = pl.load(x, [0, 0], [64, 64])  # after b is stored: may reuse a's bytes
+                y = pl.store(pl.neg(c), [0, 0], y)
+                return y
+
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, x: pl.Tensor[[64, 64], pl.FP32],
+                     y: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+                y = self.k(x, y)
+                return y
+        return P
+
+    pypto = _offsets(fn(_planned(small, "PYPTO"), "k"))
+    dsa = _offsets(fn(_planned(small, "DSA_RP"), "k"))
+    assert pypto["b"] == pypto["a"]                      # in place
+    assert dsa["b"] != dsa["a"]                          # never at the op that kills a
+    assert dsa["c"] in (dsa["a"], dsa["b"])              # but a later tile takes freed bytes
+    check_kernel(fn(_planned(small, "DSA_RP"), "k"), A2)
+
+
+def test_dsa_rp_packs_a_tiled_kernel_the_bump_allocator_could_not():
+    from test_pass_convert_tensor_to_tile_ops import big_softmax
+    k = fn(_planned(big_softmax, "DSA_RP"), "main_incore_0")
+    bufs = ir_buffers(k)
+    assert sum(b.size for b in bufs) > 184 * KIB            # laid end to end it would overflow
+    assert check_kernel(k, A2)["vec"] <= 184 * KIB
+
+
+def test_the_checker_catches_overlap_misalignment_and_overflow():
+    cap, align = limits(A2)
+    good = ir_buffers(fn(_planned(pp.softmax, "DSA_RP"), "softmax_incore_0"))
+    check(good, cap, align)
+    a, b = next((a, b) for a in good for b in good
+                if a is not b and a.start <= b.end and b.start <= a.end)
+    with pytest.raises(AssertionError, match="overlaps"):
+        check([a, dataclasses.replace(b, addr=a.addr)], cap, align)
+    with pytest.raises(AssertionError, match="aligned"):
+        check([dataclasses.replace(a, addr=a.addr + 32)], cap, align)
+    with pytest.raises(AssertionError, match="capacity"):
+        check([dataclasses.replace(a, addr=cap["vec"] - 128)], cap, align)
+
+
+def test_dsa_rp_overflow_names_the_kernel_and_suggests_pypto():
+    with pytest.raises(MemoryOverflowError) as e:
+        run_pipeline(_three_live(), PassOptions(memory_planner="DSA_RP"))
+    assert "'k3'" in e.value.message and "PYPTO" in e.value.hint

@@ -7,6 +7,7 @@ from pypto.ir import ops as irops
 from pypto.ir.nodes import MemorySpace as M, TileType
 
 from pass_helpers import assigns, before, body_text, calls, fn, ops, roundtrip, run, text
+import pipeline_programs as pp
 
 NAME = "ConvertTensorToTileOps"
 
@@ -214,3 +215,192 @@ def test_dynamic_shape_tensor_op_is_an_error_with_a_hint():
     with pytest.raises(CodegenError) as e:
         convert(P)
     assert "'a'" in e.value.message and "dynamic" in e.value.message and "pl.range" in e.value.hint
+
+
+# ----------------------------------------------------------------------------- tiling
+import shutil  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from pypto.ir.nodes import For  # noqa: E402
+from pypto.passes import run_pipeline  # noqa: E402
+from pypto.passes.base import PassOptions  # noqa: E402
+from pypto.passes.convert_tensor_to_tile_ops import BUDGET  # noqa: E402
+
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+
+
+def big_exp():
+    @pl.program
+    class Big:
+        @pl.function
+        def main(self, x: pl.Tensor[[256, 1024], pl.FP32],
+                 y: pl.Out[pl.Tensor[[256, 1024], pl.FP32]]) -> pl.Tensor[[256, 1024], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP):
+                y[:] = pl.exp(pl.sub(x, 1.0))
+            return y
+    return Big
+
+
+def big_softmax():
+    @pl.program
+    class Soft:
+        @pl.function
+        def main(self, x: pl.Tensor[[512, 512], pl.FP32], b: pl.Tensor[[1, 512], pl.FP32],
+                 y: pl.Out[pl.Tensor[[512, 512], pl.FP32]]) -> pl.Tensor[[512, 512], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP):
+                z = pl.col_expand_add(x, b)
+                m = pl.row_max(z)
+                e = pl.exp(pl.row_expand_sub(z, m))
+                s = pl.row_sum(e)
+                y[:] = pl.row_expand_div(e, s)
+            return y
+    return Soft
+
+
+def wide_rows():
+    @pl.program
+    class Wide:
+        @pl.function
+        def main(self, x: pl.Tensor[[4, 65536], pl.FP16], w: pl.Tensor[[4, 65536], pl.FP16],
+                 y: pl.Out[pl.Tensor[[4, 65536], pl.FP32]]) -> pl.Tensor[[4, 65536], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP):
+                y[:] = pl.cast(pl.mul(x, w), pl.FP32)
+            return y
+    return Wide
+
+
+def vec_bytes_live(k):
+    """Bytes of the chunk tiles of a tiled kernel (each defined once per iteration)."""
+    return sum(t.type.nbytes() for t in [a.var for a in assigns(k)] if isinstance(t.type, TileType))
+
+
+def test_large_elementwise_chain_becomes_a_loop_over_row_chunks():
+    out = convert(big_exp())
+    assert body_text(out, "main_incore_0") == [
+        "for i__chunk_v0, (y__iter_v0,) in pl.range(0, 256, 8, init_values=(y,)):",
+        "x__tile_v0: pl.Tile[[8, 1024], pl.FP32, pl.Mem.Vec] = pl.tile.load(x, [i__chunk_v0, 0], [8, 1024], target_memory=pl.Mem.Vec)",
+        "subs__tile_v0: pl.Tile[[8, 1024], pl.FP32] = pl.tile.subs(x__tile_v0, 1.0)",
+        "exp__tile_v0: pl.Tile[[8, 1024], pl.FP32] = pl.tile.exp(subs__tile_v0)",
+        "y__ssa_v1: pl.Tensor[[256, 1024], pl.FP32] = pl.tile.store(exp__tile_v0, [i__chunk_v0, 0], y__iter_v0)",
+        "y__rv_v0 = pl.yield_(y__ssa_v1)",
+        "return y__rv_v0",
+    ]
+    # 8 rows: two 32 KiB tiles live at once fit half of UB; 16 rows would not
+    assert 2 * 8 * 4096 <= BUDGET * 184 * 1024 < 2 * 16 * 4096
+    roundtrip(out)
+
+
+def test_row_reductions_keep_whole_rows_and_a_broadcast_row_is_loaded_once():
+    out = convert(big_softmax())
+    k = fn(out, "main_incore_0")
+    (loop,) = [s for s in k.body if isinstance(s, For)]
+    b_load = k.body[0]
+    assert b_load.value.op == "tile.load" and b_load.value.args[0].name == "b"    # before the loop
+    assert b_load.var.type.shape == (1, 512)
+    assert [c.op for c in calls(k)] == [
+        "tile.load", "tile.load", "tile.col_expand_add", "tile.create", "tile.row_max",
+        "tile.row_expand_sub", "tile.exp", "tile.create", "tile.row_sum", "tile.row_expand_div",
+        "tile.store"]
+    rows = {c.args[2].items[0].value for c in calls(k, "tile.load")}
+    assert loop.step.value == 16 and rows == {1, 16}
+    assert all(t.type.shape[1] in (1, 512) for t in [a.var for a in assigns(k)] if isinstance(t.type, TileType))
+    roundtrip(out)
+
+
+def test_a_row_too_long_for_ub_is_split_into_aligned_column_blocks():
+    out = convert(wide_rows())
+    k = fn(out, "main_incore_0")
+    (outer,) = [s for s in k.body if isinstance(s, For)]
+    (inner,) = [s for s in outer.body if isinstance(s, For)]
+    assert (outer.stop.value, outer.step.value) == (4, 1)
+    assert (inner.stop.value, inner.step.value) == (65536, 8192)
+    assert (8192 * 2) % 32 == 0
+    (store,) = calls(k, "tile.store")
+    assert [o.name for o in store.args[1].items] == [outer.loop_var.name, inner.loop_var.name]
+    roundtrip(out)
+
+
+def test_small_groups_and_values_used_elsewhere_stay_whole():
+    @pl.program
+    class P:
+        @pl.function
+        def main(self, a: pl.Tensor[[256, 256], pl.FP32], b: pl.Tensor[[256, 256], pl.FP32],
+                 o: pl.Out[pl.Tensor[[256, 256], pl.FP32]]) -> pl.Tensor[[256, 256], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP):
+                t = pl.exp(a)
+                o[:] = pl.matmul(t, b, out_dtype=pl.FP32)     # t is read by a matmul: not tiled
+            return o
+
+    k = fn(convert(P), "main_incore_0")
+    assert not [s for s in k.body if isinstance(s, For)]
+    k = fn(convert(pp.quickstart()), "add_incore_0")           # fits with in-place reuse
+    assert not [s for s in k.body if isinstance(s, For)]
+
+
+def test_a_row_reduction_whose_row_does_not_fit_is_an_error():
+    @pl.program
+    class P:
+        @pl.function
+        def main(self, x: pl.Tensor[[8, 65536], pl.FP32],
+                 o: pl.Out[pl.Tensor[[8, 1], pl.FP32]]) -> pl.Tensor[[8, 1], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP):
+                o[:] = pl.row_sum(x)
+            return o
+
+    with pytest.raises(CodegenError) as e:
+        convert(P)
+    assert "[8, 65536]" in e.value.message and "whole rows" in e.value.hint and e.value.span is not None
+
+
+def test_a_tensor_value_carried_by_a_loop_is_a_tile():
+    @pl.program
+    class P:
+        @pl.function
+        def main(self, x: pl.Tensor[[32, 64], pl.FP32],
+                 o: pl.Out[pl.Tensor[[32, 64], pl.FP32]]) -> pl.Tensor[[32, 64], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP):
+                acc = pl.exp(x)
+                for i in pl.range(3):
+                    acc = pl.add(acc, x)
+                o[:] = acc
+            return o
+
+    out = convert(P)
+    k = fn(out, "main_incore_0")
+    (loop,) = [s for s in k.body if isinstance(s, For)]
+    assert isinstance(loop.iter_args[0].var.type, TileType) and isinstance(loop.return_vars[0].type, TileType)
+    assert ops(k) == ["tile.load", "tile.exp", "tile.add", "tile.store"]
+    (store,) = calls(k, "tile.store")
+    assert store.args[0] is loop.return_vars[0]
+    roundtrip(out)
+
+
+@pytest.mark.parametrize("planner", ["PYPTO", "DSA_RP", "PTOAS"])
+def test_tiled_kernels_plan_within_capacity(planner):
+    opts = PassOptions(memory_planner=planner)
+    for build in (big_exp, big_softmax, wide_rows):
+        prog = run_pipeline(build(), opts)
+        assert prog.get("main_incore_0") is not None
+
+
+@needs_gxx
+def test_tiled_kernels_compute_the_whole_tensors(tmp_path, monkeypatch):
+    torch = pytest.importorskip("torch")
+    from pypto import ir
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    rng = np.random.default_rng(7)
+    x = torch.from_numpy(rng.standard_normal((256, 1024)).astype(np.float32))
+    y = torch.zeros(256, 1024)
+    ir.compile(big_exp(), output_dir=tmp_path / "a", platform="a2a3sim")(x, y)
+    torch.testing.assert_close(y, torch.exp(x - 1.0))
+    x = torch.from_numpy(rng.standard_normal((512, 512)).astype(np.float32))
+    b = torch.from_numpy(rng.standard_normal((1, 512)).astype(np.float32))
+    y = torch.zeros(512, 512)
+    ir.compile(big_softmax(), output_dir=tmp_path / "b", platform="a2a3sim", memory_planner="DSA_RP")(x, b, y)
+    torch.testing.assert_close(y, torch.softmax(x + b, dim=1))
+    x = torch.from_numpy(rng.standard_normal((4, 65536)).astype(np.float16))
+    w = torch.from_numpy(rng.standard_normal((4, 65536)).astype(np.float16))
+    y = torch.zeros(4, 65536)
+    ir.compile(wide_rows(), output_dir=tmp_path / "c", platform="a2a3sim")(x, w, y)
+    torch.testing.assert_close(y, (x * w).float())

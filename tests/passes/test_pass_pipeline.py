@@ -4,14 +4,15 @@ directed calls)."""
 import pytest
 
 from pypto.backend import BackendType
-from pypto.ir.nodes import (ArgDir, Assign, FunctionType, MemorySpace as M, PtrType, Return,
-                            RuntimeScope)
+from pypto.ir.nodes import (ArgDir, Assign, FunctionType, MemorySpace as M, Program, PtrType,
+                            Return, RuntimeScope)
 from pypto.passes import pipeline, run_pass, run_pipeline
 from pypto.passes.base import PassOptions
 from pypto.passes.verify import verify
 
 import pipeline_programs as pp
 from pass_helpers import ORDER, calls, fn, loops, roundtrip, tiles
+from placement import check_kernel, check_ptoas
 
 OPTIONS = {
     "pypto": PassOptions(),
@@ -33,12 +34,10 @@ def check_final(prog, opts):
             assert f.func_type in (FunctionType.AIV, FunctionType.AIC)
             for t in tiles(f):
                 assert t.type.memory_space is not None and t.type.memref is not None, t.name
-            used = {}
-            for a in allocs(f):
-                space = a.value.kwargs["target_memory"]
-                used[space] = used.get(space, 0) + a.value.args[0].value
-            if opts.memory_planner != "PTOAS":          # with PTOAS, ptoas plans memory itself
-                assert all(n <= c.capacity[s] for s, n in used.items())
+            if opts.memory_planner == "PTOAS":          # ptoas plans memory itself
+                check_ptoas(Program(prog.name, [f], prog.source), c)
+            else:
+                check_kernel(f, c)
         else:
             assert f.func_type is FunctionType.Orchestration
             for call in calls(f):
