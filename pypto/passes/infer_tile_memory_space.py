@@ -2,7 +2,9 @@
 
 Loads land where `target_memory` says, moves where they are sent, matmul results in
 Acc, a reshape stays where its source is, everything else computes in Vec. Where an operand sits in the wrong space for its
-consumer, a `tile.move` is inserted when the chip has that data path; otherwise the
+consumer, a `tile.move` is inserted when the chip has that data path -- through Mat
+when a tile bound for Left/Right has no direct path there (a matmul result feeding
+another matmul goes Acc -> Mat -> Left, also for an explicit move); otherwise the
 error says which path is missing.
 """
 from __future__ import annotations
@@ -89,7 +91,11 @@ class _Infer(Rewriter):
             if isinstance(s.var.type, TileType) and s.var.type.memory_space is None:
                 _set_space(s.var, c.kwargs.get("target_memory", M.Vec))
             if c.op == "tile.move":
-                self.check_path(_space(c.args[0]), c.kwargs["target_memory"], s)
+                src = self.via_mat(c.args[0], c.kwargs["target_memory"], s)
+                self.check_path(_space(src), c.kwargs["target_memory"], s)
+                if src is not c.args[0]:
+                    return [Assign(s.var, Call(c.op, [src], dict(c.kwargs), c.type, dict(c.attrs),
+                                               c.span), s.span)]
             if c.op == "tile.store":
                 self.check_store(c, s)
             return [self.default_stmt(s)]
@@ -116,11 +122,19 @@ class _Infer(Rewriter):
         have = _space(v)
         if have == target:
             return v
-        if have == M.Vec and target in (M.Left, M.Right) and self.chip.vec_to_mat:
-            v = self.move(v, M.Mat, s)
-            have = M.Mat
-        self.check_path(have, target, s)
+        v = self.via_mat(v, target, s)
+        self.check_path(_space(v), target, s)
         return self.move(v, target, s)
+
+    def via_mat(self, v: Var, target, s) -> Var:
+        """A tile bound for Left/Right from a space with no direct path there (Acc, or Vec
+        where the chip has UB -> L1) goes through Mat first: matmul(matmul(a, b), c)
+        moves the first result Acc -> Mat -> Left."""
+        have = _space(v)
+        if target in (M.Left, M.Right) and (have, target) not in self.paths \
+                and (have, M.Mat) in self.paths:
+            return self.move(v, M.Mat, s)
+        return v
 
     def move(self, v, target, s):
         t = TileType(v.type.shape, v.type.dtype, target)

@@ -284,3 +284,67 @@ def test_store_written_as_a_statement_is_checked_too():
     with pytest.raises(CodegenError, match="no data path from Mat to GM") as e:
         run(src, NAME)
     assert e.value.span is not None and e.value.span.line == store.span.line
+
+
+def _chain(dtype):
+    @pl.program
+    class P:
+        @pl.function
+        def main(self, a: pl.Tensor[[64, 64], dtype], b: pl.Tensor[[64, 64], dtype],
+                 c: pl.Tensor[[64, 64], dtype],
+                 o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP):
+                o[:] = pl.matmul(pl.matmul(a, b), c, out_dtype=pl.FP32)
+            return o
+    return P
+
+
+def test_a_matmul_result_feeding_a_matmul_goes_through_mat():
+    out = infer(_chain(pl.FP32))
+    k = fn(out, "main_incore_0")
+    first, second = assigns(k, "tile.matmul")
+    hops = [(c.args[0].type.memory_space, c.kwargs["target_memory"]) for c in calls(k, "tile.move")]
+    assert (M.Acc, M.Mat) in hops and (M.Mat, M.Left) in hops
+    to_mat = next(s for s in assigns(k, "tile.move") if s.value.args[0] is first.var)
+    to_left = next(s for s in assigns(k, "tile.move") if s.value.args[0] is to_mat.var)
+    assert second.value.args[0] is to_left.var and to_left.var.type.memory_space is M.Left
+    all_placed(out)
+    roundtrip(out)
+
+
+def test_an_explicit_move_from_acc_to_left_is_routed_through_mat():
+    @pl.program
+    class P:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[64, 64], pl.FP32], b: pl.Tensor[[64, 64], pl.FP32],
+              o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+            ta = pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
+            tb = pl.load(b, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
+            acc = pl.matmul(pl.move(ta, target_memory=pl.Mem.Left), pl.move(tb, target_memory=pl.Mem.Right))
+            sq = pl.matmul(pl.move(acc, target_memory=pl.Mem.Left), pl.move(tb, target_memory=pl.Mem.Right))
+            o = pl.store(sq, [0, 0], o)
+            return o
+
+    k = fn(infer(P), "k")
+    hops = [(c.args[0].type.memory_space, c.kwargs["target_memory"]) for c in calls(k, "tile.move")]
+    assert hops.count((M.Acc, M.Mat)) == 1 and (M.Acc, M.Left) not in hops
+
+
+def test_an_fp16_matmul_chain_is_a_clear_error():
+    with pytest.raises(CodegenError) as e:
+        run(before(_chain(pl.FP16), "ConvertTensorToTileOps"), "ConvertTensorToTileOps")
+    assert "inner matmul's result is accumulated in fp32" in e.value.message and "fp16 'c'" in e.value.message
+    assert "pl.cast" in e.value.hint
+
+
+def test_a_matmul_chain_computes_the_product(tmp_path, monkeypatch):
+    import shutil
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is not installed")
+    torch = pytest.importorskip("torch")
+    from pypto import ir
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    a, b, c = (torch.randn(64, 64) for _ in range(3))
+    o = torch.zeros(64, 64)
+    ir.compile(_chain(pl.FP32), output_dir=tmp_path / "out", platform="a2a3sim")(a, b, c, o)
+    torch.testing.assert_close(o, (a @ b) @ c, rtol=1e-4, atol=1e-3)
