@@ -108,6 +108,11 @@ class _Convert(Rewriter):
         self.tiles[(id(v), space)] = tile
         return tile
 
+    def tile_dtype(self, v):
+        """The dtype a value has as a tile (a matmul result is its accumulator's)."""
+        t = self.tiles.get(id(v))
+        return t.type.dtype if t is not None else v.type.dtype
+
     def body(self, stmts):
         saved = dict(self.tiles)       # tiles made inside a body don't outlive it
         groups = _plan(stmts, self)
@@ -154,17 +159,19 @@ class _Convert(Rewriter):
         base = s.var.name
         if op == "matmul":
             a, b = call.args
-            ta, tb = self.tile_of(a, span, MemorySpace.Mat), self.tile_of(b, span, MemorySpace.Mat)
-            if ta.type.dtype != tb.type.dtype:
-                acc, other = (a, b) if ta.type.dtype != a.type.dtype else (b, a)
+            da, db = self.tile_dtype(a), self.tile_dtype(b)
+            if da != db:
+                acc, other = (a, b) if da != a.type.dtype else (b, a)
                 what = "the inner matmul's result" if "__" in acc.name else f"matmul result {acc.name!r}"
                 raise CodegenError(
-                    f"{what} is accumulated in {(ta if acc is a else tb).type.dtype} and cannot feed a "
+                    f"{what} is accumulated in {da if acc is a else db} and cannot feed a "
                     f"matmul with {other.type.dtype} {other.name!r} in the same kernel",
                     span, "use fp32 operands for the chain, or write the first result to a tensor "
                           "(pl.create_tensor) and pl.cast it in its own pl.at region")
-            left = self.new(base, "tile.move", [ta], {"target_memory": MemorySpace.Left}, span, "left")
-            right = self.new(base, "tile.move", [tb], {"target_memory": MemorySpace.Right}, span, "right")
+            left = self.new(base, "tile.move", [self.tile_of(a, span, MemorySpace.Mat)],
+                            {"target_memory": MemorySpace.Left}, span, "left")
+            right = self.new(base, "tile.move", [self.tile_of(b, span, MemorySpace.Mat)],
+                             {"target_memory": MemorySpace.Right}, span, "right")
             self.tiles[id(s.var)] = self.new(base, "tile.matmul", [left, right], {}, span)
             return []
         args = [self.tile_of(a, span) for a in call.args]
