@@ -19,7 +19,7 @@ def test_ffn_jit_three_kernel_calls():
 
 
 def test_ffn_program_with_ir_compile(tmp_path):
-    compiled = check_example("ffn_program", tmp_path / "ffn")
+    check_example("ffn_program", tmp_path / "ffn")
     meta = json.loads((tmp_path / "ffn" / "compiled_meta.json").read_text())
     assert [p["name"] for p in meta["params"]] == ["hidden", "w_up", "w_down", "out"]
     assert sorted(p.name for p in (tmp_path / "ffn" / "ptoas").glob("*.pto")) == ["matmul.pto", "silu.pto"]

@@ -577,7 +577,9 @@ class Parser:
             return TupleExpr([self.to_expr(x, node) for x in v], span)
         if isinstance(v, DynDim):
             self.error(f"dynamic dim {v.name} cannot be used as a value here", node,
-                       "dynamic dims only appear in tensor annotations")
+                       "dynamic dims only appear in tensor annotations; pass the extent you need "
+                       "(e.g. a block count) as a scalar parameter `n: pl.INDEX` (under @pl.jit, "
+                       "compile it with pl.RUNTIME so one artifact serves every size)")
         what = type(v).__name__ if not isinstance(v, enum.Enum) else f"{type(v).__name__}.{v.name}"
         self.error(f"`{ast.unparse(node)}` ({what}) is not a value of the language", node,
                    "values are tensors, tiles, scalars, numbers or lists of them")
