@@ -136,6 +136,11 @@ def _load(args, kw, span):
     for d, s in zip(t.shape, shapes):
         if isinstance(d, int) and s > d:
             _err(f"load: window {shapes} exceeds tensor shape {list(t.shape)}", span)
+    if kw.get("flatten") and len(shapes) > 2:      # FlattenTileNdTo2D: an N-D window, a 2-D tile
+        lead = 1
+        for s in shapes[:-1]:
+            lead *= s
+        return TileType((lead, shapes[-1]), t.dtype, space)
     return TileType(tuple(shapes), t.dtype, space)
 
 
@@ -146,6 +151,14 @@ def _store(args, kw, span):
     offs = _ints("store", args[1], span, "offsets")
     if len(offs) != len(out.shape):
         _err(f"store: tensor has rank {len(out.shape)} but offsets have {len(offs)} entries", span)
+    if len(args) > 3:          # the window in the tensor's rank, for a flattened 2-D tile
+        window = _static("store", _ints("store", args[3], span, "shapes"), span, "shapes")
+        n = 1
+        for w in window:
+            n *= w
+        if len(window) != len(out.shape) or n != tile.nbytes() // tile.dtype.nbytes:
+            _err(f"store: window {window} does not hold tile {list(tile.shape)} in a rank-"
+                 f"{len(out.shape)} tensor", span)
     return TensorType(out.shape, out.dtype)
 
 
@@ -321,8 +334,8 @@ for _ns in ("tensor", "tile"):
     _reg(f"{_ns}.matmul_acc", (3, 3), _matmul_acc)
     _reg(f"{_ns}.cast", (1, 1), _cast, ("dtype", "mode"))
 
-_reg("tile.load", (3, 4), _load, ("target_memory",))
-_reg("tile.store", (3, 3), _store, (), pure=False)
+_reg("tile.load", (3, 4), _load, ("target_memory", "flatten"))
+_reg("tile.store", (3, 4), _store, (), pure=False)
 _reg("tile.move", (1, 1), _move, ("target_memory",))
 _reg("tile.create", (1, 1), _create_tile, ("dtype", "target_memory"))
 _reg("tile.alloc", (1, 1), _alloc, ("target_memory",))

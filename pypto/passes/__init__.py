@@ -18,6 +18,7 @@ _MODULES = [
     "flatten_call_expr",
     "outline_incore_scopes",
     "convert_tensor_to_tile_ops",
+    "flatten_tile_nd_to_2d",
     "infer_tile_memory_space",
     "expand_mixed_kernel",
     "init_memref",
@@ -33,6 +34,7 @@ _MODULES = [
 # build graph runs and caches these per function, so a one-kernel edit re-runs one
 # function's chain; the others (outlining, call directions) see the whole program.
 FUNCTION_LOCAL = {"UnrollLoops", "ConvertToSSA", "Simplify", "FlattenCallExpr", "ConvertTensorToTileOps",
+                  "FlattenTileNdTo2D",
                   "InferTileMemorySpace", "ExpandMixedKernel", "InitMemRef", "MemoryReuse",
                   "AllocateMemoryAddr", "MaterializeRuntimeScopes"}
 

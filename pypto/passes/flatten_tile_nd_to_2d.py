@@ -1,0 +1,138 @@
+"""FlattenTileNdTo2D: PTO tiles are 2-D. In kernels, every tile of rank 3 or more
+becomes 2-D by merging all dimensions but the last: `[2, 16, 64]` -> `[32, 64]`.
+
+- `tile.load` keeps its N-D window on the tensor and yields the 2-D tile
+  (`flatten=True`);
+- `tile.store` of a flattened tile into an N-D tensor carries the N-D window as a
+  4th operand (`[2, 16, 64]`), since the tile alone no longer says it -- unless the
+  window's leading dims are all 1 (the 2-D tile padded with 1s is the window);
+- `tile.create` is made 2-D; elementwise ops are re-typed on their flattened operands;
+  loop-carried and if-merged tiles follow;
+- a `tile.reshape` to or from an N-D shape reshapes to/from its 2-D form.
+Any other op on an N-D tile has no 2-D form and is an error (the op table already
+keeps reductions, broadcasts and matmuls 2-D). 1-D and 2-D tiles are left as they are.
+"""
+from __future__ import annotations
+
+from pypto import dtype as dt
+from pypto.errors import CodegenError
+from pypto.ir import ops
+from pypto.ir.nodes import (Assign, Call, Const, Eval, For, If, IterArg, Program, TileType,
+                            TupleExpr, Var)
+from pypto.ir.visit import Rewriter, walk
+
+NAME = "FlattenTileNdTo2D"
+READS = ()
+
+_ELEMENTWISE = set(ops.BINARY) | set(ops.SCALAR_FORM.values()) | set(ops.UNARY) | {"cast"}
+
+
+def run(prog: Program, opts) -> Program:
+    out = []
+    for f in prog.functions:
+        if f.is_kernel and any(_nd(v) for s in walk(f.body) for v in _typed(s)):
+            f = _Flatten().function(f)
+        out.append(f)
+    return Program(prog.name, out, prog.source)
+
+
+def _typed(s):
+    if isinstance(s, Assign):
+        yield s.var
+    if isinstance(s, For):
+        yield from (a.var for a in s.iter_args)
+        yield from s.return_vars
+    if isinstance(s, If):
+        yield from s.return_vars
+
+
+def _nd(v) -> bool:
+    t = getattr(v, "type", None)
+    return isinstance(t, TileType) and len(t.shape) > 2
+
+
+def flat_shape(shape) -> tuple:
+    if len(shape) <= 2:
+        return tuple(shape)
+    lead = 1
+    for d in shape[:-1]:
+        lead *= d
+    return (lead, shape[-1])
+
+
+def _flat(t: TileType) -> TileType:
+    return TileType(flat_shape(t.shape), t.dtype, t.memory_space, t.memref)
+
+
+def _ints(shape, span):
+    return TupleExpr([Const(d, dt.INDEX, span) for d in shape], span)
+
+
+class _Flatten(Rewriter):
+    def __init__(self):
+        self.map: dict[int, Var] = {}        # N-D tile var -> its 2-D var
+
+    def var(self, v: Var) -> Var:
+        """The 2-D version of a defined N-D tile var (the var itself otherwise)."""
+        if not _nd(v):
+            return v
+        if id(v) not in self.map:
+            self.map[id(v)] = Var(v.name, _flat(v.type), v.span)
+        return self.map[id(v)]
+
+    def expr(self, e):
+        if isinstance(e, Var):
+            return self.map.get(id(e), e)
+        return super().expr(e)
+
+    def stmt(self, s):
+        if isinstance(s, For):
+            inits = [self.expr(a.init) for a in s.iter_args]
+            iters = [IterArg(self.var(a.var), i) for a, i in zip(s.iter_args, inits)]
+            body = self.body(s.body)
+            return [For(s.loop_var, self.expr(s.start), self.expr(s.stop), self.expr(s.step), body,
+                        iters, [self.var(r) for r in s.return_vars], s.kind, s.span)]
+        if isinstance(s, If):
+            new = self.default_stmt(s)
+            new.return_vars = [self.var(r) for r in s.return_vars]
+            return [new]
+        c = s.value if isinstance(s, Assign) else (s.expr if isinstance(s, Eval) else None)
+        if not (isinstance(c, Call) and c.op.startswith("tile.")):
+            return [self.default_stmt(s)]
+        new = self.call(c, s)
+        if isinstance(s, Assign):
+            return [Assign(self.var(s.var), new, s.span)]
+        return [Eval(new, s.span)]
+
+    def call(self, c: Call, s) -> Call:
+        op = c.op.split(".", 1)[1]
+        args = [self.expr(a) for a in c.args]
+        kwargs = dict(c.kwargs)
+        nd_args = [a for a in c.args if _nd(a)]
+        if op == "load":
+            if isinstance(s, Assign) and _nd(s.var):
+                kwargs["flatten"] = True
+        elif op == "store":
+            tile = c.args[0]
+            if _nd(tile) and len(args) == 3:
+                window = tuple(tile.type.shape)
+                if any(d != 1 for d in window[:-2]):
+                    args.append(_ints(window, s.span))
+        elif op == "create":
+            if isinstance(s, Assign) and _nd(s.var):
+                args = [_ints(flat_shape(s.var.type.shape), s.span)]
+        elif op == "reshape":
+            shape = [const.value for const in args[1].items]
+            args[1] = _ints(flat_shape(shape), s.span)
+        elif nd_args and op not in _ELEMENTWISE and op != "move":
+            raise CodegenError(f"{c.op} has no 2-D form for a {len(nd_args[0].type.shape)}-D tile",
+                               s.span, "use 2-D tiles for it")
+        t = ops.infer_type(c.op, args, kwargs, s.span)
+        if isinstance(s, Assign) and isinstance(s.var.type, TileType):
+            # keep what later passes already gave the result (memory space)
+            want = self.var(s.var).type
+            if isinstance(t, TileType) and tuple(t.shape) != tuple(want.shape):
+                raise CodegenError(f"{c.op}: flattened result {list(t.shape)} is not "
+                                   f"{list(want.shape)}", s.span)
+            t = want
+        return Call(c.op, args, kwargs, t, dict(c.attrs), c.span)
