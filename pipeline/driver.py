@@ -33,6 +33,8 @@ class BuildOptions:
     emit_loc: bool = True
     dump_ptoas_passes: bool = False
     profiling: bool = False
+    analyze_auto_scopes_for_deps: bool = False
+    l0c_double_buffer: bool = False
     diag_phase: str = "pre_pipeline"   # none | pre_pipeline | post_pass | post_pipeline
     disabled: tuple = ("UnusedControlFlowResult",)
     runtime: str = "tensormap_and_ringbuffer"

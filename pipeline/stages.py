@@ -163,8 +163,12 @@ def pass_stage(inputs: dict, options: dict) -> dict:
         out = prog
     else:
         p = next(x for x in ALL_PASSES if x.name == options["pass"])
-        opts = PassOptions(backend_type=BackendType(options.get("backend_type", "Ascend910B")),
-                           memory_planner=options.get("memory_planner", "PYPTO"))
+        # the pass sees exactly the options it reads (they are in its key); the rest default
+        from dataclasses import fields
+        kw = {f.name: options[f.name] for f in fields(PassOptions) if f.name in options}
+        if "backend_type" in kw:
+            kw["backend_type"] = BackendType(kw["backend_type"])
+        opts = PassOptions(**kw)
         verify = options["verify"] != "none"
         done = list(options["done"])
         if mode == "function":

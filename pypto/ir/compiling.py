@@ -104,6 +104,7 @@ def build_options(*, strategy=OptimizationStrategy.Default, dump_passes=True,
                         memory_planner=planner.value, emit_loc=emit_loc,
                         dump_ptoas_passes=bool(dump_ptoas_passes), profiling=bool(profiling),
                         diag_phase=phase.value, disabled=tuple(sorted(disabled)),
+                        analyze_auto_scopes_for_deps=bool(analyze_auto_scopes_for_deps),
                         runtime=rt.value, passes=passes)
 
 
