@@ -16,6 +16,7 @@ from doit import create_after
 from pipeline import dodo_support  # not `from ... import task_dicts`: doit collects task_* names
 from pipeline.driver import phase_count, plan
 from pipeline.graph import Ref
+from pipeline.stages import preload
 from pipeline.progress import doit_reporter
 from pipeline.run import BuildContext
 from pypto.ir.compiling import build_options
@@ -29,6 +30,7 @@ OUT = Path(os.environ.get("PYPTO_EXAMPLES_OUT") or "build_output")
 OPTS = build_options(platform="a2a3sim", dump_passes=True)
 STORE = open_store()
 CTX.store = STORE
+preload()              # stage modules imported here, not first on a worker thread
 
 _modules = {name: load(name) for name in EXAMPLES}
 _plans = {}

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pipeline.graph import Ref, Step
 from pipeline.run import TaskRecord, run_steps
-from pipeline.stages import STAGE_FNS, ptoas_dump_names, stage_impl
+from pipeline.stages import STAGE_FNS, preload, ptoas_dump_names, stage_impl
 from pypto.passes import FUNCTION_LOCAL as _LOCAL
 
 
@@ -333,6 +333,7 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
         return Build(out, records, _text(store, hit["meta"]["frontend"]),
                      hit["meta"]["orchestration"], hit["meta"]["kernels"])
     db = str(out / "report" / ".doit.db")
+    preload()
     gen = plan(prog_name, Ref.blob(src), opts, out, store, from_spec)
     records: list = []
     found: list = []                   # (step, output, digest) of diagnostics to report

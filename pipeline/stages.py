@@ -70,6 +70,24 @@ def stage_impl(stage: str, extra: str = "") -> str:
     return _impl(*files)
 
 
+def preload() -> None:
+    """Import every module the stage functions use, in this thread. Stage tasks run on
+    worker threads; two threads importing modules that import each other can hit
+    importlib's deadlock detection (_DeadlockError) if the first import happens there."""
+    import pypto.codegen.config  # noqa: F401
+    import pypto.codegen.host  # noqa: F401
+    import pypto.codegen.orchestration  # noqa: F401
+    import pypto.codegen.pto  # noqa: F401
+    import pypto.diagnostics  # noqa: F401
+    import pypto.ir.equal  # noqa: F401
+    import pypto.jit.specialize  # noqa: F401
+    import pypto.language  # noqa: F401
+    import pypto.passes  # noqa: F401
+    import pypto.passes.verify  # noqa: F401
+    import pypto.ptoas  # noqa: F401
+    import pypto.ptoas.build  # noqa: F401
+
+
 # ----------------------------------------------------------------------------- stage functions
 def _parse(data: bytes):
     from pypto.language import parse
