@@ -27,9 +27,8 @@ from pypto import dtype as dt
 from pypto.errors import CodegenError
 from pypto.ir import ops
 from pypto.ir.nodes import (Assign, BinOp, Call, Const, Eval, For, If, IterArg, MemorySpace,
-                            Program, Return, ScalarType, TensorType, TileType, TupleExpr, Var,
-                            Yield)
-from pypto.ir.visit import Rewriter, bodies, const_int, stmt_uses, walk
+                            Program, ScalarType, TensorType, TileType, TupleExpr, Var, Yield)
+from pypto.ir.visit import Rewriter, const_int, stmt_uses, walk
 from pypto.passes.base import IN_PLACE_OPS, function_namer
 
 NAME = "ConvertTensorToTileOps"

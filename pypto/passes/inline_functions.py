@@ -52,8 +52,8 @@ def run(prog: Program, opts) -> Program:
 
 
 def _check_returns(f: Function):
-    for i, s in enumerate(walk(f.body)):
-        if isinstance(s, Return) and not (s is f.body[-1]):
+    for s in walk(f.body):
+        if isinstance(s, Return) and s is not f.body[-1]:
             raise CodegenError(f"inline function {f.name!r} returns before its end", s.span,
                                "an inline function is spliced into its callers: give it a "
                                "single return as its last statement")

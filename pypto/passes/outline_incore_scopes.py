@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pypto.errors import CodegenError
 from pypto.ir.nodes import (Assign, Call, Eval, For, Function, FunctionType, If, InCoreScope,
-                            Param, ParamDirection, Program, Return, TensorType, Var, Yield,
+                            Param, ParamDirection, Program, Return, Var, Yield,
                             derived_level_role)
 from pypto.ir.visit import Rewriter, Substitute, bodies, defs, stmt_uses, walk
 

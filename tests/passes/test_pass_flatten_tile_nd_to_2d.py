@@ -5,8 +5,7 @@ import shutil
 import pytest
 
 import pypto.language as pl
-from pypto.errors import CodegenError
-from pypto.ir.nodes import For, TileType
+from pypto.ir.nodes import For
 
 from pass_helpers import PASSES, assigns, before, body_text, calls, fn, roundtrip, run, tiles
 
