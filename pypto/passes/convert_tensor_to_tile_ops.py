@@ -15,7 +15,8 @@ tiles and stores one chunk of each output. A chunk takes whole trailing dimensio
 and a divisor of one leading dimension (rows of a 2-D tensor; several rows, or column
 blocks of one row when a row alone is too large), as large as possible while the
 tiles live at once in one iteration (counted without any buffer sharing) fit
-`BUDGET` of UB. A row reduction keeps whole rows; a [M, 1] / [1, N] operand is
+`BUDGET` of UB (all of it, when no chunk fits that share), and every chunk tile keeps the 32-byte rows (or [R, 1] columns) a
+Vec tile needs. A row reduction keeps whole rows; a [M, 1] / [1, N] operand is
 chunked along the dimension it has. A group whose values are also used elsewhere (a
 matmul, a loop carry, a return) stays whole.
 """
@@ -456,9 +457,8 @@ def _choose_chunk(g: _Group, cap: int) -> tuple:
     S = g.shape
     rank = len(S)
     reduce_rows = any(_tensor_op(s) in _ROW_REDUCE for s in g.stmts)
-    dtypes = [a.type.dtype for a in g.leaves] + [s.var.type.dtype for s in g.stmts
-                                                  if isinstance(s, Assign) and _tensor_op(s) != "assemble"]
-    min_bytes = min(d.nbytes for d in dtypes)
+    typed = [a.type for a in g.leaves] + [s.var.type for s in g.stmts
+                                           if isinstance(s, Assign) and _tensor_op(s) != "assemble"]
     budget = int(cap * BUDGET)
     candidates = []
     for j in range(rank):
@@ -470,19 +470,32 @@ def _choose_chunk(g: _Group, cap: int) -> tuple:
             C = (1,) * j + (k,) + tuple(S[j + 1:])
             if C == S:
                 continue
-            if C[-1] != S[-1] and (C[-1] * min_bytes) % 32:
-                continue                           # a partial row must stay 32-byte aligned
-            candidates.append(C)
+            # every chunk tile must keep the 32-byte rows (columns, for an [R, 1] vector)
+            # a Vec tile needs -- unless the whole value already breaks the rule
+            if all(_vec_tile_ok(_chunk_of(t.shape, S, C), t.dtype) or
+                   not _vec_tile_ok(tuple(t.shape), t.dtype) for t in typed):
+                candidates.append(C)
     candidates.sort(key=lambda C: -_numel(C))
-    for C in candidates:
-        if _peak(g, C, in_place=False) <= budget:
-            return C
+    # leave room for the kernel's other tiles; failing that, the group may take all of UB
+    for limit in (budget, cap):
+        for C in candidates:
+            if _peak(g, C, in_place=False) <= limit:
+                return C
     s = g.stmts[0]
     raise CodegenError(
-        f"tensor ops on {list(S)} cannot be split into chunks that fit "
-        f"{int(BUDGET * 100)}% of UB ({budget} bytes)", s.span,
+        f"tensor ops on {list(S)} cannot be split into chunks whose tiles fit UB "
+        f"({cap} bytes) with 32-byte aligned rows", s.span,
         "load windows of the tensors yourself with pl.load in a pl.range loop"
         + (" (a row reduction needs whole rows)" if reduce_rows else ""))
+
+
+def _vec_tile_ok(shape, dtype) -> bool:
+    """A Vec tile's rows (row-major) or, for an [R, 1] column vector, its column are a
+    whole number of 32-byte blocks (after merging the leading dims)."""
+    cols = shape[-1]
+    rows = _numel(shape[:-1])
+    n = rows if (cols == 1 and rows > 1) else cols
+    return n * dtype.nbytes % 32 == 0
 
 
 def _numel(shape) -> int:

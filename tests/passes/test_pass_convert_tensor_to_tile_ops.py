@@ -404,3 +404,39 @@ def test_tiled_kernels_compute_the_whole_tensors(tmp_path, monkeypatch):
     y = torch.zeros(4, 65536)
     ir.compile(wide_rows(), output_dir=tmp_path / "c", platform="a2a3sim")(x, w, y)
     torch.testing.assert_close(y, (x * w).float())
+
+
+def region_write():
+    @pl.program
+    class Reg:
+        @pl.function
+        def main(self, x: pl.Tensor[[128, 2048], pl.FP32], v: pl.Tensor[[128, 1], pl.FP32],
+                 y: pl.InOut[pl.Tensor[[256, 2048], pl.FP32]]) -> pl.Tensor[[256, 2048], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP):
+                y[64:192, :] = pl.row_expand_mul(pl.exp(x), v)
+            return y
+    return Reg
+
+
+def test_chunks_keep_vector_columns_aligned_and_region_writes_keep_their_offset():
+    out = convert(region_write())
+    k = fn(out, "main_incore_0")
+    (loop,) = [s for s in k.body if isinstance(s, For)]
+    # 4 rows would fit half of UB, but a [4, 1] fp32 column is 16 bytes: 8 rows, in all of UB
+    assert loop.step.value == 8
+    v_load = next(c for c in calls(k, "tile.load") if c.args[0].name == "v")
+    assert [d.value for d in v_load.args[2].items] == [8, 1]
+    assert "pl.tile.store(row_expand_mul__tile_v0, [64 + i__chunk_v0, 0], y__iter_v0)" in text(out)
+    roundtrip(out)
+
+
+@needs_gxx
+def test_region_write_chunks_compute_the_region(tmp_path, monkeypatch):
+    torch = pytest.importorskip("torch")
+    from pypto import ir
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    x, v, y = torch.randn(128, 2048), torch.randn(128, 1), torch.randn(256, 2048)
+    want = y.clone()
+    want[64:192] = torch.exp(x) * v
+    ir.compile(region_write(), output_dir=tmp_path / "out", platform="a2a3sim")(x, v, y)
+    torch.testing.assert_close(y, want)
