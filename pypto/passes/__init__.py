@@ -33,10 +33,10 @@ _MODULES = [
 # Passes that rewrite each function on its own (given the others' signatures). The
 # build graph runs and caches these per function, so a one-kernel edit re-runs one
 # function's chain; the others (outlining, call directions) see the whole program.
-FUNCTION_LOCAL = {"UnrollLoops", "ConvertToSSA", "Simplify", "FlattenCallExpr", "ConvertTensorToTileOps",
-                  "FlattenTileNdTo2D",
-                  "InferTileMemorySpace", "ExpandMixedKernel", "InitMemRef", "MemoryReuse",
-                  "AllocateMemoryAddr", "MaterializeRuntimeScopes"}
+FUNCTION_LOCAL = {"UnrollLoops", "ConvertToSSA", "Simplify", "FlattenCallExpr",
+                  "ConvertTensorToTileOps", "FlattenTileNdTo2D", "InferTileMemorySpace",
+                  "ExpandMixedKernel", "InitMemRef", "MemoryReuse", "AllocateMemoryAddr",
+                  "MaterializeRuntimeScopes"}
 
 
 @dataclass(frozen=True)
