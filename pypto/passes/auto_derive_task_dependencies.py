@@ -29,10 +29,7 @@ from pypto.ir.nodes import (ArgDir, Assign, Call, Eval, For, FunctionType, If, P
 from pypto.ir.visit import bodies
 
 NAME = "AutoDeriveTaskDependencies"
-# The pass reads opts.analyze_auto_scopes_for_deps. It joins READS (the build key) once
-# the build graph's options carry it (ir.compile still refuses True); until then the
-# value is always False and the key does not depend on it.
-READS = ()
+READS = ("analyze_auto_scopes_for_deps",)
 
 _READ = {ArgDir.input, ArgDir.inout}
 _WRITE = {ArgDir.output, ArgDir.output_existing, ArgDir.inout}

@@ -130,3 +130,7 @@ def test_calls_of_an_unscoped_orchestration_get_no_attrs_by_default():
     asked = run(upto(pp.two_kernels(), "DeriveCallDirections"), NAME, opts=AUTO)
     assert [d for _, d, _ in deps(asked)] == [[], [0]]
     assert PASSES[NAME].name == NAME and not isinstance(fn(asked, "main").body[0], RuntimeScope)
+
+
+def test_the_option_is_in_the_pass_key():
+    assert PASSES[NAME].reads == ("analyze_auto_scopes_for_deps",)
