@@ -91,8 +91,6 @@ def build_options(*, strategy=OptimizationStrategy.Default, dump_passes=True,
     profiling = bool(profiling) or _truthy("PYPTO_COMPILE_PROFILING", False)
     if distributed_config is not None:
         _not_yet("distributed_config", distributed_config, "distributed (HOST-level) compilation")
-    if analyze_auto_scopes_for_deps:
-        _not_yet("analyze_auto_scopes_for_deps", True, "AUTO-scope dependency analysis")
     if enable_pypto_l0c_double_buffer:
         _not_yet("enable_pypto_l0c_double_buffer", True, "L0C double buffering")
     rt = coerce(RuntimeKind, runtime or RuntimeKind.TENSORMAP_AND_RINGBUFFER, "runtime")

@@ -152,7 +152,6 @@ def test_dump_ptoas_passes(iso):
 
 
 @pytest.mark.parametrize("kw", [dict(distributed_config={"ranks": 2}),
-                                dict(analyze_auto_scopes_for_deps=True),
                                 dict(enable_pypto_l0c_double_buffer=True)])
 def test_options_not_built_yet_say_so(iso, kw):
     with pytest.raises(UnsupportedOptionError, match="not available"):
@@ -231,3 +230,38 @@ def test_diagnostics_gated_by_phase_and_disabled(iso, hints_mod):
     assert logs and all("_after_" in n for n in logs)
     with pytest.raises(ValueError, match="unknown check"):
         ir.compile(hints_mod.Hints, output_dir=iso / "bad", disabled_diagnostics={"Nope"})
+
+
+TWO_STAGE = """
+import pypto.language as pl
+
+@pl.program
+class Two:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[64, 64], pl.FP32], c: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+        t = pl.create_tensor([64, 64], dtype=pl.FP32)
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="first"):
+            t = pl.store(pl.exp(pl.load(a, [0, 0], [64, 64])), [0, 0], t)
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="second"):
+            c = pl.store(pl.add(pl.load(t, [0, 0], [64, 64]), 1.0), [0, 0], c)
+        return c
+"""
+
+
+def test_analyze_auto_scopes_for_deps_writes_edges(iso):
+    import importlib.util
+    p = iso / "two_prog.py"
+    p.write_text(TWO_STAGE)
+    spec = importlib.util.spec_from_file_location("two_prog", p)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    ir.compile(mod.Two, output_dir=iso / "off")
+    ir.compile(mod.Two, output_dir=iso / "on", analyze_auto_scopes_for_deps=True)
+    off = sorted((iso / "off" / "passes_dump").glob("*AutoDeriveTaskDependencies.py"))[0].read_text()
+    on = sorted((iso / "on" / "passes_dump").glob("*AutoDeriveTaskDependencies.py"))[0].read_text()
+    assert '"deps"' not in off and '"deps": [0]' in on
+    ran = {t["name"] for t in tasks(iso / "on") if t["status"] == "ran"}
+    assert not [n for n in ran if "ConvertToSSA" in n or "OutlineIncoreScopes" in n]
+    a = torch.randn(64, 64)
+    from pypto.runtime import CompiledProgram
+    assert torch.allclose(CompiledProgram(iso / "on")(a), torch.exp(a) + 1.0, rtol=1e-5, atol=1e-6)
