@@ -6,8 +6,17 @@ for a dodo.py. The stage list that uses the compiler lives in `stages` and is
 not imported here (the engine knows nothing about pypto).
 """
 from .graph import STAGES, GraphError, Ref, Step, impl_digest, step_key
-from .run import (InputUnavailable, RunResult, StepFailed, TaskRecord, run_phased,
-                  run_steps, to_task_dict)
+
+_RUN = {"InputUnavailable", "RunResult", "StepFailed", "TaskRecord", "run_phased", "run_steps",
+        "to_task_dict"}
+
+
+def __getattr__(name):
+    # `run` imports doit (~0.1 s); a compile served whole from the store never needs it
+    if name in _RUN:
+        from . import run
+        return getattr(run, name)
+    raise AttributeError(f"module 'pipeline' has no attribute {name!r}")
 
 __all__ = ["STAGES", "GraphError", "Ref", "Step", "impl_digest", "step_key",
            "InputUnavailable", "RunResult", "StepFailed", "TaskRecord", "run_phased",

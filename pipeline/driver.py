@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.graph import Ref, Step
-from pipeline.run import TaskRecord, run_steps
 from pipeline.stages import STAGE_FNS, preload, ptoas_dump_names, stage_impl
 from pypto.passes import FUNCTION_LOCAL as _LOCAL
 
@@ -326,12 +325,13 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
     pkey = program_key(src, opts, from_spec)
     hit = store.get_action(pkey)
     if hit is not None and _materialize_all(store, out, hit):
-        records = [TaskRecord(name, stage, "cached", 0.0) for name, stage in hit["tasks"]]
+        records = [_Cached(name, stage) for name, stage in hit["tasks"]]
         write_report(out, records, time.perf_counter() - t0)
         if opts.profiling:
             write_profile(out, records, time.perf_counter() - t0)
         return Build(out, records, _text(store, hit["meta"]["frontend"]),
                      hit["meta"]["orchestration"], hit["meta"]["kernels"])
+    from pipeline.run import run_steps        # doit, only when the graph must run
     db = str(out / "report" / ".doit.db")
     preload()
     gen = plan(prog_name, Ref.blob(src), opts, out, store, from_spec)
@@ -377,6 +377,15 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
 def _text(store, digest) -> str:
     data = store.get_bytes(digest)
     return data.decode("utf-8") if data is not None else ""
+
+
+@dataclass(frozen=True)
+class _Cached:
+    """The record of a task served by the whole-compile fast path."""
+    name: str
+    stage: str
+    status: str = "cached"
+    seconds: float = 0.0
 
 
 def _materialize_all(store, out: Path, manifest: dict) -> bool:
