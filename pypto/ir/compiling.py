@@ -91,11 +91,10 @@ def build_options(*, strategy=OptimizationStrategy.Default, dump_passes=True,
     profiling = bool(profiling) or _truthy("PYPTO_COMPILE_PROFILING", False)
     if distributed_config is not None:
         _not_yet("distributed_config", distributed_config, "distributed (HOST-level) compilation")
-    if enable_pypto_l0c_double_buffer:
-        _not_yet("enable_pypto_l0c_double_buffer", True, "L0C double buffering")
     rt = coerce(RuntimeKind, runtime or RuntimeKind.TENSORMAP_AND_RINGBUFFER, "runtime")
     emit_loc = _truthy("PYPTO_EMIT_PTO_LOC", True) if emit_source_loc is None else bool(emit_source_loc)
-    popts = PassOptions(backend_type=backend, memory_planner=planner.value)
+    popts = PassOptions(backend_type=backend, memory_planner=planner.value,
+                        l0c_double_buffer=bool(enable_pypto_l0c_double_buffer))
     passes = tuple((p.name, p.module.__name__.rsplit(".", 1)[1], p.reads) for p in pipeline(popts))
     return BuildOptions(platform=platform, backend_type=backend.value, arch=chip(backend).arch,
                         dump=dump.name.lower(), skip_ptoas=bool(skip_ptoas), verify=verify.value,
@@ -103,7 +102,7 @@ def build_options(*, strategy=OptimizationStrategy.Default, dump_passes=True,
                         dump_ptoas_passes=bool(dump_ptoas_passes), profiling=bool(profiling),
                         diag_phase=phase.value, disabled=tuple(sorted(disabled)),
                         analyze_auto_scopes_for_deps=bool(analyze_auto_scopes_for_deps),
-                        runtime=rt.value, passes=passes)
+                        l0c_double_buffer=popts.l0c_double_buffer, runtime=rt.value, passes=passes)
 
 
 def compile(program, *, output_dir=None, strategy=OptimizationStrategy.Default, dump_passes=True,
@@ -219,5 +218,6 @@ def lower_jit(spec: dict, *, config=None):
     opts = build_options(**_config_kwargs(config))
     prog = parse(specialize(spec), filename="<jit>")
     return run_pipeline(prog, PassOptions(backend_type=BT(opts.backend_type),
-                                          memory_planner=opts.memory_planner),
+                                          memory_planner=opts.memory_planner,
+                                          l0c_double_buffer=opts.l0c_double_buffer),
                         verify=opts.verify != "none")

@@ -21,6 +21,7 @@ _MODULES = [
     "flatten_tile_nd_to_2d",
     "infer_tile_memory_space",
     "expand_mixed_kernel",
+    "double_buffer_acc",
     "init_memref",
     "memory_reuse",
     "allocate_memory_addr",
@@ -35,7 +36,7 @@ _MODULES = [
 # function's chain; the others (outlining, call directions) see the whole program.
 FUNCTION_LOCAL = {"UnrollLoops", "ConvertToSSA", "Simplify", "FlattenCallExpr",
                   "ConvertTensorToTileOps", "FlattenTileNdTo2D", "InferTileMemorySpace",
-                  "ExpandMixedKernel", "InitMemRef", "MemoryReuse", "AllocateMemoryAddr",
+                  "ExpandMixedKernel", "DoubleBufferAcc", "InitMemRef", "MemoryReuse", "AllocateMemoryAddr",
                   "MaterializeRuntimeScopes"}
 
 
@@ -63,8 +64,10 @@ ALL_PASSES = [_load(m) for m in _MODULES]
 
 def pipeline(opts: PassOptions) -> list[Pass]:
     """The passes Default runs for these options (the planner decides which
-    memory passes run)."""
+    memory passes run; DoubleBufferAcc runs only with l0c_double_buffer)."""
     skip = set()
+    if not opts.l0c_double_buffer:
+        skip.add("DoubleBufferAcc")
     if opts.memory_planner in ("DSA_RP", "PTOAS"):
         skip.add("MemoryReuse")
     if opts.memory_planner == "PTOAS":

@@ -5,7 +5,9 @@ loop but defined before it stays live to the end of the loop. An elementwise op 
 write into the buffer of an operand that dies at that very op (it reads and writes
 each element in place), which is how the quickstart's three 64 KiB tiles fit in UB --
 but only an operand of the result's own shape: writing a [64, 64] result over the
-[64, 1] vector a row_expand_sub is still reading would clobber it.
+[64, 1] vector a row_expand_sub is still reading would clobber it. An Acc tile of a
+double-buffered pair (a matmul DoubleBufferAcc tagged `acc_buffer`) is live through its
+whole loop, so the pair never shares.
 """
 from __future__ import annotations
 
@@ -54,11 +56,15 @@ def lifetimes(f: Function):
             m = getattr(v.type, "memref", None)
             if isinstance(v.type, TileType) and m is not None and isinstance(m.base, Var):
                 ptrs[id(m.base)] = m.base
+                first, last = i, i
+                if loops and isinstance(s, Assign) and isinstance(s.value, Call) \
+                        and "acc_buffer" in s.value.attrs:      # double-buffered: the whole loop
+                    first, last = loop_end[loops[-1]]
                 cur = life.get(id(m.base))
                 if cur is None:
-                    life[id(m.base)] = [i, i, _in_place_operands(s, v)]
+                    life[id(m.base)] = [first, last, _in_place_operands(s, v)]
                 else:
-                    cur[1] = max(cur[1], i)
+                    cur[0], cur[1] = min(cur[0], first), max(cur[1], last)
     for i, s, loops in order:
         for v in stmt_uses(s):
             m = getattr(v.type, "memref", None)

@@ -151,8 +151,7 @@ def test_dump_ptoas_passes(iso):
         (iso / "d" / "ptoas" / "main_incore_0.cpp").read_bytes()
 
 
-@pytest.mark.parametrize("kw", [dict(distributed_config={"ranks": 2}),
-                                dict(enable_pypto_l0c_double_buffer=True)])
+@pytest.mark.parametrize("kw", [dict(distributed_config={"ranks": 2})])
 def test_options_not_built_yet_say_so(iso, kw):
     with pytest.raises(UnsupportedOptionError, match="not available"):
         ir.compile(TileAdd, output_dir=iso / "x", **kw)

@@ -38,8 +38,9 @@ def check_raises(prog, after, prop):
 
 
 def test_valid_programs_pass_after_every_pass():
+    every = PassOptions(l0c_double_buffer=True)     # the pipeline with every pass in it
     for name in ORDER:
-        prog = upto(_prog(), name)
+        prog = upto(_prog(), name, every)
         verify(prog, name, done_through(name))
 
 

@@ -821,6 +821,9 @@ class Parser:
                     f"{display} works on {ns}s, got {ops._tname(first)}", span,
                     f"use pl.{other}.{name}, or pl.{name} which picks the level from its arguments")
         pos, kw = [], dict(kwargs)
+        attrs = kw.pop("attrs", None) or {}        # metadata a pass wrote (the printer spells it)
+        if not isinstance(attrs, dict):
+            raise TypeCheckError(f"{display}: attrs= must be a dict literal", span)
         for a in args:
             if isinstance(a, Expr) and len(pos) < d.nargs[1]:
                 pos.append(a)
@@ -840,7 +843,7 @@ class Parser:
             if e.hint:
                 raise
             raise TypeCheckError(e.message, e.span or span, _sig_hint(name)) from None
-        return Call(op, pos, kw, t, {}, span)
+        return Call(op, pos, kw, t, dict(attrs), span)
 
     def kwarg_const(self, a, node, slot):
         if isinstance(a, Const):
