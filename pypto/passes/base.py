@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 from pypto.backend import BackendType, Chip, chip
 from pypto.ir import ops
+from pypto.ir.visit import Rewriter
 
 # elementwise tile ops: each output element depends only on the same element of its
 # full-shape operands, so the result may be written over such an operand in place
@@ -47,7 +48,7 @@ class Namer:
         return name
 
 
-class Clone:
+class Clone(Rewriter):
     """Copy a body with fresh statement objects, mapping Vars through `var_map`
     (keyed by id): a Var the body defines and that is not in the map gets a new Var
     from `new_var(old)` (registered on first sight, so its uses follow); a Var it only
@@ -66,18 +67,11 @@ class Clone:
         return got
 
     def expr(self, e):
-        from pypto.ir.nodes import BinOp, Call, Const, TupleExpr, Var
+        from pypto.ir.nodes import Const, Var
         if isinstance(e, Var):
             got = self.map.get(id(e), e)
             return Const(got.value, got.dtype, got.span) if isinstance(got, Const) else got
-        if isinstance(e, Call):
-            return Call(e.op, [self.expr(a) for a in e.args], dict(e.kwargs), e.type,
-                        dict(e.attrs), e.span)
-        if isinstance(e, TupleExpr):
-            return TupleExpr([self.expr(i) for i in e.items], e.span)
-        if isinstance(e, BinOp):
-            return BinOp(e.op, self.expr(e.lhs), self.expr(e.rhs), e.dtype, e.span)
-        return e
+        return super().expr(e)          # calls, tuples, scalar math: rebuilt, operands mapped
 
     def body(self, stmts):
         return [self.stmt(s) for s in stmts]
