@@ -11,7 +11,7 @@ import functools
 import json
 from pathlib import Path
 
-from pipeline.graph import Ref, Step, impl_digest
+from pipeline.graph import impl_digest
 
 _ROOT = Path(__file__).resolve().parent.parent / "pypto"
 
@@ -20,8 +20,13 @@ _ROOT = Path(__file__).resolve().parent.parent / "pypto"
 def _files(*globs) -> list[Path]:
     out = []
     for g in globs:
-        out.extend(sorted(_ROOT.glob(g)))
+        out.extend(_glob(g))
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def _glob(pattern: str) -> tuple[Path, ...]:
+    return tuple(sorted(_ROOT.glob(pattern)))
 
 
 @functools.lru_cache(maxsize=None)

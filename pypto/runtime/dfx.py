@@ -17,10 +17,16 @@ import json
 import math
 import os
 import threading
+from html import escape as _html_escape
 from pathlib import Path
-from xml.sax.saxutils import escape
 
 from .config import CORE_SLOTS, arch_of
+
+
+def escape(text: str) -> str:
+    """Text for SVG content (html.escape: xml.sax.saxutils would pull in urllib on import)."""
+    return _html_escape(text, quote=False)
+
 
 DFX_DIR = "dfx_outputs"
 SWIMLANE_RECORDS = "chip_swimlane_records.json"
