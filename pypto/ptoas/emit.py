@@ -120,8 +120,11 @@ class FuncEmitter:
         return name
 
     def n(self, v: Value) -> str:
+        # C++ names are canonical (order of first use), not the .pto's SSA names: a
+        # variable renamed in the user's source changes the .pto but not the C++, so the
+        # kernel build -- the expensive step -- stays cached (early cutoff at ptoas).
         if v not in self.names:
-            self.names[v] = self.fresh(v.name)
+            self.names[v] = self.fresh(str(len(self.names)))
         return self.names[v]
 
     def site(self, op: Op) -> str:

@@ -188,3 +188,38 @@ def test_tile_over_ub_is_a_typed_error(iso):
     assert not any(r["name"].endswith("AllocateMemoryAddr") for r in recs)
     with pytest.raises(MemoryOverflowError):      # not cached as a success
         ir.compile(mod.Big, output_dir=iso / "out2", platform="a2a3sim")
+
+
+RENAMABLE = textwrap.dedent('''
+    import sys
+    import pypto.language as pl
+    from pypto import ir
+
+    @pl.program
+    class Ren:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, a: pl.Tensor[[64, 64], pl.FP32], c: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP):
+                NAME = pl.exp(pl.load(a, [0, 0], [64, 64]))
+                c = pl.store(NAME, [0, 0], c)
+            return c
+
+    ir.compile(Ren, output_dir=sys.argv[1], platform="a2a3sim")
+''')
+
+
+def test_renamed_local_is_cut_off_after_ptoas(iso):
+    """A local renamed on its own lines changes the dumps and the .pto (they keep the
+    user's names) but not the C++ (canonical names): the kernel build stays cached."""
+    env = {"PYPTO_CACHE_DIR": str(iso / "store")}
+    script = iso / "ren.py"
+    script.write_text(RENAMABLE.replace("NAME", "expd"))
+    run_py(script, env, iso, [str(iso / "one")])
+    script.write_text(RENAMABLE.replace("NAME", "e_t"))
+    run_py(script, env, iso, [str(iso / "two")])
+    ran = {t["stage"] for t in tasks(iso / "two") if t["status"] == "ran"}
+    assert "ptoas" in ran and "kernel" not in ran and "orchestration" not in ran
+    assert (iso / "one" / "ptoas" / "main_incore_0.pto").read_bytes() != \
+        (iso / "two" / "ptoas" / "main_incore_0.pto").read_bytes()
+    for rel in ("ptoas/main_incore_0.cpp", "kernels/aiv/main_incore_0.so"):
+        assert (iso / "one" / rel).read_bytes() == (iso / "two" / rel).read_bytes()

@@ -70,7 +70,11 @@ module {
     add = loop.regions[0][0]
     assert str(add.loc) == "a.py:3:4" and loop.regions[0][1].loc is None
     cpp = compile_pto(text).cpp
-    assert "pto::f32_from_bits(0x7f800000u)" in cpp and "v_r_0" in cpp
+    assert "pto::f32_from_bits(0x7f800000u)" in cpp
+    # C++ names are canonical: renaming the .pto's values leaves the C++ unchanged
+    assert "v_r" not in cpp
+    renamed = text.replace("%r#", "%q#").replace("%r:2", "%q:2")    # same length: same columns
+    assert renamed != text and compile_pto(renamed).cpp == cpp
 
 
 def test_impl_files_cover_the_package_and_headers():
