@@ -45,8 +45,6 @@ class Build:
     output_dir: Path
     records: list = field(default_factory=list)
     frontend: str = ""                 # the program before any pass (printed)
-    orchestration: str = ""
-    kernels: list = field(default_factory=list)
 
 
 def _step(name, stage, inputs, outputs, options, targets=None, executable=(), doc="", extra=""):
@@ -241,15 +239,11 @@ def back_steps(prog: str, final, opts: BuildOptions, out: Path, store) -> tuple[
     orch_name = orch[0].name if orch else ""
     if orch and not opts.skip_ptoas:
         on = _safe(orch_name)
-        build = True
-        tg = {"cpp": str(out / "orchestration" / f"{on}.cpp")}
-        outs = ["cpp", "so"] if build else ["cpp"]
-        if build:
-            tg["so"] = str(out / "orchestration" / f"{on}.so")
-        steps.append(_step(f"orchestration:{prog}:{on}", "orchestration", {"program": sig_blob}, outs,
-                           {"name": orch_name, "kernel_ids": sorted(kernel_ids.items()), "build": build},
-                           tg, ("so",) if build else (),
-                           doc=f"{prog}: host orchestration {orch_name}"))
+        tg = {"cpp": str(out / "orchestration" / f"{on}.cpp"),
+              "so": str(out / "orchestration" / f"{on}.so")}
+        steps.append(_step(f"orchestration:{prog}:{on}", "orchestration", {"program": sig_blob},
+                           ["cpp", "so"], {"name": orch_name, "kernel_ids": sorted(kernel_ids.items())},
+                           tg, ("so",), doc=f"{prog}: host orchestration {orch_name}"))
     cfg_inputs = {"program": sig_blob}
     cfg_opts: dict = {}
     cfg_outs = []
@@ -329,8 +323,7 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
         write_report(out, records, time.perf_counter() - t0)
         if opts.profiling:
             write_profile(out, records, time.perf_counter() - t0)
-        return Build(out, records, _text(store, hit["meta"]["frontend"]),
-                     hit["meta"]["orchestration"], hit["meta"]["kernels"])
+        return Build(out, records, _text(store, hit["meta"]["frontend"]))
     from pipeline.run import run_steps        # doit, only when the graph must run
     db = str(out / "report" / ".doit.db")
     preload()
@@ -371,7 +364,7 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
         write_profile(out, records, time.perf_counter() - t0)
     store.put_action(pkey, {"outputs": outputs, "executable": sorted(executable),
                             "tasks": [[r.name, r.stage] for r in records], "meta": meta})
-    return Build(out, records, _text(store, meta["frontend"]), meta["orchestration"], meta["kernels"])
+    return Build(out, records, _text(store, meta["frontend"]))
 
 
 def _text(store, digest) -> str:

@@ -267,10 +267,7 @@ def orchestration_stage(inputs: dict, options: dict) -> dict:
     from pypto.codegen.host import build_host
     prog = _parse(inputs["program"])
     cpp = generate_orchestration(prog, options["name"], dict(options["kernel_ids"]))
-    out = {"cpp": cpp.encode("utf-8")}
-    if options["build"]:
-        out["so"] = build_host(cpp)
-    return out
+    return {"cpp": cpp.encode("utf-8"), "so": build_host(cpp)}
 
 
 def config_stage(inputs: dict, options: dict) -> dict:
