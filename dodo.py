@@ -8,17 +8,17 @@ example that executes it on the simulator and checks it against torch.
 import os
 from pathlib import Path
 
-from cache import open_store
+from pypto_cache import open_store
 from examples import EXAMPLES
 from examples.harness import load, source
 from doit import create_after
 
-from pipeline import dodo_support  # not `from ... import task_dicts`: doit collects task_* names
-from pipeline.driver import phase_count, plan
-from pipeline.graph import Ref
-from pipeline.stages import preload
-from pipeline.progress import doit_reporter
-from pipeline.run import BuildContext
+from pypto_pipeline import dodo_support  # not `from ... import task_dicts`: doit collects task_* names
+from pypto_pipeline.driver import phase_count, plan
+from pypto_pipeline.graph import Ref
+from pypto_pipeline.stages import preload
+from pypto_pipeline.progress import doit_reporter
+from pypto_pipeline.run import BuildContext
 from pypto.ir.compiling import build_options
 
 os.environ.setdefault("PYPTO_CACHE_DIR", str(Path(__file__).parent / ".pypto_cache"))

@@ -170,8 +170,8 @@ def toy_step(inputs, options):
 
 
 def doit_overhead(tmp: Path, chains: int = 10, length: int = 20) -> dict:
-    from cache import Store
-    from pipeline import Ref, Step, run_steps
+    from pypto_cache import Store
+    from pypto_pipeline import Ref, Step, run_steps
     store = Store(tmp / "toy_store")
     steps = []
     for c in range(chains):

@@ -1,4 +1,4 @@
-"""python -m cache [--root DIR] {stats,gc,clear}"""
+"""python -m pypto_cache [--root DIR] {stats,gc,clear}"""
 from __future__ import annotations
 
 import argparse
@@ -29,7 +29,7 @@ def _human(n: int) -> str:
 
 def main(argv=None) -> int:
     root_help = "store root (default: $PYPTO_CACHE_DIR, else ~/.cache/pypto)"
-    ap = argparse.ArgumentParser(prog="python -m cache",
+    ap = argparse.ArgumentParser(prog="python -m pypto_cache",
                                  description="Inspect or trim the pypto build cache.")
     ap.add_argument("--root", help=root_help)
     # --root is accepted after the subcommand too; SUPPRESS keeps an absent one

@@ -1,7 +1,7 @@
 """The same steps, for a dodo.py: `doit list`, `doit <target path>`, `doit clean`.
 
     # dodo.py
-    from pipeline.dodo_support import creators, dodo_config
+    from pypto_pipeline.dodo_support import creators, dodo_config
     DOIT_CONFIG = dodo_config()
     globals().update(creators(first_steps, make_kernel_steps, store, name="build"))
 

@@ -14,8 +14,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.graph import Ref, Step
-from pipeline.stages import STAGE_FNS, preload, ptoas_dump_names, stage_impl
+from pypto_pipeline.graph import Ref, Step
+from pypto_pipeline.stages import STAGE_FNS, preload, ptoas_dump_names, stage_impl
 from pypto.passes import FUNCTION_LOCAL as _LOCAL
 
 
@@ -290,7 +290,7 @@ def program_key(source_digest: str, opts: BuildOptions, from_spec: bool) -> str:
     """Key of a whole compile: its input, its options and the code of every stage.
     A hit means every task of the graph would be a cache hit."""
     from dataclasses import asdict
-    from pipeline.graph import impl_digest
+    from pypto_pipeline.graph import impl_digest
     impls = [stage_impl(s) for s in ("specialize", "frontend", "pto", "ptoas", "kernel",
                                      "orchestration", "config")]
     impls += [stage_impl("pass", module) for _, module, _ in opts.passes]
@@ -309,7 +309,7 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
     Fast path: when the whole compile's key hits, its recorded artifacts are
     materialised without laying out the graph (every task would be a hit anyway),
     and the report lists each task as cached."""
-    from cache import open_store
+    from pypto_cache import open_store
     store = store if store is not None else open_store()
     jobs = jobs or jobs_default()
     out = Path(output_dir)
@@ -324,7 +324,7 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
         if opts.profiling:
             write_profile(out, records, time.perf_counter() - t0)
         return Build(out, records, _text(store, hit["meta"]["frontend"]))
-    from pipeline.run import run_steps        # doit, only when the graph must run
+    from pypto_pipeline.run import run_steps        # doit, only when the graph must run
     db = str(out / "report" / ".doit.db")
     preload()
     gen = plan(prog_name, Ref.blob(src), opts, out, store, from_spec)
@@ -334,7 +334,7 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
     executable: list[str] = []
     progress = None
     if os.environ.get("PYPTO_PROGRESS", "").strip() not in ("", "0"):
-        from pipeline.progress import Progress
+        from pypto_pipeline.progress import Progress
         progress = Progress(sys.stderr)
     steps = next(gen)
     try:

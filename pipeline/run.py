@@ -31,7 +31,7 @@ from doit.exceptions import TaskError
 from doit.globals import Globals
 from doit.task import dict_to_task
 
-from cache import digest_bytes
+from pypto_cache import digest_bytes
 
 from .graph import GraphError, Step, check_graph, step_key
 

@@ -11,7 +11,7 @@ import functools
 import json
 from pathlib import Path
 
-from pipeline.graph import impl_digest
+from pypto_pipeline.graph import impl_digest
 
 _ROOT = Path(__file__).resolve().parent.parent / "pypto"
 
@@ -272,7 +272,7 @@ def orchestration_stage(inputs: dict, options: dict) -> dict:
 
 def config_stage(inputs: dict, options: dict) -> dict:
     """kernel_config.py and compiled_meta.json: what the runtime and from_dir read."""
-    from cache import digest_bytes
+    from pypto_cache import digest_bytes
     from pypto.codegen.config import compiled_meta_text, kernel_config_text
     prog = _parse(inputs["program"])
     out = {}

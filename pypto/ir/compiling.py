@@ -55,7 +55,7 @@ def build_options(*, strategy=OptimizationStrategy.Default, dump_passes=True,
                   distributed_config=None, analyze_auto_scopes_for_deps=False,
                   emit_source_loc=None, dump_ptoas_passes=False, runtime=None):
     """Normalise ir.compile's options into the graph's BuildOptions."""
-    from pipeline.driver import BuildOptions
+    from pypto_pipeline.driver import BuildOptions
     from pypto.passes import pipeline
     from pypto.passes.base import PassOptions
     coerce(OptimizationStrategy, strategy, "strategy")
@@ -146,7 +146,7 @@ def _user_error(fn):
 
 @_user_error
 def _run(name, source: bytes, opts, output_dir, *, program, from_spec):
-    from pipeline.driver import build
+    from pypto_pipeline.driver import build
     from pypto.runtime.compiled import CompiledProgram
     out = Path(output_dir) if output_dir is not None else default_output_dir(name)
     out.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,7 @@
 import os
 import time
 
-from cache import MemoryStore
+from pypto_cache import MemoryStore
 
 
 def object_path(store, digest):

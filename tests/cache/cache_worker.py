@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from cache import Store, digest_bytes  # noqa: E402
+from pypto_cache import Store, digest_bytes  # noqa: E402
 
 
 def output_for(key: str) -> bytes:

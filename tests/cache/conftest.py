@@ -8,7 +8,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from cache import MemoryStore, Store  # noqa: E402
+from pypto_cache import MemoryStore, Store  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -5,15 +5,15 @@ from pathlib import Path
 
 import pytest
 
-from cache import Store
-from cache.__main__ import parse_size
+from pypto_cache import Store
+from pypto_cache.__main__ import parse_size
 
 REPO = Path(__file__).resolve().parents[2]
 KEY = "ab" * 16
 
 
 def run_cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "cache", *args], cwd=REPO, env=env,
+    return subprocess.run([sys.executable, "-m", "pypto_cache", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=60)
 
 

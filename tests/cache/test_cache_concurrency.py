@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cache import MemoryStore, Store, digest_bytes
-from cache import locks
+from pypto_cache import MemoryStore, Store, digest_bytes
+from pypto_cache import locks
 
 WORKER = str(Path(__file__).with_name("cache_worker.py"))
 KEYS = [f"{i:02x}" * 16 for i in range(12)]
@@ -46,12 +46,12 @@ def test_four_processes_build_each_key_exactly_once(tmp_path):
 
 def test_counters_exact_under_concurrent_processes(tmp_path):
     code = ("import sys; sys.path.insert(0, %r)\n"
-            "from cache.counters import Counters\n"
+            "from pypto_cache.counters import Counters\n"
             "c = Counters(%r)\n"
             "for _ in range(300): c.bump('hits')\n") % (str(Path(__file__).parents[2]), str(tmp_path))
     procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(4)]
     assert [p.wait(timeout=60) for p in procs] == [0] * 4
-    from cache.counters import Counters
+    from pypto_cache.counters import Counters
     assert Counters(tmp_path).read("hits") == 1200
 
 

@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from cache import MemoryStore, Store
+from pypto_cache import MemoryStore, Store
 from cache_helpers import set_age
 
 KEYS = ["aa" * 16, "bb" * 16, "cc" * 16, "dd" * 16]

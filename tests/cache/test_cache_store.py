@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import xxhash
 
-from cache import CacheError, MemoryStore, Store, digest_bytes, open_store
+from pypto_cache import CacheError, MemoryStore, Store, digest_bytes, open_store
 from cache_helpers import damage, object_path
 
 KEY = "0123456789abcdef0123456789abcdef"

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from pipeline import stages
+from pypto_pipeline import stages
 from pypto.ir.printer import print_program
 
 from test_quickstart import TileAdd

@@ -238,7 +238,7 @@ def object_files(store: Path) -> list[Path]:
 def bad_objects(store: Path) -> list[str]:
     """Objects whose bytes do not hash to their name, and actions that do not parse
     or name a missing object: what a build must never trust."""
-    from cache import digest_bytes
+    from pypto_cache import digest_bytes
     bad = [str(p) for p in object_files(store) if digest_bytes(p.read_bytes()) != p.name]
     for a in sorted((Path(store) / "v1" / "actions").rglob("*")):
         if not a.is_file():
@@ -261,7 +261,7 @@ def copy_store(src: Path, dst: Path) -> Path:
 
 
 def cache_cli(store: Path, *args) -> str:
-    proc = subprocess.run([sys.executable, "-m", "cache", *args], env=child_env(store),
+    proc = subprocess.run([sys.executable, "-m", "pypto_cache", *args], env=child_env(store),
                           capture_output=True, text=True, timeout=120, cwd=str(ROOT))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout

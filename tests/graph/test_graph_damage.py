@@ -6,7 +6,7 @@ import shutil
 import signal
 import time
 
-from cache import digest_bytes
+from pypto_cache import digest_bytes
 
 from graph_helpers import (artifacts, bad_objects, by_stage, compile_in_subprocess,
                            kernel_of, object_files, ran, start_compile, tasks)

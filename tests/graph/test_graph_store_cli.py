@@ -1,4 +1,4 @@
-"""Issue 3: `python -m cache stats|gc` on a store that compiles used, and a @pl.jit
+"""Issue 3: `python -m pypto_cache stats|gc` on a store that compiles used, and a @pl.jit
 called twice in one process that compiles once and then does not touch the disk."""
 import shutil
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import pypto.language as pl
-from cache import Store
+from pypto_cache import Store
 from pypto.runtime import RunConfig
 
 from graph_helpers import (artifacts, cache_cli, compile_in_subprocess, parse_stats, tasks)
@@ -63,11 +63,11 @@ def test_jit_called_twice_compiles_once_without_touching_disk(iso, monkeypatch):
     store = Store(iso / "store")
     stats, tree = store.stats(), _tree(iso)
 
-    import pipeline.driver
+    import pypto_pipeline.driver
 
     def no_build(*args, **kwargs):
         raise AssertionError("the second call went back to the build graph")
-    monkeypatch.setattr(pipeline.driver, "build", no_build)
+    monkeypatch.setattr(pypto_pipeline.driver, "build", no_build)
 
     a2, b2 = torch.randn(64, 64, generator=g), torch.randn(64, 64, generator=g)
     assert twice_add.compile(a2, b2, out, config=cfg) is first

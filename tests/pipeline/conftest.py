@@ -14,7 +14,7 @@ import pytest  # noqa: E402
 def toy(tmp_path, monkeypatch):
     """A fresh store and call log for the toy stages of pipeline_toys."""
     import pipeline_toys
-    from cache import Store
+    from pypto_cache import Store
     log = tmp_path / "calls.log"
     monkeypatch.setenv("PIPELINE_TOY_LOG", str(log))
     return pipeline_toys.Toy(Store(tmp_path / "store"), log, tmp_path)

@@ -18,8 +18,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parents[1]), str(HERE)]
 
-from cache import Store  # noqa: E402
-from pipeline import Ref, Step, run_steps  # noqa: E402
+from pypto_cache import Store  # noqa: E402
+from pypto_pipeline import Ref, Step, run_steps  # noqa: E402
 
 
 def ident(inputs, options):

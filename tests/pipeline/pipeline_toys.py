@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline import Ref, Step
+from pypto_pipeline import Ref, Step
 
 
 def _log(fn: str, options: dict, extra: str = "") -> None:
@@ -98,8 +98,8 @@ def outline(inputs, options):
 def nested_build(inputs, options):
     """A stage that itself runs a (nested) build, like a dodo action calling
     ir.compile()."""
-    from cache import Store
-    from pipeline import run_steps
+    from pypto_cache import Store
+    from pypto_pipeline import run_steps
     _log("nested_build", options)
     store = Store(options["store"])
     src = store.put_bytes(inputs["text"])
@@ -194,8 +194,8 @@ def statuses(result) -> dict[str, str]:
 
 
 if __name__ == "__main__":  # used by the two-process test
-    from cache import Store
-    from pipeline import run_steps
+    from pypto_cache import Store
+    from pypto_pipeline import run_steps
     store_dir, db, out, start_at = sys.argv[1:5]
     store = Store(store_dir)
     src = Ref(None, store.put_bytes(b"# shared\nprogram text\n"))

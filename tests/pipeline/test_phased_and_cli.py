@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import pipeline_toys as T
-from pipeline import run_phased
+from pypto_pipeline import run_phased
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -43,8 +43,8 @@ def test_two_phases_in_process(toy):
 DODO = """\
 import sys
 sys.path[:0] = {paths!r}
-from cache import Store
-from pipeline.dodo_support import creators, dodo_config
+from pypto_cache import Store
+from pypto_pipeline.dodo_support import creators, dodo_config
 import pipeline_toys as T
 
 STORE = Store({store!r})
@@ -148,7 +148,7 @@ def test_dodo_parallel_threads(dodo):
 
 
 def test_engine_imports_neither_torch_nor_pypto():
-    code = ("import sys; sys.path.insert(0, %r); import pipeline, pipeline.dodo_support; "
+    code = ("import sys; sys.path.insert(0, %r); import pypto_pipeline, pipeline.dodo_support; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'pypto')]; "
             "assert not bad, bad" % str(ROOT))
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

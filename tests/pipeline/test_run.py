@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import pipeline_toys as T
-from pipeline import Ref, Step, StepFailed, run_steps, step_key
-from pipeline.graph import GraphError
+from pypto_pipeline import Ref, Step, StepFailed, run_steps, step_key
+from pypto_pipeline.graph import GraphError
 
 
 def run(toy, steps, db="db", **kw):
