@@ -47,6 +47,9 @@ class MemoryStore:
         check_digest(digest)
         return digest in self._objects
 
+    def verify(self, digest: str) -> bool:
+        return self.get_bytes(digest) is not None
+
     def get_bytes(self, digest: str) -> bytes | None:
         check_digest(digest)
         with self._mu:

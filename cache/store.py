@@ -62,7 +62,9 @@ class Store:
         data = bytes(data)
         digest = digest_bytes(data)
         path = self._object_path(digest)
-        if not _touch_existing(path):
+        # An object file already there is trusted only once its bytes are checked: a
+        # damaged one would otherwise stay damaged for every later build.
+        if not (self._holds(path, digest, len(data)) and _touch_existing(path)):
             publish([data], path, self._tmp)
         return digest
 
@@ -71,7 +73,7 @@ class Store:
             tmp, digest = write_temp(read_chunks(f), self._tmp)
         try:
             dest = self._object_path(digest)
-            if _touch_existing(dest):
+            if self._holds(dest, digest, os.path.getsize(tmp)) and _touch_existing(dest):
                 discard(tmp)
             else:
                 dest.parent.mkdir(parents=True, exist_ok=True)
@@ -97,8 +99,21 @@ class Store:
             _drop_damaged(path, f)
         return None
 
-    def _verify(self, digest: str) -> bool:
-        path = self._object_path(digest)
+    def verify(self, digest: str) -> bool:
+        """True if the object is present and its bytes hash to `digest`; a damaged
+        object is removed (the next put writes it again)."""
+        return self._check(self._object_path(digest), digest)
+
+    def _holds(self, path: Path, digest: str, size: int) -> bool:
+        try:
+            if os.stat(path).st_size != size:
+                _drop_if_present(path)
+                return False
+        except FileNotFoundError:
+            return False
+        return self._check(path, digest)
+
+    def _check(self, path: Path, digest: str) -> bool:
         try:
             f = open(path, "rb")
         except FileNotFoundError:
@@ -135,7 +150,7 @@ class Store:
     def get_action(self, key: str) -> dict | None:
         path = self._action_path(key)
         manifest, mtime = _load_manifest(path)
-        if manifest is None or not all(self._verify(d) for d in set(manifest["outputs"].values())):
+        if manifest is None or not all(self.verify(d) for d in set(manifest["outputs"].values())):
             self._counters.bump("misses")
             return None
         self._counters.bump("hits")
@@ -261,6 +276,14 @@ def _touch_existing(path: Path) -> bool:
         return False
     except PermissionError:
         return path.exists()
+
+
+def _drop_if_present(path: Path) -> None:
+    """Remove an object file of the wrong size (truncated or overgrown)."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def _drop_damaged(path: Path, f) -> None:

@@ -113,10 +113,14 @@ def phase_count(opts: BuildOptions) -> int:
     return runs + 2
 
 
-def plan(prog: str, source: Ref, opts: BuildOptions, out: Path, store, from_spec: bool):
+def plan(prog: str, source: Ref, opts: BuildOptions, out: Path, store, from_spec: bool,
+         read=None):
     """The graph of one program as a sequence of phases: a generator that yields the
     steps of each phase and is sent back their output digests. A phase ends where
-    the next one needs to see a result (which functions exist) to lay itself out."""
+    the next one needs to see a result (which functions exist) to lay itself out.
+    `read(digest) -> bytes` reads a result of an earlier phase (the driver's heals a
+    damaged one by rebuilding it)."""
+    read = read or (lambda d: _read_or_fail(store, d))
     steps: list[Step] = []
     if from_spec:
         steps.append(_step(f"specialize:{prog}", "specialize", {"spec": source}, ["program"], {},
@@ -150,7 +154,7 @@ def plan(prog: str, source: Ref, opts: BuildOptions, out: Path, store, from_spec
             digests = yield steps
             frontend = frontend or digests[f"frontend:{prog}"]["program"]
             steps = []
-        text = store.get_bytes(cur.output if cur.step is None else digests[cur.step][cur.output])
+        text = read(cur.output if cur.step is None else digests[cur.step][cur.output])
         program, heads = _split(store, text)
         order = [f.name for f in program.functions]
         common = {"program_name": program.name, "source": program.source, "order": order}
@@ -187,10 +191,19 @@ def plan(prog: str, source: Ref, opts: BuildOptions, out: Path, store, from_spec
     frontend = frontend or digests[f"frontend:{prog}"]["program"]
     cur = digests[cur.step][cur.output]
     from pypto.language import parse
-    final = parse(store.get_bytes(cur).decode("utf-8"), filename="<ir>")
+    final = parse(read(cur).decode("utf-8"), filename="<ir>")
     back, meta = back_steps(prog, final, opts, out, store)
     yield back
     return dict(meta, frontend=frontend)
+
+
+def _read_or_fail(store, digest: str) -> bytes:
+    data = store.get_bytes(digest)
+    if data is None:
+        from pypto_pipeline.run import StepFailed
+        raise StepFailed(f"object {digest} of an earlier phase is missing or damaged in the "
+                         f"store; run the build again to rebuild it")
+    return data
 
 
 def back_steps(prog: str, final, opts: BuildOptions, out: Path, store) -> tuple[list[Step], dict]:
@@ -318,53 +331,140 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
     src = store.put_bytes(source)
     pkey = program_key(src, opts, from_spec)
     hit = store.get_action(pkey)
-    if hit is not None and _materialize_all(store, out, hit):
-        records = [_Cached(name, stage) for name, stage in hit["tasks"]]
-        write_report(out, records, time.perf_counter() - t0)
-        if opts.profiling:
-            write_profile(out, records, time.perf_counter() - t0)
-        return Build(out, records, _text(store, hit["meta"]["frontend"]))
+    damaged = False
+    if hit is not None:
+        if _materialize_all(store, out, hit) and store.verify(hit["meta"]["frontend"]):
+            records = [_Cached(name, stage) for name, stage in hit["tasks"]]
+            _finish(out, opts, records, set(hit["outputs"]), t0)
+            return Build(out, records, _text(store, hit["meta"]["frontend"]))
+        damaged = True                 # an object it names is gone: check every one
     from pypto_pipeline.run import run_steps        # doit, only when the graph must run
-    db = str(out / "report" / ".doit.db")
     preload()
-    gen = plan(prog_name, Ref.blob(src), opts, out, store, from_spec)
-    records: list = []
-    found: list = []                   # (step, output, digest) of diagnostics to report
-    outputs: dict[str, str] = {}
-    executable: list[str] = []
     progress = None
     if os.environ.get("PYPTO_PROGRESS", "").strip() not in ("", "0"):
         from pypto_pipeline.progress import Progress
         progress = Progress(sys.stderr)
+    phases = _Phases(run_steps, store, str(out / "report" / ".doit.db"), jobs,
+                     progress.record if progress else None, damaged)
+    gen = plan(prog_name, Ref.blob(src), opts, out, store, from_spec, read=phases.read)
+    found: list = []                   # (step, output, digest) of diagnostics to report
+    outputs: dict[str, str] = {}
+    executable: list[str] = []
     steps = next(gen)
     try:
         while True:
-            r = run_steps(steps, store=store, db_path=db, jobs=jobs,
-                          progress=progress.record if progress else None)
-            records.extend(r.records)
+            digests = phases.run(steps)
             for s in steps:
                 for name in ("diagnostics", "perf_hints"):
                     if name in s.outputs:
-                        found.append((s.name, name, r.digests[s.name][name]))
+                        found.append((s.name, name, digests[s.name][name]))
                 for name, target in s.targets.items():
                     rel = _relative(out, target)
-                    outputs[rel] = r.digests[s.name][name]
+                    outputs[rel] = digests[s.name][name]
                     if name in s.executable:
                         executable.append(rel)
-            steps = gen.send(r.digests)
+            steps = gen.send(digests)
     except StopIteration as stop:
         meta = stop.value
     if progress:
         progress.summary()
-    for rel, text in diagnostics_reports(store, found).items():
+    for rel, text in diagnostics_reports(phases.read, found).items():
         outputs[rel] = store.put_bytes(text)
         store.materialize(outputs[rel], out / rel)
+    records = phases.records()
+    _finish(out, opts, records, set(outputs), t0)
+    store.put_action(pkey, {"outputs": outputs, "executable": sorted(executable),
+                            "tasks": [[r.name, r.stage] for r in records], "meta": meta})
+    return Build(out, records, phases.read(meta["frontend"]).decode("utf-8"))
+
+
+class _Phases:
+    """Runs the phases of one compile and reads their results. A result that turns
+    out missing or damaged when a later phase reads it is rebuilt by running the
+    phase that produced it again in deep mode (every output hashed, exactly the
+    damaged ones rebuilt); from then on every phase runs deep."""
+
+    def __init__(self, run_steps, store, db: str, jobs: int, progress, deep: bool):
+        self.run_steps, self.store, self.db, self.jobs = run_steps, store, db, jobs
+        self.progress, self.deep = progress, deep
+        self.phases: list[list[Step]] = []
+        self.producer: dict[str, int] = {}     # output digest -> index of its phase
+        self._records: dict[str, object] = {}
+
+    def run(self, steps: list[Step], bad=(), again: int | None = None) -> dict:
+        r = self.run_steps(steps, store=self.store, db_path=self.db, jobs=self.jobs,
+                           progress=self.progress, deep=self.deep, bad=bad)
+        self.deep = self.deep or r.damaged
+        for rec in r.records:          # a rebuild supersedes the earlier record
+            if rec.status == "ran" or rec.name not in self._records:
+                self._records.pop(rec.name, None)
+                self._records[rec.name] = rec
+        k = again
+        if k is None:
+            k = len(self.phases)
+            self.phases.append(steps)
+        for outs in r.digests.values():
+            for d in outs.values():
+                self.producer.setdefault(d, k)
+        return r.digests
+
+    def read(self, digest: str) -> bytes:
+        data = self.store.get_bytes(digest)
+        if data is None and digest in self.producer:
+            self.deep = True
+            k = self.producer[digest]
+            self.run(self.phases[k], bad={digest}, again=k)
+            data = self.store.get_bytes(digest)
+        if data is None:
+            from pypto_pipeline.run import StepFailed
+            raise StepFailed(f"object {digest} is missing or damaged in the store and no step "
+                             f"of this build produces it")
+        return data
+
+    def records(self) -> list:
+        return list(self._records.values())
+
+
+# What a compile writes into its output directory; files in these places that the
+# current compile did not write belong to an earlier compile (another program, or
+# other options) and are removed, so the directory holds exactly one compile.
+_MANAGED_DIRS = ("passes_dump", "ptoas", "ptoas_passes", "kernels", "orchestration")
+_MANAGED_FILES = ("kernel_config.py", "compiled_meta.json", "report/perf_hints.log",
+                  "report/diagnostics.log", "report/pipeline_profile.txt",
+                  "report/pipeline_profile.json")
+
+
+def _finish(out: Path, opts: BuildOptions, records, written: set[str], t0: float) -> None:
+    """The report files, then the removal of what an earlier compile left behind."""
     write_report(out, records, time.perf_counter() - t0)
     if opts.profiling:
         write_profile(out, records, time.perf_counter() - t0)
-    store.put_action(pkey, {"outputs": outputs, "executable": sorted(executable),
-                            "tasks": [[r.name, r.stage] for r in records], "meta": meta})
-    return Build(out, records, _text(store, meta["frontend"]))
+        written = written | {"report/pipeline_profile.txt", "report/pipeline_profile.json"}
+    remove_stale(out, written)
+
+
+def remove_stale(out: Path, written: set[str]) -> list[str]:
+    """Delete the files of earlier compiles in `out` that this one did not write
+    (only in the places a compile writes to); returns their relative paths."""
+    stale = [rel for rel in _MANAGED_FILES if rel not in written and (out / rel).is_file()]
+    for top in _MANAGED_DIRS:
+        for dirpath, _dirs, files in os.walk(out / top):
+            for f in files:
+                rel = os.path.relpath(os.path.join(dirpath, f), out)
+                if rel not in written:
+                    stale.append(rel)
+    for rel in stale:
+        try:
+            os.unlink(out / rel)
+        except FileNotFoundError:
+            pass
+    for top in _MANAGED_DIRS:          # and the folders that are now empty
+        for dirpath, _dirs, _files in sorted(os.walk(out / top), key=lambda w: -len(w[0])):
+            try:
+                os.rmdir(dirpath)
+            except OSError:
+                pass
+    return sorted(stale)
 
 
 def _text(store, digest) -> str:
@@ -382,6 +482,7 @@ class _Cached:
 
 
 def _materialize_all(store, out: Path, manifest: dict) -> bool:
+    """Every recorded artifact into `out`, each checked against its digest."""
     exe = set(manifest.get("executable", ()))
     for rel, digest in manifest["outputs"].items():
         if not store.materialize(digest, out / rel, executable=rel in exe):
@@ -389,12 +490,12 @@ def _materialize_all(store, out: Path, manifest: dict) -> bool:
     return True
 
 
-def diagnostics_reports(store, found) -> dict[str, bytes]:
+def diagnostics_reports(read, found) -> dict[str, bytes]:
     """Report files from the steps' diagnostics outputs (only files with content):
     report/perf_hints.log, report/diagnostics.log, passes_dump/NN_after_<Pass>.log."""
     files: dict[str, list[str]] = {}
     for step, output, digest in found:
-        text = store.get_bytes(digest).decode("utf-8")
+        text = read(digest).decode("utf-8")
         if not text:
             continue
         if output == "perf_hints":

@@ -69,6 +69,7 @@ class TaskRecord:
 class RunResult:
     digests: dict[str, dict[str, str]]   # step name -> {output name: digest}
     records: list[TaskRecord] = field(default_factory=list)
+    damaged: bool = False                # a damaged/missing object was met and rebuilt
 
 
 # -- per-process serialisation of doit runs ------------------------------------
@@ -89,9 +90,12 @@ class BuildContext:
     """What the tasks of one doit run share: the store, the keys computed by the
     actions (saved as doit values), the original exceptions, the records."""
 
-    def __init__(self, store, *, level: int = 0, bad=()):
+    def __init__(self, store, *, level: int = 0, bad=(), deep: bool = False):
         self.store = store
         self.level = level
+        # deep: the up-to-date check hashes every output object instead of only
+        # looking for it (set once this build has met a damaged object)
+        self.deep = deep
         self.keys: dict[str, str] = {}
         self.errors: list[tuple[str, BaseException]] = []
         self.done: dict[str, TaskRecord] = {}
@@ -277,9 +281,10 @@ class _Current(UptodateCalculator):
         if step_key(step, digests) != saved:
             return False
         store, bad = self.ctx.store, self.ctx.bad
+        present = store.verify if self.ctx.deep else store.has
         for out in step.outputs:
             d = values.get(out)
-            if not d or d in bad or not store.has(d):
+            if not d or d in bad or not present(d):
                 return False
         for out, path in step.targets.items():
             if not _target_ok(path, values[out], out in step.executable):
@@ -442,11 +447,17 @@ def _merge(records: dict[str, TaskRecord], rec: TaskRecord) -> bool:
 
 
 def run_steps(steps: list[Step], *, store, db_path: str | None, jobs: int = 1,
-              verbosity: int = 0, progress: Callable[[TaskRecord], None] | None = None
-              ) -> RunResult:
+              verbosity: int = 0, progress: Callable[[TaskRecord], None] | None = None,
+              deep: bool = False, bad=()) -> RunResult:
     """Build `steps` with doit in this process. Returns every step's output digests
     and one TaskRecord per step in completion order. A failing stage's own exception
-    is re-raised unchanged; anything else raises StepFailed."""
+    is re-raised unchanged; anything else raises StepFailed.
+
+    Damage: when a step finds an input object missing or damaged, the run starts
+    over once in deep mode, where the up-to-date check hashes every output object:
+    all damaged objects of the graph are found at once and exactly their producers
+    (and what reads them) run again. `deep` starts in that mode; `bad` names
+    digests already known to be damaged."""
     ordered = check_graph(steps)
     stages = {s.name: s.stage for s in ordered}
     level = getattr(_TLS, "level", 0)
@@ -458,11 +469,12 @@ def run_steps(steps: list[Step], *, store, db_path: str | None, jobs: int = 1,
 
     jobs = max(1, int(jobs))
     with _level_lock(level):
-        bad: set[str] = set()
-        # Each retry happens only when a run found new missing/damaged objects, so
-        # this terminates; the bound is a guard, not a tuning knob.
+        bad: set[str] = set(bad)
+        # A second run happens only when the first met a damaged object; a further
+        # one only if objects keep disappearing under us (another process damaging
+        # the store while we build); the bound is a guard, not a tuning knob.
         for _attempt in range(len(ordered) + 2):
-            ctx = BuildContext(store, level=level, bad=bad)
+            ctx = BuildContext(store, level=level, bad=bad, deep=deep)
             reporter = _Reporter(ctx, stages, verbosity, on_record)
             config = {
                 "backend": "sqlite3",
@@ -479,8 +491,9 @@ def run_steps(steps: list[Step], *, store, db_path: str | None, jobs: int = 1,
                 break
             if ctx.errors:
                 _name, exc = ctx.errors[0]
-                if isinstance(exc, InputUnavailable) and not ctx.bad <= bad:
+                if isinstance(exc, InputUnavailable) and not (ctx.bad <= bad and deep):
                     bad |= ctx.bad
+                    deep = True
                     continue
                 raise exc
             if rc == 3 or not reporter.failures:
@@ -499,7 +512,7 @@ def run_steps(steps: list[Step], *, store, db_path: str | None, jobs: int = 1,
         except KeyError as e:
             raise StepFailed(f"step {s.name}: doit has no digest for output {e} "
                              f"after a successful run") from None
-    return RunResult(digests=digests, records=list(records.values()))
+    return RunResult(digests=digests, records=list(records.values()), damaged=deep)
 
 
 def run_phased(first: list[Step], then: Callable[[dict[str, dict[str, str]]], list[Step]],
