@@ -15,9 +15,11 @@ from __future__ import annotations
 import json
 import os
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from . import locks
+from .overlay import Overlay, cannot_write, warn_once
 from .counters import Counters
 from .fsutil import Mismatch, discard, publish, read_chunks, write_temp
 from .gc import DEFAULT_GRACE, ActionInfo, ObjectInfo, collect
@@ -40,6 +42,7 @@ class Store:
         self._locks = base / "locks"
         self._tmp = base / "tmp"
         self._counters = Counters(base / "stats")
+        self._overlay: Overlay | None = None   # set once the directory refuses a write
 
     def __repr__(self) -> str:
         return f"Store({str(self.root)!r})"
@@ -57,6 +60,22 @@ class Store:
         check_key(key)
         return self._locks / key[:2] / key
 
+    @property
+    def writable(self) -> bool:
+        """False once a write was refused (read-only mount, no permission, full disk):
+        the store is then read, and this process's results are kept in memory."""
+        return self._overlay is None
+
+    def _unwritable(self, exc: BaseException) -> bool:
+        """Switch to the in-memory overlay if `exc` says the directory cannot be
+        written; False for any other error (which the caller re-raises)."""
+        if not cannot_write(exc):
+            return False
+        if self._overlay is None:
+            self._overlay = Overlay()
+            warn_once(self.root, exc)
+        return True
+
     # -- objects --
     def put_bytes(self, data: bytes) -> str:
         data = bytes(data)
@@ -64,13 +83,29 @@ class Store:
         path = self._object_path(digest)
         # An object file already there is trusted only once its bytes are checked: a
         # damaged one would otherwise stay damaged for every later build.
-        if not (self._holds(path, digest, len(data)) and _touch_existing(path)):
-            publish([data], path, self._tmp)
+        if self._holds(path, digest, len(data)) and _touch_existing(path):
+            return digest
+        if self._overlay is None:
+            try:
+                publish([data], path, self._tmp)
+                return digest
+            except OSError as e:
+                if not self._unwritable(e):
+                    raise
+        self._overlay.put_object(digest, data)
         return digest
 
     def put_file(self, path) -> str:
+        if self._overlay is not None:
+            with open(path, "rb") as f:
+                return self.put_bytes(f.read())
         with open(path, "rb") as f:
-            tmp, digest = write_temp(read_chunks(f), self._tmp)
+            try:
+                tmp, digest = write_temp(read_chunks(f), self._tmp)
+            except OSError as e:
+                if not self._unwritable(e):
+                    raise
+                return self.put_file(path)
         try:
             dest = self._object_path(digest)
             if self._holds(dest, digest, os.path.getsize(tmp)) and _touch_existing(dest):
@@ -84,10 +119,14 @@ class Store:
         return digest
 
     def has(self, digest: str) -> bool:
-        return self._object_path(digest).is_file()
+        path = self._object_path(digest)
+        return (self._overlay is not None and self._overlay.get_object(digest) is not None) \
+            or path.is_file()
 
     def get_bytes(self, digest: str) -> bytes | None:
         path = self._object_path(digest)
+        if self._overlay is not None and (data := self._overlay.get_object(digest)) is not None:
+            return data
         try:
             f = open(path, "rb")
         except FileNotFoundError:
@@ -102,7 +141,10 @@ class Store:
     def verify(self, digest: str) -> bool:
         """True if the object is present and its bytes hash to `digest`; a damaged
         object is removed (the next put writes it again)."""
-        return self._check(self._object_path(digest), digest)
+        path = self._object_path(digest)
+        if self._overlay is not None and self._overlay.get_object(digest) is not None:
+            return True
+        return self._check(path, digest)
 
     def _holds(self, path: Path, digest: str, size: int) -> bool:
         try:
@@ -130,6 +172,10 @@ class Store:
     def materialize(self, digest: str, dest, executable: bool = False) -> bool:
         path = self._object_path(digest)
         dest = Path(dest)
+        if self._overlay is not None and (data := self._overlay.get_object(digest)) is not None:
+            publish([data], dest, dest.parent, mode=0o755 if executable else 0o644,
+                    durable=False)
+            return True
         try:
             f = open(path, "rb")
         except FileNotFoundError:
@@ -149,6 +195,8 @@ class Store:
     # -- actions --
     def get_action(self, key: str) -> dict | None:
         path = self._action_path(key)
+        if self._overlay is not None and (raw := self._overlay.get_action(key)) is not None:
+            return json.loads(raw)
         manifest, mtime = _load_manifest(path)
         if manifest is None or not all(self.verify(d) for d in set(manifest["outputs"].values())):
             self._counters.bump("misses")
@@ -167,10 +215,35 @@ class Store:
         missing = sorted(d for d in set(manifest["outputs"].values()) if not self.has(d))
         if missing:
             raise CacheError(f"put_action({key}): objects not in the store: {missing}")
-        publish([data], path, self._tmp)
+        if self._overlay is None:
+            try:
+                publish([data], path, self._tmp)
+                return
+            except OSError as e:
+                if not self._unwritable(e):
+                    raise
+        self._overlay.put_action(key, data)
 
+    @contextmanager
     def lock(self, key: str):
-        return locks.hold(self._lock_path(key))
+        """Per-key single flight across processes (flock); in-process only once the
+        store cannot be written (no lock files can be made)."""
+        path = self._lock_path(key)
+        fd = None
+        if self._overlay is None:
+            try:
+                fd = locks.acquire(path)
+            except OSError as e:
+                if not self._unwritable(e):
+                    raise
+        if fd is not None:
+            try:
+                yield
+            finally:
+                locks.release(fd)
+            return
+        with self._overlay.lock(key):
+            yield
 
     # -- bookkeeping --
     def stats(self) -> dict:
@@ -274,7 +347,7 @@ def _touch_existing(path: Path) -> bool:
         return True
     except FileNotFoundError:
         return False
-    except PermissionError:
+    except OSError:            # read-only store, or not ours to touch: it is there
         return path.exists()
 
 
@@ -282,7 +355,7 @@ def _drop_if_present(path: Path) -> None:
     """Remove an object file of the wrong size (truncated or overgrown)."""
     try:
         os.unlink(path)
-    except FileNotFoundError:
+    except OSError:            # gone already, or a store we cannot write
         pass
 
 
@@ -292,7 +365,7 @@ def _drop_damaged(path: Path, f) -> None:
         st, fst = os.stat(path), os.fstat(f.fileno())
         if (st.st_ino, st.st_dev) == (fst.st_ino, fst.st_dev):
             os.unlink(path)
-    except FileNotFoundError:
+    except OSError:            # gone already, or a store we cannot write
         pass
 
 
