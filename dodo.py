@@ -22,7 +22,9 @@ from pypto_pipeline.run import BuildContext
 from pypto.ir.compiling import build_options
 
 os.environ.setdefault("PYPTO_CACHE_DIR", str(Path(__file__).parent / ".pypto_cache"))
-CTX = BuildContext(None)         # shared by every task, read by the progress reporter
+# shared by every task, read by the progress reporter; deep: the command line hashes
+# every object it would trust (a few ms), so a damaged store is rebuilt, not a failure
+CTX = BuildContext(None, deep=True)
 STAGES: dict[str, str] = {}
 DOIT_CONFIG = dict(dodo_support.dodo_config(), default_tasks=["check"],
                    reporter=doit_reporter(CTX, STAGES))
