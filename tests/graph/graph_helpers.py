@@ -254,6 +254,30 @@ def bad_objects(store: Path) -> list[str]:
     return bad
 
 
+def damage(store: Path, how: str, fraction: float, seed: int) -> int:
+    """Damage `fraction` of the store's objects; returns how many were touched."""
+    import random
+    objs = object_files(store)
+    rng = random.Random(seed)
+    picked = rng.sample(objs, max(1, round(len(objs) * fraction)))
+    for i, p in enumerate(picked):
+        kind = how if how != "mixed" else ("truncate", "flip", "delete", "swap")[i % 4]
+        data = p.read_bytes()
+        if kind == "truncate":
+            p.write_bytes(data[:len(data) // 2])
+        elif kind == "flip":
+            j = rng.randrange(len(data)) if data else 0
+            p.write_bytes(data[:j] + bytes([data[j] ^ (1 << rng.randrange(8))]) + data[j + 1:]
+                          if data else b"\0")
+        elif kind == "delete":
+            p.unlink()
+        elif kind == "swap":            # another object's bytes under this name
+            other = next(q for q in objs if q != p and q.exists()
+                         and q.read_bytes() != data)
+            p.write_bytes(other.read_bytes())
+    return len(picked)
+
+
 def copy_store(src: Path, dst: Path) -> Path:
     import shutil
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns("locks", "tmp"))

@@ -2,8 +2,6 @@
 not an error, an output directory holds exactly one compile, and the installed import
 names survive a user's folders named cache/ or pipeline/."""
 import os
-import random
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -11,31 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from graph_helpers import (artifacts, bad_objects, import_file, object_files, ran,
-                           run_and_check, tasks, write_program)
-
-
-def damage(store: Path, how: str, fraction: float, seed: int) -> int:
-    """Damage `fraction` of the store's objects; returns how many were touched."""
-    objs = object_files(store)
-    rng = random.Random(seed)
-    picked = rng.sample(objs, max(1, round(len(objs) * fraction)))
-    for i, p in enumerate(picked):
-        kind = how if how != "mixed" else ("truncate", "flip", "delete", "swap")[i % 4]
-        data = p.read_bytes()
-        if kind == "truncate":
-            p.write_bytes(data[:len(data) // 2])
-        elif kind == "flip":
-            j = rng.randrange(len(data)) if data else 0
-            p.write_bytes(data[:j] + bytes([data[j] ^ (1 << rng.randrange(8))]) + data[j + 1:]
-                          if data else b"\0")
-        elif kind == "delete":
-            p.unlink()
-        elif kind == "swap":            # another object's bytes under this name
-            other = next(q for q in objs if q != p and q.exists()
-                         and q.read_bytes() != data)
-            p.write_bytes(other.read_bytes())
-    return len(picked)
+from graph_helpers import (artifacts, bad_objects, damage, import_file, ran, run_and_check,
+                           tasks, write_program)
 
 
 @pytest.mark.parametrize("how,fraction", [("truncate", 1 / 3), ("flip", 1 / 3), ("delete", 1 / 3),
