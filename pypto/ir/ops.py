@@ -46,7 +46,7 @@ def _shaped(op, x, span, kinds=(TensorType, TileType)):
 
 def _tname(t) -> str:
     if isinstance(t, TensorType):
-        return f"Tensor{list(map(str, t.shape))} {t.dtype}"
+        return f"Tensor[{', '.join(map(str, t.shape))}] {t.dtype}"
     if isinstance(t, TileType):
         return f"Tile{list(t.shape)} {t.dtype}"
     if isinstance(t, ScalarType):
@@ -66,11 +66,15 @@ def _check_dtype(op, a, b, span):
              "insert pl.cast(x, dtype) to convert one operand; there is no implicit promotion")
 
 
+_MIX_HINT = ("operands are both tiles or both tensors: load the tensor's window into a tile first "
+             "(pl.load(tensor, offsets, shapes)), or use the tensors on both sides")
+
+
 def _binary(op):
     def infer(args, kw, span):
         a, b = _shaped(op, args[0], span), _shaped(op, args[1], span)
         if type(a) is not type(b):
-            _err(f"{op}: cannot mix {_tname(a)} and {_tname(b)}", span)
+            _err(f"{op}: cannot mix {_tname(a)} and {_tname(b)}", span, _MIX_HINT)
         _check_dtype(op, a, b, span)
         if tuple(a.shape) != tuple(b.shape):
             bcast = op.split(".")[1] in ("add", "sub", "mul", "div") and len(a.shape) == 2 and \
