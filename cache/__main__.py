@@ -49,6 +49,17 @@ def main(argv=None) -> int:
 
     # The CLI always inspects the disk store, even with PYPTO_CACHE_DISABLE=1.
     store = Store(args.root if args.root else default_root())
+    try:
+        return _command(store, args)
+    except BrokenPipeError:    # `... | head`: the reader left
+        return 1
+    except OSError as e:       # e.g. gc or clear on a read-only store: say so, no traceback
+        print(f"python -m pypto_cache {args.cmd}: {store.root}: {e.strerror or e}",
+              file=sys.stderr)
+        return 1
+
+
+def _command(store: Store, args) -> int:
     if args.cmd == "stats":
         s = store.stats()
         print(f"root     {s['root']}")
