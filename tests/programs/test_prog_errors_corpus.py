@@ -408,3 +408,329 @@ def test_matmul_with_left_and_right_swapped(w):
         w.jit(matmul_operands_swapped, A, O)
     check(w, e, E.CodegenError, "BAD-C18", r"move it through Mat", r"no data path from Right to Left",
           "pass:InferTileMemorySpace")
+
+
+# ============================================================================= loops
+@pl.jit
+def range_step_keyword(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(0, 64, step=32):  # BAD-C19
+            pl.store(pl.load(a, [i, 0], [32, 64]), [i, 0], o)
+    return o
+
+
+def test_range_step_given_by_keyword(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(range_step_keyword, A, O)
+    check(w, e, E.ParserError, "BAD-C19", r"pl\.range\(start, stop, step", r"unexpected keyword argument 'step'",
+          "frontend")
+
+
+@pl.jit
+def range_without_bounds(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range():  # BAD-C20
+            pl.store(pl.load(a, [0, 0], [32, 64]), [0, 0], o)
+    return o
+
+
+def test_range_without_bounds(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(range_without_bounds, A, O)
+    check(w, e, E.ParserError, "BAD-C20", r"pl\.range\(stop\)", r"takes 1 to 3 bounds, got 0", "frontend")
+
+
+@pl.jit
+def unroll_a_runtime_count(a: pl.Tensor, o: pl.Out[pl.Tensor], n: pl.INDEX):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.unroll(n):  # BAD-C21
+            pl.store(pl.load(a, [i * 32, 0], [32, 64]), [i * 32, 0], o)
+    return o
+
+
+def test_unroll_over_a_runtime_count(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(unroll_a_runtime_count, A, O, n=pl.RUNTIME)
+    check(w, e, E.ParserError, "BAD-C21", r"use pl\.range for runtime bounds", r"pl\.unroll bounds must be constants",
+          "frontend")
+
+
+@pl.jit
+def loop_over_a_list(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in [0, 32]:  # BAD-C22
+            pl.store(pl.load(a, [i, 0], [32, 64]), [i, 0], o)
+    return o
+
+
+def test_loop_over_a_python_list(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(loop_over_a_list, A, O)
+    check(w, e, E.ParserError, "BAD-C22", r"for i in pl\.range\(n\)", r"`for \.\.\. in \[0, 32\]` is not supported",
+          "frontend")
+
+
+@pl.jit
+def two_loop_targets(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i, j in pl.range(2):  # BAD-C23
+            pl.store(pl.load(a, [i * 32, 0], [32, 64]), [i * 32, 0], o)
+    return o
+
+
+def test_loop_binding_two_names_without_init_values(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(two_loop_targets, A, O)
+    check(w, e, E.ParserError, "BAD-C23", r"init_values", r"loop target `\(i, j\)` is not supported", "frontend")
+
+
+@pl.jit
+def carried_without_yield(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        z = pl.load(a, [0, 0], [64, 64])
+        for i, (acc,) in pl.range(4, init_values=(z,)):  # BAD-C24
+            acc = pl.add(acc, z)
+        pl.store(z, [0, 0], o)
+    return o
+
+
+def test_carried_loop_without_yield(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(carried_without_yield, A, O)
+    check(w, e, E.ParserError, "BAD-C24", r"yield the next value", r"must end with `r = pl\.yield_\(\.\.\.\)`",
+          "frontend")
+
+
+@pl.jit
+def yield_changes_shape(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        z = pl.load(a, [0, 0], [64, 64])
+        for i, (acc,) in pl.range(4, init_values=(z,)):
+            r = pl.yield_(pl.load(a, [0, 0], [32, 64]))  # BAD-C25
+        pl.store(r, [0, 0], o)
+    return o
+
+
+def test_yield_of_another_shape(w):
+    with pytest.raises(E.TypeCheckError) as e:
+        w.jit(yield_changes_shape, A, O)
+    check(w, e, E.TypeCheckError, "BAD-C25", r"keeps its shape and dtype",
+          r"'acc' is Tile\[64, 64\] fp32 but the loop yields Tile\[32, 64\] fp32", "frontend")
+
+
+@pl.jit
+def yield_not_last(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        z = pl.load(a, [0, 0], [64, 64])
+        for i, (acc,) in pl.range(4, init_values=(z,)):
+            r = pl.yield_(pl.add(acc, z))  # BAD-C26
+            q = pl.exp(acc)
+        pl.store(r, [0, 0], o)
+    return o
+
+
+def test_yield_before_the_end_of_the_body(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(yield_not_last, A, O)
+    check(w, e, E.ParserError, "BAD-C26", r"move it to the end", r"must be the last statement", "frontend")
+
+
+@pl.jit
+def yield_without_init(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        z = pl.load(a, [0, 0], [64, 64])
+        for i in pl.range(4):  # BAD-C27
+            z = pl.yield_(pl.add(z, z))
+        pl.store(z, [0, 0], o)
+    return o
+
+
+def test_yield_in_a_loop_without_init_values(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(yield_without_init, A, O)
+    check(w, e, E.ParserError, "BAD-C27", r"init_values=\(x,\)", r"pl\.yield_ in a loop without init_values",
+          "frontend")
+
+
+@pl.jit
+def break_out(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(2):
+            if i == 1:
+                break  # BAD-C28
+            pl.store(pl.load(a, [i * 32, 0], [32, 64]), [i * 32, 0], o)
+    return o
+
+
+def test_break(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(break_out, A, O)
+    check(w, e, E.ParserError, "BAD-C28", r"restructure the loop bounds", r"unsupported statement: break", "frontend")
+
+
+@pl.jit
+def skip_with_continue(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(2):
+            if i == 1:
+                continue  # BAD-C29
+            pl.store(pl.load(a, [i * 32, 0], [32, 64]), [i * 32, 0], o)
+    return o
+
+
+def test_continue(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(skip_with_continue, A, O)
+    check(w, e, E.ParserError, "BAD-C29", r"if/else inside the loop", r"unsupported statement: continue", "frontend")
+
+
+@pl.jit
+def and_in_a_condition(a: pl.Tensor, o: pl.Out[pl.Tensor], n: pl.INDEX):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(n):
+            if i > 0 and i < 3:  # BAD-C30
+                pl.store(pl.load(a, [0, 0], [64, 64]), [0, 0], o)
+    return o
+
+
+def test_and_in_an_if_condition(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(and_in_a_condition, A, O, n=pl.RUNTIME)
+    check(w, e, E.ParserError, "BAD-C30", r"nest if statements", r"unsupported expression `i > 0 and i < 3`",
+          "frontend")
+
+
+# ============================================================================= pl.at regions
+@pl.jit
+def at_with_a_role(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP, role=pl.Role.SubWorker):  # BAD-C31
+        o[:] = pl.exp(a)
+    return o
+
+
+def test_pl_at_with_a_role(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(at_with_a_role, A, O)
+    check(w, e, E.ParserError, "BAD-C31", r"pl\.at\(level=pl\.Level\.CORE_GROUP, name_hint",
+          r"pl\.at\(\) got an unsupported argument 'role'", "frontend")
+
+
+@pl.jit
+def at_as_task_id(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP) as tid:  # BAD-C32
+        o[:] = pl.exp(a)
+    return o
+
+
+def test_pl_at_bound_with_as(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(at_as_task_id, A, O)
+    check(w, e, E.ParserError, "BAD-C32", r"drop the `as \.\.\.` part", r"as tid` is not supported", "frontend")
+
+
+@pl.jit
+def at_not_called(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at:  # BAD-C33
+        o[:] = pl.exp(a)
+    return o
+
+
+def test_pl_at_not_called(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(at_not_called, A, O)
+    check(w, e, E.ParserError, "BAD-C33", r"with pl\.at\(\.\.\.\)", r"`with pl\.at` is not supported", "frontend")
+
+
+@pl.jit
+def two_regions_one_name(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="stage"):
+        o[:] = pl.exp(a)
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="stage"):  # BAD-C34
+        o[:] = pl.exp(o)
+    return o
+
+
+def test_two_pl_at_regions_with_the_same_name_hint(w):
+    with pytest.raises(E.CodegenError) as e:
+        w.jit(two_regions_one_name, A, O)
+    check(w, e, E.CodegenError, "BAD-C34", r"its own name_hint", r"a function named 'stage' already exists",
+          "pass:OutlineIncoreScopes")
+
+
+@pl.jit
+def tile_leaves_its_region(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [64, 64])  # BAD-C35
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(t, [0, 0], o)
+    return o
+
+
+def test_tile_used_in_another_region(w):
+    with pytest.raises(E.CodegenError) as e:
+        w.jit(tile_leaves_its_region, A, O)
+    check(w, e, E.CodegenError, "BAD-C35", r"pl\.create_tensor", r"'t' is computed inside a pl\.at region and used after it",
+          "pass:OutlineIncoreScopes")
+
+
+# ============================================================================= names
+@pl.jit
+def used_before_assigned(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        u = pl.add(t, t)  # noqa: F821  # BAD-C36
+        t = pl.load(a, [0, 0], [64, 64])
+        pl.store(u, [0, 0], o)
+    return o
+
+
+def test_name_used_before_it_is_assigned(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(used_before_assigned, A, O)
+    check(w, e, E.ParserError, "BAD-C36", r"assign it before use", r"name 't' is not defined", "frontend")
+
+
+@pl.jit
+def assigned_in_one_branch(a: pl.Tensor, o: pl.Out[pl.Tensor], n: pl.INDEX):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(n):
+            if i == 0:
+                t = pl.load(a, [0, 0], [64, 64])
+            pl.store(t, [0, 0], o)  # BAD-C37
+    return o
+
+
+def test_name_assigned_in_one_branch_only(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(assigned_in_one_branch, A, O, n=pl.RUNTIME)
+    check(w, e, E.ParserError, "BAD-C37", r"in both branches of the if", r"'t' is used after the loop or if that assigns it",
+          "pass:ConvertToSSA")
+
+
+@pl.jit
+def memory_space_typo(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Vecc)  # BAD-C38
+        pl.store(t, [0, 0], o)
+    return o
+
+
+def test_misspelled_memory_space(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(memory_space_typo, A, O)
+    check(w, e, E.ParserError, "BAD-C38", r"members: DDR, Vec, Mat", r"pl\.Mem has no member 'Vecc'", "frontend")
+
+
+@pl.jit
+def print_a_tile(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [64, 64])
+        print(t)  # BAD-C39
+        pl.store(t, [0, 0], o)
+    return o
+
+
+def test_print_inside_a_kernel(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(print_a_tile, A, O)
+    check(w, e, E.ParserError, "BAD-C39", r"only pl\.\* operators", r"the Python builtin print\(\) cannot be used",
+          "frontend")
