@@ -53,3 +53,8 @@ class VerificationError(PyptoError):
 
 class CodegenError(PyptoError):
     """The program cannot be expressed in PTO for the chosen backend."""
+
+
+class LoweredProgramError(PyptoError, ValueError):
+    """A program that already went through the pass pipeline (`kernel.lower(...)`, a late
+    pass dump) was handed to `ir.compile`, which runs the pipeline from the start."""

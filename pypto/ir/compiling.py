@@ -117,6 +117,10 @@ def compile(program, *, output_dir=None, strategy=OptimizationStrategy.Default, 
     if not isinstance(program, Program):
         raise TypeError(f"ir.compile expects an ir.Program (a @pl.program class), got "
                         f"{type(program).__name__}; for a @pl.jit function call .compile(...)")
+    _check_identifier(program.name, "the program")
+    for f in program.functions:
+        _check_identifier(f.name, f"function of program {program.name!r}")
+    _refuse_lowered(program)
     opts = build_options(strategy=strategy, dump_passes=dump_passes, backend_type=backend_type,
                          platform=platform, skip_ptoas=skip_ptoas,
                          verification_level=verification_level, diagnostic_phase=diagnostic_phase,
@@ -128,6 +132,66 @@ def compile(program, *, output_dir=None, strategy=OptimizationStrategy.Default, 
                          runtime=runtime)
     source = print_program(program).encode("utf-8")
     return _run(program.name, source, opts, output_dir, program=program, from_spec=False)
+
+
+def _check_identifier(name, what: str) -> None:
+    """Program and function names become Python identifiers in the printed program,
+    C symbols and parts of output paths: plain identifiers only (no '/', no '..')."""
+    import keyword
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+        raise ValueError(f"{what} is named {name!r}, which is not a Python identifier; names of "
+                         f"programs and functions become symbols and parts of the output "
+                         f"directory, so they must be plain identifiers such as 'my_kernel'")
+
+
+def _lowered_by(program) -> str | None:
+    """What shows that `program` already went through the pass pipeline, or None:
+    InitMemRef gives every buffer a pl.MemRef and allocates on-chip memory with
+    tile.alloc; running the pipeline again would allocate all of it a second time."""
+    from pypto.ir.nodes import Call
+    from pypto.ir.visit import stmt_exprs, walk, walk_expr
+    for f in program.functions:
+        for p in f.params:
+            if getattr(p.var.type, "memref", None) is not None:
+                return f"parameter {p.var.name!r} of {f.name!r} already has a pl.MemRef"
+        for s in walk(f.body):
+            for e in stmt_exprs(s):
+                for x in walk_expr(e):
+                    if isinstance(x, Call) and x.op == "tile.alloc":
+                        return f"{f.name!r} already allocates on-chip memory (pl.tile.alloc)"
+                    if getattr(getattr(x, "type", None), "memref", None) is not None:
+                        return f"a value in {f.name!r} already has a pl.MemRef"
+    return None
+
+
+def _caller_span():
+    """The user's line that called into pypto (the first frame outside the package)."""
+    import sys
+    from pypto.errors import Span
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame = sys._getframe(1)
+    while frame is not None:
+        file = os.path.abspath(frame.f_code.co_filename)
+        if not file.startswith(root + os.sep):
+            return Span(os.path.basename(file), frame.f_lineno, 1)
+        frame = frame.f_back
+    return None
+
+
+def _refuse_lowered(program) -> None:
+    why = _lowered_by(program)
+    if why is None:
+        return
+    from pypto.errors import LoweredProgramError
+    err = LoweredProgramError(
+        f"program {program.name!r} is already lowered ({why}): ir.compile runs the whole pass "
+        f"pipeline on the program it is given, and on a lowered one it would place and "
+        f"allocate every buffer a second time",
+        _caller_span(),
+        "compile the program before lowering: kernel.compile(*args, config=RunConfig(...)) "
+        "for a @pl.jit function, or ir.compile(<the @pl.program class>); kernel.lower(...) "
+        "returns the post-pass IR for reading, not for compiling again")
+    raise err.with_traceback(None)
 
 
 def _user_error(fn):

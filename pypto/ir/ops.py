@@ -114,7 +114,9 @@ def _unary(op):
 def _ints(op, x, span, what):
     if isinstance(x, TupleExpr):
         return x.items
-    _err(f"{op}: {what} must be a list like [0, 0]", span)
+    like = "[64, 64]" if what.startswith("shape") else "[0, 0]"
+    got = repr(x.value) if isinstance(x, Const) else _tname(getattr(x, "type", None))
+    _err(f"{op}: {what} must be a list like {like}, got {got}", span)
 
 
 def _static(op, items, span, what):
@@ -126,10 +128,20 @@ def _static(op, items, span, what):
     return out
 
 
+def _dims(op, x, span, what="shape"):
+    """A static shape: a list of positive integer constants."""
+    dims = _static(op, _ints(op, x, span, what), span, what)
+    for i, d in enumerate(dims):
+        if d <= 0:
+            _err(f"{op}: {what} {dims} has a non-positive dimension ({d} at index {i})", span,
+                 "every dimension is a positive integer, e.g. [64, 64]")
+    return dims
+
+
 def _load(args, kw, span):
     t = _shaped("load", args[0], span, (TensorType,))
     offs = _ints("load", args[1], span, "offsets")
-    shapes = _static("load", _ints("load", args[2], span, "shapes"), span, "shapes")
+    shapes = _dims("load", args[2], span, "shapes")
     if len(offs) != len(t.shape) or len(shapes) != len(t.shape):
         _err(f"load: tensor has rank {len(t.shape)} but offsets/shapes have "
              f"{len(offs)}/{len(shapes)} entries", span)
@@ -175,7 +187,7 @@ def _move(args, kw, span):
 
 
 def _create_tile(args, kw, span):
-    shape = _static("create_tile", _ints("create_tile", args[0], span, "shape"), span, "shape")
+    shape = _dims("create_tile", args[0], span)
     dtype = kw.get("dtype")
     if not isinstance(dtype, dt.DataType):
         _err("create_tile: dtype=pl.<DTYPE> is required", span)
@@ -183,7 +195,7 @@ def _create_tile(args, kw, span):
 
 
 def _create_tensor(args, kw, span):
-    shape = _static("create_tensor", _ints("create_tensor", args[0], span, "shape"), span, "shape")
+    shape = _dims("create_tensor", args[0], span)
     dtype = kw.get("dtype")
     if not isinstance(dtype, dt.DataType):
         _err("create_tensor: dtype=pl.<DTYPE> is required", span)
@@ -248,7 +260,7 @@ def _broadcast(op, row):
 
 def _reshape(args, kw, span):
     a = _shaped("reshape", args[0], span)
-    shape = _static("reshape", _ints("reshape", args[1], span, "shape"), span, "shape")
+    shape = _dims("reshape", args[1], span)
     n_old = 1
     for d in a.shape:
         n_old *= d if isinstance(d, int) else 1

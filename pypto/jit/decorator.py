@@ -23,7 +23,7 @@ import threading
 from typing import Any
 
 from pypto import dtype as _dt
-from pypto.errors import ParserError
+from pypto.errors import ParserError, Span
 from pypto.jit import analysis as A
 
 KINDS = ("orchestration", "incore", "inline")
@@ -57,6 +57,23 @@ class _Runtime:
 
 RUNTIME = _Runtime()
 _MISSING = object()
+
+
+class JitCallError(ParserError, TypeError):
+    """A @pl.jit function calls something it may not (another @pl.jit entry)."""
+
+
+def check_name(name, what: str = "a @pl.jit function") -> str:
+    """The name of a program or kernel becomes a Python identifier in the generated
+    program, a C symbol and part of the output directory's name: it must be a plain
+    identifier (no path separators, no dots)."""
+    import keyword
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+        raise ValueError(f"{what} is named {name!r}, which is not a Python identifier; the name "
+                         f"becomes the program's and its kernels' names and part of the output "
+                         f"directory, so it must be a plain identifier such as 'my_kernel' "
+                         f"(letters, digits and '_', not starting with a digit)")
+    return name
 
 
 # ----------------------------------------------------------------------------- the decorator
@@ -107,6 +124,7 @@ class JITFunction:
     def __init__(self, fn, kind: str = "orchestration", options: dict | None = None):
         if kind not in KINDS:
             raise ValueError(f"unknown @pl.jit kind {kind!r}; expected one of {', '.join(KINDS)}")
+        check_name(fn.__name__, f"the @pl.jit{'' if kind == 'orchestration' else '.' + kind} function {fn.__qualname__!r}")
         self.fn = fn
         self.kind = kind
         self.options = dict(options or {})
@@ -213,6 +231,14 @@ class JITFunction:
                          "binds": A.bind_dynamics(tree)}
         return self._src
 
+    def _call_span(self, name: str) -> Span | None:
+        """Where this function's source first calls `name`."""
+        src = self._source()
+        calls = [(n.lineno, n.col_offset) for n in ast.walk(src["tree"])
+                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name]
+        line, col = min(calls) if calls else (1, 0)
+        return Span(src["file"], src["line"] + line - 1, src["col_offset"] + col + 1)
+
     def _resolve(self, name: str):
         code = self.fn.__code__
         if name in code.co_freevars and self.fn.__closure__:
@@ -238,13 +264,22 @@ class JITFunction:
                 obj = jf._resolve(name)
                 if not isinstance(obj, JITFunction):
                     continue
+                if obj is jf or state.get(id(obj)) == 1:
+                    path = chain + [jf.__name__, obj.__name__]
+                    if obj is not jf:
+                        path = path[path.index(obj.__name__):]
+                    how = "itself" if obj is jf else "itself through " + " -> ".join(path)
+                    raise ParserError(f"recursion is not supported: `{obj.__name__}` calls {how}",
+                                      jf._call_span(name),
+                                      "a @pl.jit function cannot call itself, directly or through "
+                                      "other functions: repeat work with a pl.range / pl.unroll "
+                                      "loop, or split it into separate kernels")
                 if obj.kind == "orchestration":
-                    raise TypeError(f"`{jf.__name__}` calls `{name}`, a @pl.jit entry; only "
-                                    f"@pl.jit.incore / @pl.jit.inline functions can be called "
-                                    f"from a @pl.jit function")
-                if state.get(id(obj)) == 1:
-                    raise TypeError("recursive @pl.jit calls are not supported: "
-                                    + " -> ".join(chain + [jf.__name__, obj.__name__]))
+                    raise JitCallError(f"`{jf.__name__}` calls `{name}`, a @pl.jit entry; only "
+                                       f"@pl.jit.incore / @pl.jit.inline functions can be called "
+                                       f"from a @pl.jit function", jf._call_span(name),
+                                       f"decorate `{name}` with @pl.jit.incore (a kernel) or "
+                                       f"@pl.jit.inline (spliced into its caller)")
                 cmap[name] = obj.__name__
                 if id(obj) not in state:
                     visit(obj, chain + [jf.__name__])
@@ -299,6 +334,8 @@ class JITFunction:
         own = {id(jf): {k: v for k, v in c.items() if _canon(v) != _canon(constants[k])}
                for jf, c in per_fn}
         for jf in fns:
+            check_name(jf.__name__, f"the @pl.jit{'' if jf.kind == 'orchestration' else '.' + jf.kind} "
+                                    f"function {jf.__qualname__!r}")
             src = jf._source()
             entry = {"name": jf.__name__, "kind": jf.kind, "source": src["source"],
                      "file": src["file"], "line": src["line"], "col_offset": src["col_offset"]}

@@ -137,6 +137,8 @@ class Parser:
         self.in_program = False
         self.ctx: _Ctx | None = None
         self._lit: set[int] = set()    # ids of Consts written as bare literals (adopt a dtype)
+        self.call_sites: dict[str, list[tuple[str, Span]]] = {}   # caller -> [(callee, span)]
+        self._parsing: list[_Ctx] = []  # functions whose bodies are being parsed (outermost first)
 
     # ================================================================== spans / errors
     def span(self, node) -> Span:
@@ -182,7 +184,28 @@ class Parser:
                        "add a method decorated with @pl.function")
         for sig in self.sigs.values():
             self.ensure_body(sig)
+        self.check_recursion()
         return Program(cdef.name, [s.function for s in self.sigs.values()], source_name)
+
+    def check_recursion(self) -> None:
+        """No function may reach itself through calls: kernels are inlined, outlined and
+        submitted by name, never entered twice. The error is at the call closing the cycle."""
+        state: dict[str, int] = {}
+
+        def visit(name: str, chain: list[str]):
+            state[name] = 1
+            for callee, span in self.call_sites.get(name, ()):
+                if state.get(callee) == 1:
+                    raise ParserError(_recursion_message(chain + [name, callee]), span,
+                                      _RECURSION_HINT)
+                if callee not in state:
+                    visit(callee, chain + [name])
+            state[name] = 2
+
+        for name in self.sigs:
+            if name not in state:
+                visit(name, [])
+
 
     def parse_function(self, fdef: ast.FunctionDef, defaults: dict | None = None) -> Function:
         sig = self.collect_signature(fdef, in_class=False, defaults=defaults)
@@ -276,12 +299,14 @@ class Parser:
         if sig.state == "done":
             return
         if sig.state == "parsing":
-            self.error(f"function {sig.name!r} calls itself (directly or through another "
-                       f"function) and has no return annotation", sig.node,
-                       f"annotate the return type of {sig.name}: def {sig.name}(...) -> pl.Tensor[...]")
+            chain = [c.sig.name for c in self._parsing]
+            chain = chain[chain.index(sig.name):] if sig.name in chain else [sig.name]
+            raise ParserError(_recursion_message(chain + [sig.name]),
+                              self.span(None) if self.ctx is not None else sig.span, _RECURSION_HINT)
         sig.state = "parsing"
         saved = self.ctx
         self.ctx = _Ctx(sig)
+        self._parsing.append(self.ctx)
         self.ctx.cur, self.ctx.marked = sig.span, bool(self.src.header_marker(sig.node))
         for p in sig.params:
             self.ctx.env[p.var.name] = p.var
@@ -297,6 +322,7 @@ class Parser:
         sig.function = Function(sig.name, sig.params, list(rets), body, sig.func_type,
                                 sig.level, sig.role, sig.attrs, sig.span)
         sig.state = "done"
+        self._parsing.pop()
         self.ctx = saved
 
     def check_return(self, sig: _Sig, r: Return, rets: list) -> None:
@@ -828,6 +854,14 @@ class Parser:
             if isinstance(a, Expr) and len(pos) < d.nargs[1]:
                 pos.append(a)
                 continue
+            if not isinstance(a, (Expr, dt.DataType, MemorySpace)) and len(pos) < d.nargs[0]:
+                # a string, None, an enum...: never an operand, never a keyword's slot
+                raise TypeCheckError(_bad_operand(display, name, len(pos), a), span, _sig_hint(name))
+            if not isinstance(a, (Expr, dt.DataType, MemorySpace)) \
+                    and not (isinstance(a, str) and "mode" in d.kwargs):
+                raise TypeCheckError(f"{display}: unexpected extra argument {_describe(a)}; options "
+                                     f"are keywords (target_memory=pl.Mem.Vec, dtype=pl.FP32, ...)",
+                                     span, _sig_hint(name))
             slot = _pick_slot(d, a, kw)
             if slot is None:
                 lo, hi = d.nargs
@@ -952,6 +986,19 @@ class Parser:
             if not isinstance(attrs, dict):
                 self.error("attrs= must be a dict literal", node)
         span = self.span(node)
+        caller = self.ctx.sig if self.ctx is not None else None
+        if caller is not None:
+            if name == caller.name:
+                raise ParserError(_recursion_message([name, name]), span, _RECURSION_HINT)
+            self.call_sites.setdefault(caller.name, []).append((name, span))
+            if caller.func_type is FunctionType.Orchestration \
+                    and sig.func_type is FunctionType.Orchestration:
+                raise TypeCheckError(
+                    f"orchestration {caller.name!r} calls orchestration {name!r}; an orchestration "
+                    f"submits kernels (InCore/AIC/AIV functions, pl.at regions) and calls Inline "
+                    f"functions, not other orchestrations", span,
+                    f"make {name} an InCore kernel (@pl.function(type=pl.FunctionType.InCore)) "
+                    f"or an Inline function, or move its calls into {caller.name}")
         if len(args) != len(sig.params):
             raise TypeCheckError(f"self.{name} takes {len(sig.params)} arguments, got {len(args)}",
                                  span, f"def {name}({', '.join(p.var.name for p in sig.params)})")
@@ -961,6 +1008,14 @@ class Parser:
                 raise TypeCheckError(f"self.{name}: argument {i} ({p.var.name}) expects "
                                      f"{ops._tname(pt)}, got {ops._tname(at)}", span,
                                      "pass a value of the parameter's kind and dtype")
+            bad = _shape_conflict(at, pt)
+            if bad is not None:
+                raise TypeCheckError(
+                    f"self.{name}: argument {i} ({p.var.name}) has shape {_dims_text(at.shape)} but "
+                    f"{name} declares {p.var.name} as {_dims_text(pt.shape)}{bad}", span,
+                    f"pass a tensor of shape {_dims_text(pt.shape)} (a window of a larger one is "
+                    f"not implied), or declare the parameter with a pl.dynamic dim to accept "
+                    f"several sizes")
         if sig.return_types is None:
             self.ensure_body(sig)
         rets = sig.return_types
@@ -1442,6 +1497,16 @@ class Parser:
 
 
 # ====================================================================== helpers
+_RECURSION_HINT = ("a function cannot call itself, directly or through other functions: "
+                   "repeat work with a pl.range / pl.unroll loop, or split it into separate functions")
+
+
+def _recursion_message(chain: list[str]) -> str:
+    if len(chain) == 2 and chain[0] == chain[1]:
+        return f"recursion is not supported: {chain[0]!r} calls itself"
+    return f"recursion is not supported: {chain[0]!r} calls itself through {' -> '.join(chain)}"
+
+
 def _coerce(v):
     if isinstance(v, numbers.Integral) and not isinstance(v, (bool, enum.Enum)):
         return int(v)
@@ -1488,6 +1553,49 @@ def _pick_slot(d: ops.OpDef, a, kw: dict) -> str | None:
     return None
 
 
+def _operand_names(name: str) -> list[str]:
+    """The positional parameter names of `pl.<name>` from its documented signature."""
+    text = signature(name)
+    if "(" not in text:
+        return []
+    inner = text.split("(", 1)[1].split(")", 1)[0]
+    parts, depth, cur = [], 0, ""
+    for ch in inner:
+        depth += ch == "["
+        depth -= ch == "]"
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur.strip())
+    return [p for p in parts if p and "=" not in p]
+
+
+def _bad_operand(display: str, name: str, index: int, value) -> str:
+    names = _operand_names(name)
+    param = names[index] if index < len(names) else f"argument {index + 1}"
+    if "offset" in param:
+        want = "a list of indices like [0, 0]"
+        param = "offsets" if param.startswith("[") else param
+    elif param.startswith("shape") or param.startswith("["):
+        want = "a list of dimensions like [64, 64]"
+        param = "shape" if param.startswith("[") else param
+    else:
+        want = "a tensor, tile or scalar value"
+    return f"{display}: {param} must be {want}, got {_describe(value)}"
+
+
+def _describe(value) -> str:
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if value is None:
+        return "None"
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__name__}.{value.name}"
+    return type(value).__name__
+
+
 def _sig_hint(name: str) -> str:
     s = signature(name)
     return f"call it as {s}" if s else f"check the arguments of pl.{name}"
@@ -1501,6 +1609,23 @@ def _same_shape_dtype(a, b) -> bool:
     if isinstance(a, TupleType) and isinstance(b, TupleType):
         return len(a.types) == len(b.types) and all(_same_shape_dtype(x, y) for x, y in zip(a.types, b.types))
     return type(a) is type(b) and a is not None
+
+
+def _shape_conflict(arg, param) -> str | None:
+    """Why a tensor/tile argument's static shape cannot bind the parameter's, or None.
+    A dynamic dim on either side matches any extent."""
+    if not isinstance(arg, (TensorType, TileType)) or not isinstance(param, (TensorType, TileType)):
+        return None
+    if len(arg.shape) != len(param.shape):
+        return f" (rank {len(arg.shape)} vs {len(param.shape)})"
+    for k, (a, p) in enumerate(zip(arg.shape, param.shape)):
+        if isinstance(a, int) and isinstance(p, int) and a != p:
+            return f" (dim {k}: {a} vs {p})"
+    return None
+
+
+def _dims_text(shape) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
 def _same_kind_dtype(a, b) -> bool:

@@ -4,6 +4,13 @@ A `Source` maps an AST node to `Span(file, line, col)`: the basename of the user
 the line in that file and the 1-based column. Printed dumps carry the original location
 of each statement as a trailing `# @file.py:LINE:COL` comment; those markers win over
 the position in the dump.
+
+Host statements print no marker (moving them must not change the canonical text). In
+synthetic text (`<ir>`, `<jit>`: what build steps parse) a position on such a line maps
+to the nearest *enclosing* marker instead: the closest line above it that is indented
+less and carries one (its `with pl.at(...)`/loop header, else its function's `def`
+line), so no error and no IR node read from build-step text names `<ir>`. This module
+is part of the stages' code digest (language/**), so a change here rebuilds them.
 """
 from __future__ import annotations
 
@@ -26,8 +33,15 @@ class Source:
     line_offset: int = 0        # file line = ast lineno + line_offset
     col_offset: int = 0         # columns removed by dedent
     markers: dict[int, Span] = field(default_factory=dict)   # ast lineno -> span
+    _map: "SourceMap | None" = field(default=None, repr=False, compare=False)
 
     def pos(self, node) -> Span:
+        if self.markers and is_synthetic(self.file):
+            if self._map is None:
+                self._map = SourceMap(self.text, self.markers)
+            user = self._map.at(node.lineno)
+            if user is not None:
+                return user
         return Span(self.file, node.lineno + self.line_offset,
                     node.col_offset + 1 + self.col_offset)
 
@@ -73,6 +87,79 @@ def scan_markers(text: str) -> dict[int, Span]:
             if m:
                 out[i] = Span(m.group(1), int(m.group(2)), int(m.group(3)))
     return out
+
+
+def is_synthetic(file: str | None) -> bool:
+    """`<ir>`, `<jit>`, `<string>`: a name for text that is not a file of the user's."""
+    return bool(file) and file.startswith("<") and file.endswith(">")
+
+
+class SourceMap:
+    """Lines of one printed text -> user spans: a line's own marker, else the nearest
+    enclosing one (see the module docstring); None when no marker encloses it."""
+
+    def __init__(self, text: str, markers: dict[int, Span] | None = None):
+        self.markers = scan_markers(text) if markers is None else markers
+        self._text = text
+        self._indents: list[int | None] | None = None
+
+    def _indent_table(self) -> list[int | None]:
+        if self._indents is None:
+            table: list[int | None] = [None]          # 1-based
+            for ln in self._text.splitlines():
+                table.append(len(ln) - len(ln.lstrip(" \t")) if ln.strip() else None)
+            self._indents = table
+        return self._indents
+
+    def at(self, line: int) -> Span | None:
+        if not self.markers:
+            return None
+        own = self.markers.get(line)
+        if own is not None:
+            return own
+        table = self._indent_table()
+        if not 0 < line < len(table) or table[line] is None:
+            return None
+        depth = table[line]
+        for ln in range(line - 1, 0, -1):
+            ind = table[ln]
+            if ind is None or ind >= depth:
+                continue
+            span = self.markers.get(ln)
+            if span is not None:
+                return span
+            # a header without a marker: look further out; `else:` belongs to the `if`
+            # on its own indentation
+            depth = ind + 1 if self._text_line(ln).strip() == "else:" else ind
+            if depth == 0:
+                return None
+        return None
+
+    def _text_line(self, line: int) -> str:
+        if not hasattr(self, "_lines"):
+            self._lines = self._text.splitlines()
+        return self._lines[line - 1]
+
+
+def remap_error(err, text, synthetic: str = "<ir>"):
+    """Point a PyptoError whose span is a position in `text` (named `synthetic`) at the
+    user's source, in place (class, message, hint and traceback kept); returns it. An
+    error naming a user file, or a position no marker encloses, is left alone. The
+    safety net for a build step that raises with a position in the text it parsed."""
+    span = getattr(err, "span", None)
+    if span is None or span.file != synthetic:
+        return err
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    user = SourceMap(text).at(span.line)
+    if user is None:
+        return err
+    err.span = user
+    msg = f"{user}: error: {err.message}"
+    if err.hint:
+        msg += f"\n  hint: {err.hint}"
+    err.args = (msg,)
+    return err
 
 
 def basename(path: str) -> str:
