@@ -106,7 +106,7 @@ EXPAND_OPS = {f"tile.{d}_expand_{o}": f"t{d}expand{o}"
               for d in ("row", "col") for o in ("add", "sub", "mul", "div")}
 BROADCAST_OPS = {"tile.row_expand": "trowexpand", "tile.col_expand": "tcolexpand"}
 _BROADCAST = {"tile.add": "add", "tile.sub": "sub", "tile.mul": "mul", "tile.div": "div"}
-OTHER_OPS = ("tile.alloc", "tile.load", "tile.store", "tile.move", "tile.create",
+OTHER_OPS = ("tile.alloc", "tile.load", "tile.store", "tile.move", "tile.create", "tile.full",
              "tile.reshape", "tile.cast", "tile.matmul", "tile.matmul_acc")
 SUPPORTED_OPS = tuple(sorted(set(BINARY_OPS) | set(SCALAR_OPS) | set(UNARY_OPS)
                              | set(ROW_REDUCE_OPS) | set(COL_REDUCE_OPS) | set(EXPAND_OPS)
@@ -665,6 +665,12 @@ class _Kernel:
             return self.load(v, c, span)
         if op == "tile.create":
             return self.alloc(v, span)
+        if op == "tile.full":              # pl.full: every element set to `value`
+            d = v.type.dtype
+            value = c.kwargs["value"]
+            s = self.scalar(Const(float(value) if d.is_float else int(value), d, span), d.mlir, span)
+            self.op("texpands", [s], self.alloc(v, span), span)
+            return
         if op == "tile.move":
             src = self.tile(c.args[0], span)
             dst_space = v.type.memory_space

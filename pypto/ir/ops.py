@@ -317,9 +317,55 @@ def _assemble(args, kw, span):
     return TensorType(dst.shape, dst.dtype)
 
 
+_INT_RANGE = {dt.INT8: (-2**7, 2**7 - 1), dt.INT16: (-2**15, 2**15 - 1), dt.INT32: (-2**31, 2**31 - 1),
+              dt.INT64: (-2**63, 2**63 - 1), dt.UINT8: (0, 2**8 - 1), dt.INDEX: (-2**63, 2**63 - 1)}
+_FULL_DTYPES = (dt.FP32, dt.FP16, dt.BF16, dt.INT8, dt.INT16, dt.INT32, dt.INT64, dt.UINT8)
+
+
+def _full_value(op, kw, span):
+    """pl.full's dtype and value: a number the dtype holds (an integer for int dtypes)."""
+    dtype = kw.get("dtype")
+    hint = "call it as pl.full([M, N], dtype=pl.FP32, value=0.0)"
+    if not isinstance(dtype, dt.DataType):
+        _err(f"{op}: dtype=pl.<DTYPE> is required", span, hint)
+    if dtype not in _FULL_DTYPES:
+        _err(f"{op}: cannot fill a {dtype} tile (a tile holds {', '.join(map(str, _FULL_DTYPES))})",
+             span, "pick one of those dtypes, e.g. dtype=pl.INT32 with value=1")
+    if "value" not in kw:
+        _err(f"{op}: value= is required", span, hint)
+    v = kw["value"]
+    if isinstance(v, Const):
+        v = v.value
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        what = f"the string {v!r}" if isinstance(v, str) else (repr(v) if isinstance(v, bool) or v is None
+                                                                else type(v).__name__)
+        _err(f"{op}: value must be a number, got {what}", span, hint)
+    if not dtype.is_float:
+        if isinstance(v, float):
+            _err(f"{op}: value {v!r} is a float but the dtype is {dtype}", span,
+                 f"write an integer value for {dtype} (value=1, not 1.0), or fill a float dtype "
+                 f"and pl.cast it")
+        lo, hi = _INT_RANGE[dtype]
+        if not lo <= v <= hi:
+            _err(f"{op}: value {v} does not fit {dtype} ([{lo}, {hi}])", span,
+                 "use a value in the dtype's range, or a wider dtype")
+    return dtype
+
+
 def _full(args, kw, span):
-    t = _create_tensor(args, kw, span)
-    return t
+    shape = _dims("full", args[0], span)
+    dtype = _full_value("full", kw, span)
+    return TensorType(tuple(shape), dtype)
+
+
+def _tile_full(args, kw, span):
+    shape = _dims("tile.full", args[0], span)
+    dtype = _full_value("tile.full", kw, span)
+    space = kw.get("target_memory", MemorySpace.Vec)
+    if space is not MemorySpace.Vec:
+        _err(f"tile.full: a filled tile lives in Vec, not {getattr(space, 'name', space)}", span,
+             "fill it in Vec and pl.move it (or load into Mat from a tensor)")
+    return TileType(tuple(shape), dtype, MemorySpace.Vec)
 
 
 OPS: dict[str, OpDef] = {}
@@ -357,6 +403,7 @@ _reg("tile.create", (1, 1), _create_tile, ("dtype", "target_memory"))
 _reg("tile.alloc", (1, 1), _alloc, ("target_memory",))
 _reg("tensor.create", (1, 1), _create_tensor, ("dtype",))
 _reg("tensor.full", (1, 1), _full, ("dtype", "value"))
+_reg("tile.full", (1, 1), _tile_full, ("dtype", "value", "target_memory"))
 _reg("tensor.assemble", (3, 3), _assemble, (), pure=False)
 
 # Names a user may write as pl.<name>, and which namespaces they exist in.

@@ -2,9 +2,11 @@
 
 A tensor operand is loaded into a tile before its first use; `tensor.X` becomes
 `tile.X` on those tiles; writing a result into a tensor (`out[:] = v`, i.e.
-`tensor.assemble`) becomes a `tile.store`. A tensor-level matmul loads its operands
+`tensor.assemble`) becomes a `tile.store`; a filled tensor (`pl.full`) is a filled tile
+(`tile.full`), never read from DDR. A tensor-level matmul loads its operands
 into Mat and moves them to Left/Right, accumulating in Acc. A tensor value a loop
-carries (or an if merges) that tensor ops compute is carried as a tile.
+carries (or an if merges) that tensor ops compute is carried as a tile. A `pl.full`
+a group reads is filled chunk by chunk inside the group's loop.
 
 Tiling. A chain of elementwise tensor ops (binary, scalar, unary, cast, row/col
 broadcasts, and row reductions), from the tensors it reads to the tensors it writes,
@@ -65,7 +67,7 @@ def _call_of(s):
 
 def _tensor_op(s) -> str | None:
     c = _call_of(s)
-    if isinstance(c, Call) and ops.is_tensor_op(c.op):
+    if isinstance(c, Call) and (ops.is_tensor_op(c.op) or c.op == "tensor.full"):
         return c.op.split(".", 1)[1]
     return None
 
@@ -142,6 +144,11 @@ class _Convert(Rewriter):
             return [Yield([self.tile_of(v, s.span) if i in which else self.expr(v)
                            for i, v in enumerate(s.values)], s.span)]
         call = _call_of(s)
+        if isinstance(call, Call) and call.op == "tensor.full" and isinstance(s, Assign):
+            # a filled tensor inside a kernel is a filled tile (pl.full -> tile.full)
+            self.tiles[id(s.var)] = self.new(s.var.name, "tile.full", [self.expr(call.args[0])],
+                                             dict(call.kwargs), s.span)
+            return []
         if not (isinstance(call, Call) and ops.is_tensor_op(call.op)):
             return [self.default_stmt(s)]
         span = s.span
@@ -273,7 +280,7 @@ class _Group:
 
 
 def _is_member_op(op: str | None) -> bool:
-    return op in _ELEMENTWISE or op in _ROW_REDUCE or op == "assemble"
+    return op in _ELEMENTWISE or op in _ROW_REDUCE or op in ("assemble", "full")
 
 
 def _static(t) -> tuple | None:
@@ -601,7 +608,10 @@ def _emit_tiled(conv: _Convert, g: _Group) -> list:
                 if isinstance(s, Assign):
                     root_of[id(s.var)] = k
                 continue
-            args = [tile(a) for a in c.args]
+            if op == "full":                      # a chunk of the filled tensor
+                args = [_shape(_chunk_of(s.var.type.shape, S, C), s.span)]
+            else:
+                args = [tile(a) for a in c.args]
             if op in _ROW_REDUCE and len(args) == 1:
                 t = args[0].type
                 args.append(conv.new(s.var.name, "tile.create", [_shape(t.shape, s.span)],

@@ -6,7 +6,7 @@ becomes 2-D by merging all dimensions but the last: `[2, 16, 64]` -> `[32, 64]`.
 - `tile.store` of a flattened tile into an N-D tensor carries the N-D window as a
   4th operand (`[2, 16, 64]`), since the tile alone no longer says it -- unless the
   window's leading dims are all 1 (the 2-D tile padded with 1s is the window);
-- `tile.create` is made 2-D; elementwise ops are re-typed on their flattened operands;
+- `tile.create` and `tile.full` are made 2-D; elementwise ops are re-typed on their flattened operands;
   loop-carried and if-merged tiles follow;
 - a `tile.reshape` to or from an N-D shape reshapes to/from its 2-D form.
 Any other op on an N-D tile has no 2-D form and is an error (the op table already
@@ -118,7 +118,7 @@ class _Flatten(Rewriter):
                 window = tuple(tile.type.shape)
                 if any(d != 1 for d in window[:-2]):
                     args.append(_ints(window, s.span))
-        elif op == "create":
+        elif op in ("create", "full"):
             if isinstance(s, Assign) and _nd(s.var):
                 args = [_ints(flat_shape(s.var.type.shape), s.span)]
         elif op == "reshape":

@@ -440,3 +440,39 @@ def test_region_write_chunks_compute_the_region(tmp_path, monkeypatch):
     want[64:192] = torch.exp(x) * v
     ir.compile(region_write(), output_dir=tmp_path / "out", platform="a2a3sim")(x, v, y)
     torch.testing.assert_close(y, want)
+
+
+def test_full_in_a_kernel_becomes_a_filled_tile_never_a_load():
+    @pl.program
+    class F:
+        @pl.function
+        def main(self, a: pl.Tensor[[64, 64], pl.FP32],
+                 out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP):
+                x = pl.full([64, 64], dtype=pl.FP32, value=2.0)
+                out[:] = pl.add(a, x)
+            return out
+
+    out = convert(F)
+    lines = body_text(out, "main_incore_0")
+    assert "x__tile_v0: pl.Tile[[64, 64], pl.FP32, pl.Mem.Vec] = pl.tile.full([64, 64], dtype=pl.FP32, value=2.0)" in lines
+    assert not any("tile.load(x" in ln for ln in lines) and not any("tensor.full" in ln for ln in lines)
+    roundtrip(out)
+
+
+def test_full_in_a_tiled_group_is_filled_chunk_by_chunk():
+    @pl.program
+    class Big:
+        @pl.function
+        def main(self, a: pl.Tensor[[256, 256], pl.FP32],
+                 out: pl.Out[pl.Tensor[[256, 256], pl.FP32]]) -> pl.Tensor[[256, 256], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP):
+                x = pl.full([256, 256], dtype=pl.FP32, value=2.0)
+                out[:] = pl.add(a, x)
+            return out
+
+    out = convert(Big)
+    fulls = [c for c in calls(fn(out, "main_incore_0")) if c.op == "tile.full"]
+    assert len(fulls) == 1 and fulls[0].type.shape != (256, 256)       # one chunk's shape
+    assert fulls[0].type.shape == next(c for c in calls(fn(out, "main_incore_0"))
+                                       if c.op == "tile.load").type.shape

@@ -514,6 +514,115 @@ def test_reshape_shape_given_as_a_string():
           r"pl\.reshape: shape must be a list of dimensions like \[64, 64\], got the string '64x64'")
 
 
+# ----------------------------------------------------------------------------- 5f: pl.full
+@pl.jit
+def full_in_the_orchestration(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    x = pl.full([64, 64], dtype=pl.FP32, value=2.0)  # BAD-30
+    with pl.at(level=pl.Level.CORE_GROUP):
+        o[:] = pl.add(a, x)
+    return o
+
+
+def test_full_in_the_orchestration_body_is_refused_at_its_line():
+    with Leftovers("_jit_full_in_the_orchestration") as left, pytest.raises(E.MisplacedTensorOpError) as e:
+        compile_(full_in_the_orchestration, A, O)
+    check(e, E.MisplacedTensorOpError, "BAD-30", r"inside `with pl\.at\(level=pl\.Level\.CORE_GROUP\):`",
+          r"pl\.full fills a tensor on the device; it cannot run in the orchestration body")
+    left.assert_nothing_cached(failing="frontend:")
+
+
+def test_full_in_an_orchestration_method_is_refused_at_its_line():
+    with pytest.raises(E.MisplacedTensorOpError) as e:
+        @pl.program
+        class FullOrch:
+            @pl.function(type=pl.FunctionType.InCore)
+            def k(self, a: pl.Tensor[[64, 64], pl.FP32], o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+                o = pl.store(pl.load(a, [0, 0], [64, 64]), [0, 0], o)
+                return o
+
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, a: pl.Tensor[[64, 64], pl.FP32], o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+                x = pl.full([64, 64], dtype=pl.FP32, value=2.0)  # BAD-31
+                o = self.k(a, o)
+                return o
+    check(e, E.MisplacedTensorOpError, "BAD-31", r"pl\.create_tensor", r"pl\.full fills a tensor")
+
+
+@pl.jit
+def full_string_value(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.full([64, 64], dtype=pl.FP32, value="2.0")  # BAD-32
+        o[:] = pl.add(a, x)
+    return o
+
+
+@pl.jit
+def full_float_for_int(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.full([64, 64], dtype=pl.INT32, value=1.5)  # BAD-33
+        o[:] = pl.add(a, x)
+    return o
+
+
+@pl.jit
+def full_out_of_range(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.full([64, 64], dtype=pl.INT8, value=300)  # BAD-34
+        o[:] = pl.add(a, x)
+    return o
+
+
+@pl.jit
+def full_without_value(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.full([64, 64], dtype=pl.FP32)  # BAD-35
+        o[:] = pl.add(a, x)
+    return o
+
+
+@pl.jit
+def full_bool_value(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.full([64, 64], dtype=pl.FP32, value=True)  # BAD-36
+        o[:] = pl.add(a, x)
+    return o
+
+
+@pl.jit
+def full_zero_dim(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.full([64, 0], dtype=pl.FP32, value=1.0)  # BAD-37
+        o[:] = pl.add(a, x)
+    return o
+
+
+@pl.jit
+def tile_full_in_mat(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.tile.full([64, 64], dtype=pl.FP32, value=1.0, target_memory=pl.Mem.Mat)  # BAD-38
+        pl.store(pl.load(a, [0, 0], [64, 64]), [0, 0], o)
+    return o
+
+
+@pytest.mark.parametrize("fn, args, tag, hint_re, msg_re", [
+    (full_string_value, (A, O), "BAD-32", r"pl\.full\(\[M, N\], dtype=pl\.FP32, value=0\.0\)",
+     r"full: value must be a number, got the string '2\.0'"),
+    (full_float_for_int, (torch.zeros(64, 64, dtype=torch.int32),) * 2, "BAD-33", r"integer value for int32",
+     r"full: value 1\.5 is a float but the dtype is int32"),
+    (full_out_of_range, (torch.zeros(64, 64, dtype=torch.int8),) * 2, "BAD-34", r"wider dtype",
+     r"full: value 300 does not fit int8 \(\[-128, 127\]\)"),
+    (full_without_value, (A, O), "BAD-35", r"value=0\.0", r"full: value= is required"),
+    (full_bool_value, (A, O), "BAD-36", r"value=0\.0", r"full: value must be a number, got True"),
+    (full_zero_dim, (A, O), "BAD-37", r"positive integer", r"full: shape \[64, 0\] has a non-positive"),
+    (tile_full_in_mat, (A, O), "BAD-38", r"pl\.move", r"tile\.full: a filled tile lives in Vec, not Mat"),
+])
+def test_full_value_and_shape_are_checked(fn, args, tag, hint_re, msg_re):
+    with Leftovers(f"_jit_{fn.__name__}") as left, pytest.raises(E.TypeCheckError) as e:
+        compile_(fn, *args)
+    check(e, E.TypeCheckError, tag, hint_re, msg_re)
+    left.assert_nothing_cached(failing="frontend:")
+
+
 # ----------------------------------------------------------------------------- 6: a lowered program
 @pl.jit
 def add_for_lowering(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):

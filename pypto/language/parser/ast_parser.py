@@ -900,6 +900,13 @@ class Parser:
                 "the @pl.jit entry) and pass it to the kernel")
         if c is None or c.sig.func_type is not FunctionType.Orchestration or c.incore:
             return
+        if op == "tensor.full":
+            raise MisplacedTensorOpError(
+                f"misplaced tensor op: {display} fills a tensor on the device; it cannot run in the "
+                f"orchestration body of {c.sig.name!r}", self.span(node),
+                "fill it where it is used, inside `with pl.at(level=pl.Level.CORE_GROUP):` "
+                "(x = pl.full(...) or out[:] = pl.full(...)); the orchestration only allocates "
+                "tensors (pl.create_tensor)")
         if op.startswith("tile.") or ops.is_tensor_op(op):
             span = self.span(node)
             raise MisplacedTensorOpError(
