@@ -1,33 +1,39 @@
 """The Default pass pipeline, as data: an ordered list of passes, each a pure
 Program -> Program function with the options it reads. The build graph makes one task
-per entry; `run_pipeline` runs them in memory (for `lower()` and for tests)."""
+per entry; `run_pipeline` runs them in memory (for `lower()` and for tests).
+
+A pass's module is imported on first use (its `module`, `reads` or a run), not when
+this package is: running one pass loads that pass's code only, so the build key of a
+pass task covers that pass's module (pypto_pipeline.closure binds the computed import
+in `Pass.module` to it) and an edit to another pass leaves it cached.
+"""
 from __future__ import annotations
 
 import copy
 import importlib
-from dataclasses import dataclass
-from types import ModuleType
 
 from pypto.passes.base import PassOptions
 
-_MODULES = [
-    "inline_functions",
-    "unroll_loops",
-    "convert_to_ssa",
-    "simplify",
-    "flatten_call_expr",
-    "outline_incore_scopes",
-    "convert_tensor_to_tile_ops",
-    "flatten_tile_nd_to_2d",
-    "infer_tile_memory_space",
-    "expand_mixed_kernel",
-    "double_buffer_acc",
-    "init_memref",
-    "memory_reuse",
-    "allocate_memory_addr",
-    "derive_call_directions",
-    "auto_derive_task_dependencies",
-    "materialize_runtime_scopes",
+# (name, module under pypto.passes), in pipeline order; each module defines
+# NAME (checked against this table on load), READS and run(prog, opts)
+_REGISTRY = [
+    ("InlineFunctions", "inline_functions"),
+    ("UnrollLoops", "unroll_loops"),
+    ("ConvertToSSA", "convert_to_ssa"),
+    ("Simplify", "simplify"),
+    ("FlattenCallExpr", "flatten_call_expr"),
+    ("OutlineIncoreScopes", "outline_incore_scopes"),
+    ("ConvertTensorToTileOps", "convert_tensor_to_tile_ops"),
+    ("FlattenTileNdTo2D", "flatten_tile_nd_to_2d"),
+    ("InferTileMemorySpace", "infer_tile_memory_space"),
+    ("ExpandMixedKernel", "expand_mixed_kernel"),
+    ("DoubleBufferAcc", "double_buffer_acc"),
+    ("InitMemRef", "init_memref"),
+    ("MemoryReuse", "memory_reuse"),
+    ("AllocateMemoryAddr", "allocate_memory_addr"),
+    ("DeriveCallDirections", "derive_call_directions"),
+    ("AutoDeriveTaskDependencies", "auto_derive_task_dependencies"),
+    ("MaterializeRuntimeScopes", "materialize_runtime_scopes"),
 ]
 
 
@@ -36,15 +42,43 @@ _MODULES = [
 # function's chain; the others (outlining, call directions) see the whole program.
 FUNCTION_LOCAL = {"UnrollLoops", "ConvertToSSA", "Simplify", "FlattenCallExpr",
                   "ConvertTensorToTileOps", "FlattenTileNdTo2D", "InferTileMemorySpace",
-                  "ExpandMixedKernel", "DoubleBufferAcc", "InitMemRef", "MemoryReuse", "AllocateMemoryAddr",
-                  "MaterializeRuntimeScopes"}
+                  "ExpandMixedKernel", "DoubleBufferAcc", "InitMemRef", "MemoryReuse",
+                  "AllocateMemoryAddr", "MaterializeRuntimeScopes"}
 
 
-@dataclass(frozen=True)
 class Pass:
-    name: str
-    module: ModuleType
-    reads: tuple[str, ...]
+    """A pass: its name, its module (an object with `run`, or the name of a module
+    under pypto.passes, imported on first use) and the PassOptions fields it reads
+    (default: the module's READS)."""
+
+    __slots__ = ("name", "_module", "_reads")
+
+    def __init__(self, name: str, module, reads: tuple[str, ...] | None = None):
+        self.name = name
+        self._module = module
+        self._reads = None if reads is None else tuple(reads)
+
+    @property
+    def module(self):
+        if isinstance(self._module, str):
+            m = importlib.import_module(f"pypto.passes.{self._module}")
+            if m.NAME != self.name:
+                raise ImportError(f"pypto.passes.{self._module} defines pass {m.NAME!r}, "
+                                  f"registered as {self.name!r}")
+            self._module = m
+        return self._module
+
+    @property
+    def module_name(self) -> str:
+        """The module's name under pypto.passes, without importing it."""
+        m = self._module
+        return m if isinstance(m, str) else m.__name__.rpartition(".")[2]
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        if self._reads is None:
+            self._reads = tuple(self.module.READS)
+        return self._reads
 
     @property
     def local(self) -> bool:
@@ -53,13 +87,20 @@ class Pass:
     def __call__(self, prog, opts: PassOptions):
         return self.module.run(prog, opts)
 
-
-def _load(mod: str) -> Pass:
-    m = importlib.import_module(f"pypto.passes.{mod}")
-    return Pass(m.NAME, m, tuple(m.READS))
+    def __repr__(self) -> str:
+        return f"Pass({self.name!r})"
 
 
-ALL_PASSES = [_load(m) for m in _MODULES]
+ALL_PASSES = [Pass(name, module) for name, module in _REGISTRY]
+_BY_NAME = {p.name: p for p in ALL_PASSES}
+
+
+def by_name(name: str) -> Pass:
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"no pass named {name!r}: the passes are "
+                       f"{', '.join(_BY_NAME)}") from None
 
 
 def pipeline(opts: PassOptions) -> list[Pass]:

@@ -8,7 +8,6 @@ C++ into a kernel shared object with the system compiler.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from .arch import get_arch
 from .emit import emit, kernel_info
@@ -18,18 +17,9 @@ from .plan import plan
 from .printer import print_module
 from .verify import verify
 
-__all__ = ["compile_pto", "PtoasResult", "PtoasError", "IMPL_FILES", "LEVELS"]
+__all__ = ["compile_pto", "PtoasResult", "PtoasError", "LEVELS"]
 
 LEVELS = ("level1", "level2", "level3")
-
-_HERE = Path(__file__).resolve().parent
-_INCLUDE = _HERE.parent / "include"
-# Everything whose change can change what ptoas produces (callers digest these).
-IMPL_FILES: list[str] = sorted(
-    [str(p) for p in _HERE.glob("*.py")]
-    + [str(p) for p in _INCLUDE.glob("pto_sim*.hpp")]
-    + [str(_INCLUDE / "pypto_abi.h"), str(_HERE.parent / "dtype.py")]
-)
 
 
 @dataclass

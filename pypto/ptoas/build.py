@@ -13,6 +13,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from pypto.toolchain import DEFAULT_CXX, compiler_id
+
 INCLUDE_DIR = Path(__file__).resolve().parent.parent / "include"
 BASE_FLAGS = ("-std=c++17", "-O1", "-fPIC", "-shared")
 CORE_DEFINES = {"aiv": "-D__DAV_VEC__", "vector": "-D__DAV_VEC__",
@@ -29,7 +31,7 @@ class KernelBuildError(RuntimeError):
 
 
 def _resolve(cxx: str | None) -> str:
-    name = cxx or "g++"
+    name = cxx or DEFAULT_CXX
     path = shutil.which(name)
     if path is None:
         raise KernelBuildError(f"C++ compiler '{name}' not found on PATH: kernels for the simulator "
@@ -76,13 +78,11 @@ def compile_shared(cpp: str, args, stem: str, cxx: str | None = None) -> bytes:
 def toolchain_id(cxx: str | None = None) -> str:
     """Identifies everything besides the C++ text that decides the built bytes."""
     compiler = _resolve(cxx)
-    version = subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout
     digest = hashlib.sha256()
     for p in sorted(INCLUDE_DIR.glob("*.h*")):
         digest.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     return "\n".join([
-        f"compiler: {os.path.realpath(compiler)}",
-        f"version: {version.strip()}",
+        compiler_id(os.path.realpath(compiler)),
         f"flags: {' '.join(BASE_FLAGS)} -I <include> [-DPTO_ARCH_A5] -D__DAV_VEC__|-D__DAV_CUBE__",
         f"headers: {digest.hexdigest()}",
     ])

@@ -4,6 +4,7 @@ import json
 import pytest
 
 from pypto_pipeline import stages
+from pypto_pipeline.stages import STAGE_FNS
 from pypto.ir.printer import print_program
 
 from test_quickstart import TileAdd
@@ -12,12 +13,12 @@ BASE = {"verify": "basic", "explicit": False, "backend_type": "Ascend910B", "mem
 
 
 def _through_passes():
-    text = stages.frontend_stage({"program": print_program(TileAdd).encode()}, {})["program"]
+    text = STAGE_FNS["frontend"]({"program": print_program(TileAdd).encode()}, {})["program"]
     from pypto.passes import ALL_PASSES
     done = []
     for p in ALL_PASSES:
-        out = stages.pass_stage({"program": text}, dict(BASE, **{"pass": p.name, "done": list(done)}))
-        again = stages.pass_stage({"program": text}, dict(BASE, **{"pass": p.name, "done": list(done)}))
+        out = STAGE_FNS["pass"]({"program": text}, dict(BASE, **{"pass": p.name, "done": list(done)}))
+        again = STAGE_FNS["pass"]({"program": text}, dict(BASE, **{"pass": p.name, "done": list(done)}))
         assert out == again, p.name
         text = out["program"]
         done.append(p.name)
@@ -26,8 +27,8 @@ def _through_passes():
 
 def test_frontend_is_canonical():
     src = print_program(TileAdd).encode()
-    out = stages.frontend_stage({"program": src}, {})["program"]
-    assert stages.frontend_stage({"program": out}, {})["program"] == out
+    out = STAGE_FNS["frontend"]({"program": src}, {})["program"]
+    assert STAGE_FNS["frontend"]({"program": out}, {})["program"] == out
 
 
 def test_passes_pto_ptoas_kernel_are_pure():
@@ -38,36 +39,36 @@ def test_passes_pto_ptoas_kernel_are_pure():
     k = next(f for f in prog.functions if f.is_kernel)
     kernel_text = print_program(Program(prog.name, [k], prog.source)).encode()
     opts = {"kernel": k.name, "arch": "a2a3", "emit_loc": True, "memory_planner": "PYPTO"}
-    pto = stages.pto_stage({"kernel": kernel_text}, opts)["pto"]
-    assert stages.pto_stage({"kernel": kernel_text}, opts)["pto"] == pto
+    pto = STAGE_FNS["pto"]({"kernel": kernel_text}, opts)["pto"]
+    assert STAGE_FNS["pto"]({"kernel": kernel_text}, opts)["pto"] == pto
     assert b"pto.tadd" in pto
-    no_loc = stages.pto_stage({"kernel": kernel_text}, dict(opts, emit_loc=False))["pto"]
+    no_loc = STAGE_FNS["pto"]({"kernel": kernel_text}, dict(opts, emit_loc=False))["pto"]
     assert b"loc(" not in no_loc and b"loc(" in pto
-    cpp = stages.ptoas_stage({"pto": pto}, {"arch": "a2a3", "level": "level3", "dump": False})["cpp"]
+    cpp = STAGE_FNS["ptoas"]({"pto": pto}, {"arch": "a2a3", "level": "level3", "dump": False})["cpp"]
     assert b"pypto_kernel_entry" in cpp
-    so1 = stages.kernel_stage({"cpp": cpp}, {"arch": "a2a3", "core_type": "aiv", "platform": "a2a3sim"})["so"]
-    so2 = stages.kernel_stage({"cpp": cpp}, {"arch": "a2a3", "core_type": "aiv", "platform": "a2a3sim"})["so"]
+    so1 = STAGE_FNS["kernel"]({"cpp": cpp}, {"arch": "a2a3", "core_type": "aiv", "platform": "a2a3sim"})["so"]
+    so2 = STAGE_FNS["kernel"]({"cpp": cpp}, {"arch": "a2a3", "core_type": "aiv", "platform": "a2a3sim"})["so"]
     assert so1 == so2 and so1[:4] == b"\x7fELF"
 
 
 def test_hardware_platform_needs_vendor_toolchain():
     from pypto.errors import CodegenError
     with pytest.raises(CodegenError, match="ccec"):
-        stages.kernel_stage({"cpp": b"int x;"}, {"arch": "a2a3", "core_type": "aiv", "platform": "a2a3"})
+        STAGE_FNS["kernel"]({"cpp": b"int x;"}, {"arch": "a2a3", "core_type": "aiv", "platform": "a2a3"})
 
 
 def test_pass_stage_names_a_broken_invariant():
     from pypto.errors import VerificationError
-    text = stages.frontend_stage({"program": print_program(TileAdd).encode()}, {})["program"]
+    text = STAGE_FNS["frontend"]({"program": print_program(TileAdd).encode()}, {})["program"]
     # claiming SSA already holds, before ConvertToSSA ran, on a program that reassigns `c`
     with pytest.raises(VerificationError, match="FlattenCallExpr"):
-        stages.pass_stage({"program": text}, dict(BASE, **{"pass": "FlattenCallExpr",
+        STAGE_FNS["pass"]({"program": text}, dict(BASE, **{"pass": "FlattenCallExpr",
                                                          "done": ["ConvertToSSA"]}))
 
 
 def test_roundtrip_verification_level():
-    text = stages.frontend_stage({"program": print_program(TileAdd).encode()}, {})["program"]
-    out = stages.pass_stage({"program": text}, dict(BASE, **{"pass": "ConvertToSSA", "done": [],
+    text = STAGE_FNS["frontend"]({"program": print_program(TileAdd).encode()}, {})["program"]
+    out = STAGE_FNS["pass"]({"program": text}, dict(BASE, **{"pass": "ConvertToSSA", "done": [],
                                                            "verify": "roundtrip"}))
     assert b"pl.program" in out["program"]
 
@@ -80,7 +81,7 @@ def test_stage_impl_digests_differ_per_pass():
 
 def test_config_stage_reads_so_digests():
     final = _through_passes()
-    out = stages.config_stage({"program": final}, {"orchestration": "main", "platform": "a2a3sim",
+    out = STAGE_FNS["config"]({"program": final}, {"orchestration": "main", "platform": "a2a3sim",
                                                     "backend_type": "Ascend910B",
                                                     "runtime": "tensormap_and_ringbuffer",
                                                     "kernels": None})

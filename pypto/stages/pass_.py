@@ -1,0 +1,97 @@
+"""pass: one pass of the Default pipeline (`pass` is a keyword, hence `pass_`).
+
+Modes: "program" (the whole program in, the whole program out), "function" (only
+options["function"] is rewritten; the other functions are signature stubs it may
+call), "join" (per-function results in, whole program out; with no "pass" it only
+joins, for the dump). The pass's module is loaded by the registry on first use, so
+this stage's code is this module's closure plus that one pass's.
+"""
+from __future__ import annotations
+
+from dataclasses import fields
+
+from pypto.backend import BackendType
+from pypto.errors import VerificationError
+from pypto.ir.equal import assert_structural_equal
+from pypto.ir.nodes import Program
+from pypto.passes import by_name, run_pass
+from pypto.passes.base import PassOptions
+from pypto.stages.text import parse_bytes, print_bytes, warnings_bytes
+
+
+def pass_stage(inputs: dict, options: dict) -> dict:
+    mode = options.get("mode", "program")
+    if mode == "join" and options.get("pass") is None and not options.get("explicit") \
+            and "diag" not in options:
+        # only the whole program for the dump: splice the printed functions, no parse
+        return {"program": _text_join(inputs, options["order"], options["program_name"])}
+    if mode == "join":
+        prog = _join(inputs, options["order"], options["program_name"], options["source"])
+    else:
+        prog = parse_bytes(inputs["program"])
+    out = prog if options.get("pass") is None else _run(prog, mode, options)
+    text = print_bytes(out)
+    if options.get("verify") == "roundtrip":
+        try:
+            assert_structural_equal(out, parse_bytes(text))
+        except AssertionError as e:
+            raise VerificationError(f"after pass {options.get('pass')}: the printed IR does not "
+                                    f"parse back to the same program: {e}") from None
+    res = {"program": text}
+    if options.get("explicit"):
+        res["dump"] = print_bytes(out, explicit=True)
+    if "diag" in options:          # post-pass warnings, on what this step rewrote
+        fname = options.get("function")
+        mine = Program(out.name, [out.get(fname)], out.source) if fname else out
+        res["diagnostics"] = warnings_bytes(mine, options["diag"])
+    return res
+
+
+def _run(prog, mode: str, options: dict):
+    p = by_name(options["pass"])
+    # the pass sees exactly the options it reads (they are in its key); the rest default
+    kw = {f.name: options[f.name] for f in fields(PassOptions) if f.name in options}
+    if "backend_type" in kw:
+        kw["backend_type"] = BackendType(kw["backend_type"])
+    opts = PassOptions(**kw)
+    verify = options["verify"] != "none"
+    done = list(options["done"])
+    if mode != "function":
+        return run_pass(p, prog, opts, verify, done, private=True)
+    fname = options["function"]
+    one = run_pass(p, Program(prog.name, [prog.get(fname)], prog.source), opts, verify, done,
+                   private=True)
+    return Program(prog.name, [one.functions[0] if f.name == fname else f for f in prog.functions],
+                   prog.source)
+
+
+def _blocks(text: str) -> tuple[list[str], dict[str, str]]:
+    """(dynamic-dim lines, function name -> its printed block) of a printed program.
+    The printer prints each function on its own (names, indentation), so a block
+    means the same in any program that holds it."""
+    head, _, body = text.partition("\n@pl.program\nclass ")
+    dyns = [ln for ln in head.splitlines() if " = pl.dynamic(" in ln]
+    blocks = {}
+    for part in body.split("\n    @pl.function")[1:]:
+        block = "    @pl.function" + part.rstrip("\n")
+        name = block.split("\n    def ", 1)[1].split("(", 1)[0]
+        blocks[name] = block
+    return dyns, blocks
+
+
+def _text_join(inputs: dict, order: list, name: str) -> bytes:
+    dyns, blocks = set(), {}
+    for fname in order:
+        d, b = _blocks(inputs[f"fn:{fname}"].decode("utf-8"))
+        dyns.update(d)
+        blocks[fname] = b[fname]
+    out = [f"# pypto.program: {name}", "import pypto.language as pl", ""]
+    if dyns:
+        out += sorted(dyns, key=lambda ln: ln.split(" = ", 1)[0]) + [""]
+    out += ["@pl.program", f"class {name}:", "\n\n".join(blocks[f] for f in order)]
+    return ("\n".join(out) + "\n").encode("utf-8")
+
+
+def _join(inputs: dict, order: list, name: str, source: str):
+    """One program from per-function results: function f is taken from input "fn:f"."""
+    return Program(name, [parse_bytes(inputs[f"fn:{f}"]).get(f) for f in order], source)
