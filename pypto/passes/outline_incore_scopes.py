@@ -19,6 +19,12 @@ READS = ()
 _WRITES = {"tensor.assemble": 0, "tile.store": 2}   # op -> index of the written tensor
 
 
+def _user_name(name: str) -> str:
+    """The name the user wrote: without ConvertToSSA's `__ssa_v<k>` suffix."""
+    head, sep, tail = name.rpartition("__ssa_v")
+    return head if sep and tail.isdigit() else name
+
+
 def run(prog: Program, opts) -> Program:
     names = {f.name for f in prog.functions}
     out: list[Function] = []
@@ -78,7 +84,7 @@ class _Outliner(Rewriter):
         for v in live_out:
             if id(v) not in alias:
                 raise CodegenError(
-                    f"{v.name!r} is computed inside a pl.at region and used after it", v.span,
+                    f"{_user_name(v.name)!r} is computed inside a pl.at region and used after it", v.span,
                     "only tensors written in place (out[...] = ..., pl.store) may leave a pl.at region; "
                     "write the value into a tensor created with pl.create_tensor")
         name = scope.name_hint or self.fresh_name()

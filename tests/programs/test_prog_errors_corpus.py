@@ -33,7 +33,6 @@ A, O = torch.zeros(64, 64), torch.zeros(64, 64)
 H = torch.zeros(64, 64, dtype=torch.float16)
 I32 = torch.zeros(64, 64, dtype=torch.int32)
 M = pl.dynamic("M")
-T64 = pl.Tensor[[64, 64], pl.FP32]
 
 
 def line_of(tag: str) -> int:
@@ -734,3 +733,805 @@ def test_print_inside_a_kernel(w):
         w.jit(print_a_tile, A, O)
     check(w, e, E.ParserError, "BAD-C39", r"only pl\.\* operators", r"the Python builtin print\(\) cannot be used",
           "frontend")
+
+
+# ============================================================================= Python that is not the language
+@pl.jit
+def try_except(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        try:  # BAD-C40
+            o[:] = pl.exp(a)
+        except Exception:
+            o[:] = a
+    return o
+
+
+def test_try_except(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(try_except, A, O)
+    check(w, e, E.ParserError, "BAD-C40", r"with pl\.at and pl operators", r"`try` statements are not supported",
+          "specialize")
+
+
+@pl.jit
+def lambda_helper(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        f = lambda x: pl.exp(x)  # noqa: E731  # BAD-C41
+        o[:] = f(a)
+    return o
+
+
+def test_lambda(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(lambda_helper, A, O)
+    check(w, e, E.ParserError, "BAD-C41", r"write the expression inline", r"unsupported expression `lambda x",
+          "frontend")
+
+
+@pl.jit
+def list_comprehension(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        ts = [pl.load(a, [i * 32, 0], [32, 64]) for i in pl.range(2)]  # BAD-C42
+        pl.store(ts[0], [0, 0], o)
+    return o
+
+
+def test_list_comprehension(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(list_comprehension, A, O)
+    check(w, e, E.ParserError, "BAD-C42", r"write a pl\.range loop", r"\(ListComp\)", "frontend")
+
+
+COUNTER = 0
+
+
+@pl.jit
+def global_statement(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    global COUNTER  # BAD-C43
+    with pl.at(level=pl.Level.CORE_GROUP):
+        o[:] = pl.exp(a)
+    return o
+
+
+def test_global_statement(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(global_statement, A, O)
+    check(w, e, E.ParserError, "BAD-C43", r"the body is compiled, not run", r"`global` statements are not supported",
+          "specialize")
+
+
+@pl.jit
+def assert_a_shape(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    assert a.shape[0] == 64  # BAD-C44
+    with pl.at(level=pl.Level.CORE_GROUP):
+        o[:] = pl.exp(a)
+    return o
+
+
+def test_assert_statement(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(assert_a_shape, A, O)
+    check(w, e, E.ParserError, "BAD-C44", r"the body is compiled, not run", r"`assert` statements are not supported",
+          "specialize")
+
+
+@pl.jit
+def nested_helper(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    def inner(x):  # BAD-C45
+        return pl.exp(x)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        o[:] = inner(a)
+    return o
+
+
+def test_nested_function(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(nested_helper, A, O)
+    check(w, e, E.ParserError, "BAD-C45", r"the body is compiled, not run", r"statements are not supported",
+          "specialize")
+
+
+@pl.jit
+def augmented_tile(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [64, 64])
+        t += t  # BAD-C46
+        pl.store(t, [0, 0], o)
+    return o
+
+
+def test_augmented_assignment_on_a_tile(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(augmented_tile, A, O)
+    check(w, e, E.ParserError, "BAD-C46", r"t = pl\.<op>\(t, \.\.\.\)", r"`t \+= t` on a tensor/tile is not supported",
+          "frontend")
+
+
+@pl.jit
+def chained_assignment(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = u = pl.load(a, [0, 0], [64, 64])  # BAD-C47
+        pl.store(t, [0, 0], o)
+    return o
+
+
+def test_chained_assignment(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(chained_assignment, A, O)
+    check(w, e, E.ParserError, "BAD-C47", r"each name on its own line", r"chained assignment", "frontend")
+
+
+@pl.jit
+def import_in_body(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    import math  # noqa: F401  # BAD-C48
+    with pl.at(level=pl.Level.CORE_GROUP):
+        o[:] = pl.exp(a)
+    return o
+
+
+def test_import_in_a_kernel(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(import_in_body, A, O)
+    check(w, e, E.ParserError, "BAD-C48", r"the body is compiled, not run", r"`import` statements are not supported",
+          "specialize")
+
+
+@pl.jit
+def with_open_file(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with open("weights.bin") as f:  # BAD-C49
+        o[:] = pl.exp(a)
+    return o
+
+
+def test_with_open(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(with_open_file, A, O)
+    check(w, e, E.ParserError, "BAD-C49", r"only pl\.\* operators", r"the Python builtin 'open' cannot be used",
+          "frontend")
+
+
+# ============================================================================= functions, calls, decorators (@pl.program)
+def test_function_type_given_as_a_string(w):
+    with pytest.raises(E.ParserError) as e:
+        @pl.program
+        class Bad:
+            @pl.function(type="InCore")  # BAD-C50
+            def k(self, a: pl.Tensor[[64, 64], pl.FP32], o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+                return o
+    check(w, e, E.ParserError, "BAD-C50", r"type=pl\.FunctionType\.Orchestration",
+          r"type= must be a pl\.FunctionType, got 'InCore'", None)
+
+
+def test_parameter_with_a_default_value(w):
+    with pytest.raises(E.ParserError) as e:
+        @pl.program
+        class Bad:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, a: pl.Tensor[[64, 64], pl.FP32], o: pl.Out[pl.Tensor[[64, 64], pl.FP32]] = None) -> pl.Tensor[[64, 64], pl.FP32]:  # BAD-C51
+                return o
+    check(w, e, E.ParserError, "BAD-C51", r"declare each parameter with its type", r"default values are not supported",
+          None)
+
+
+def test_parameter_without_annotation(w):
+    with pytest.raises(E.ParserError) as e:
+        @pl.program
+        class Bad:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, a, o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:  # BAD-C52
+                return o
+    check(w, e, E.ParserError, "BAD-C52", r"x: pl\.Tensor\[\[64, 64\], pl\.FP32\]", r"parameter 'a' of 'main' needs a type annotation",
+          None)
+
+
+def test_kernel_called_with_a_tile(w):
+    with pytest.raises(E.TypeCheckError) as e:
+        @pl.program
+        class Bad:
+            @pl.function(type=pl.FunctionType.InCore)
+            def k(self, a: pl.Tensor[[64, 64], pl.FP32], o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+                o = pl.store(pl.load(a, [0, 0], [64, 64]), [0, 0], o)
+                return o
+
+            @pl.function(type=pl.FunctionType.InCore)
+            def k2(self, a: pl.Tensor[[64, 64], pl.FP32], o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+                t = pl.load(a, [0, 0], [64, 64])
+                o = self.k(t, o)  # BAD-C53
+                return o
+    check(w, e, E.TypeCheckError, "BAD-C53", r"parameter's kind and dtype",
+          r"self\.k: argument 0 \(a\) expects Tensor\[64, 64\] fp32, got Tile\[64, 64\] fp32", None)
+
+
+def test_kernel_called_with_a_number_for_a_tensor(w):
+    with pytest.raises(E.TypeCheckError) as e:
+        @pl.program
+        class Bad:
+            @pl.function(type=pl.FunctionType.InCore)
+            def k(self, a: pl.Tensor[[64, 64], pl.FP32], o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+                o = pl.store(pl.load(a, [0, 0], [64, 64]), [0, 0], o)
+                return o
+
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, a: pl.Tensor[[64, 64], pl.FP32], o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+                o = self.k(1.0, o)  # BAD-C54
+                return o
+    check(w, e, E.TypeCheckError, "BAD-C54", r"parameter's kind and dtype",
+          r"argument 0 \(a\) expects Tensor\[64, 64\] fp32, got Scalar fp32", None)
+
+
+def test_kernel_called_with_a_keyword_argument(w):
+    with pytest.raises(E.ParserError) as e:
+        @pl.program
+        class Bad:
+            @pl.function(type=pl.FunctionType.InCore)
+            def k(self, a: pl.Tensor[[64, 64], pl.FP32], o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+                o = pl.store(pl.load(a, [0, 0], [64, 64]), [0, 0], o)
+                return o
+
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, a: pl.Tensor[[64, 64], pl.FP32], o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+                o = self.k(a, o=o)  # BAD-C55
+                return o
+    check(w, e, E.ParserError, "BAD-C55", r"pass arguments positionally", r"unexpected keyword argument 'o'", None)
+
+
+def test_kernel_returns_a_tile_for_a_tensor_annotation(w):
+    with pytest.raises(E.TypeCheckError) as e:
+        @pl.program
+        class Bad:
+            @pl.function(type=pl.FunctionType.InCore)
+            def k(self, a: pl.Tensor[[64, 64], pl.FP32], o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+                t = pl.load(a, [0, 0], [64, 64])
+                return t  # BAD-C56
+    check(w, e, E.TypeCheckError, "BAD-C56", r"fix the -> annotation or the returned value",
+          r"k: return value 0 is Tile\[64, 64\] fp32 but the annotation says Tensor\[64, 64\] fp32", None)
+
+
+# ============================================================================= annotations
+def test_dtype_given_as_a_string(w):
+    with pytest.raises(E.ParserError) as e:
+        @pl.program
+        class Bad:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, a: pl.Tensor[[64, 64], "fp32"], o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:  # BAD-C57
+                return o
+    check(w, e, E.ParserError, "BAD-C57", r"pl\.Tensor\[\[64, 128\], pl\.FP16\]", r"'fp32' is not a dtype", None)
+
+
+def test_out_on_a_return_annotation(w):
+    with pytest.raises(E.ParserError) as e:
+        @pl.program
+        class Bad:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, a: pl.Tensor[[64, 64], pl.FP32], o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Out[pl.Tensor[[64, 64], pl.FP32]]:  # BAD-C58
+                return o
+    check(w, e, E.ParserError, "BAD-C58", r"pl\.Out\[pl\.Tensor\[\.\.\.\]\]", r"pl\.Out\[\.\.\.\] is only allowed on parameters",
+          None)
+
+
+def test_scalar_annotation_with_a_value(w):
+    with pytest.raises(E.ParserError) as e:
+        @pl.program
+        class Bad:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, a: pl.Tensor[[64, 64], pl.FP32], n: pl.Scalar[pl.INDEX, 4], o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:  # BAD-C59
+                return o
+    check(w, e, E.ParserError, "BAD-C59", r"pl\.Scalar\[pl\.INDEX\]", r"pl\.Scalar takes one dtype", None)
+
+
+def test_dynamic_dim_in_a_tile_annotation(w):
+    with pytest.raises(E.ParserError) as e:
+        @pl.program
+        class Bad:
+            @pl.function(type=pl.FunctionType.InCore)
+            def k(self, a: pl.Tensor[[M, 64], pl.FP32], o: pl.Out[pl.Tensor[[M, 64], pl.FP32]]) -> pl.Tensor[[M, 64], pl.FP32]:
+                t: pl.Tile[[M, 64], pl.FP32] = pl.load(a, [0, 0], [64, 64])  # BAD-C60
+                o = pl.store(t, [0, 0], o)
+                return o
+    check(w, e, E.ParserError, "BAD-C60", r"pl\.Tile\[\[64, 64\], pl\.FP32",
+          r"tile shapes are static; a dynamic dim is only allowed on tensors", None)
+
+
+# ============================================================================= dynamic dims
+@pl.jit
+def dynamic_dim_as_a_window(x: pl.Tensor[[M, 64], pl.FP32], y: pl.Out[pl.Tensor[[M, 64], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.load(x, [0, 0], [M, 64]), [0, 0], y)  # BAD-C61
+    return y
+
+
+def test_dynamic_dim_as_a_load_window(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(dynamic_dim_as_a_window, A, O)
+    check(w, e, E.ParserError, "BAD-C61", r"pass the extent you need.*pl\.RUNTIME",
+          r"dynamic dim M cannot be used as a value", "frontend")
+
+
+@pl.jit
+def tensor_op_on_a_dynamic_tensor(x: pl.Tensor[[M, 64], pl.FP32], y: pl.Out[pl.Tensor[[M, 64], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        y[:] = pl.exp(x)  # BAD-C62
+    return y
+
+
+def test_tensor_op_on_a_dynamic_tensor(w):
+    with pytest.raises(E.CodegenError) as e:
+        w.jit(tensor_op_on_a_dynamic_tensor, A, O)
+    check(w, e, E.CodegenError, "BAD-C62", r"pl\.load in a pl\.range loop",
+          r"tensor 'x' has a dynamic shape; tensor ops on it need explicit tiling", "pass:ConvertTensorToTileOps")
+
+
+# ============================================================================= @pl.jit arguments (TypeError by contract)
+@pl.jit
+def exp_kernel(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        o[:] = pl.exp(a)
+    return o
+
+
+def test_jit_given_a_nested_list(w):
+    with pytest.raises(TypeError) as e:
+        w.jit(exp_kernel, [[1.0, 2.0]], O)  # BAD-C63
+    check_py(w, e, TypeError, "BAD-C63", r"exp_kernel\(\): cannot pass list as 'a'; expected a torch tensor")
+
+
+def test_jit_given_a_number_for_a_tensor(w):
+    with pytest.raises(TypeError) as e:
+        w.jit(exp_kernel, 3.0, O)  # BAD-C64
+    check_py(w, e, TypeError, "BAD-C64", r"exp_kernel\(\): 'a' is a tensor parameter, got float 3\.0")
+
+
+def test_runtime_marker_in_a_call(w):
+    with pytest.raises(TypeError) as e:
+        exp_kernel(pl.RUNTIME, O, config=w.cfg)  # BAD-C65
+    check_py(w, e, TypeError, "BAD-C65", r"pl\.RUNTIME marks a scalar parameter in compile\(\)/lower\(\); a call passes the value")
+
+
+def test_jit_given_a_complex_tensor(w):
+    with pytest.raises(TypeError) as e:
+        w.jit(exp_kernel, torch.zeros(64, 64, dtype=torch.complex64), O)  # BAD-C66
+    check_py(w, e, TypeError, "BAD-C66", r"complex64 are not supported; use one of .*float32")
+
+
+# ============================================================================= ir.compile options (ValueError/TypeError by contract)
+def _good_program():
+    @pl.program
+    class Good:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, a: pl.Tensor[[64, 64], pl.FP32], o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP):
+                o[:] = pl.exp(a)
+            return o
+    return Good
+
+
+def test_compile_with_an_unknown_strategy(w):
+    prog = _good_program()
+    with pytest.raises(ValueError) as e:
+        w.program(prog, strategy="Fast")  # BAD-C67
+    check_py(w, e, ValueError, "BAD-C67", r"strategy='Fast' is not valid; choose one of Default")
+
+
+def test_compile_with_an_unknown_memory_planner(w):
+    prog = _good_program()
+    with pytest.raises(ValueError) as e:
+        w.program(prog, memory_planner="greedy")  # BAD-C68
+    check_py(w, e, ValueError, "BAD-C68", r"memory_planner='greedy' is not valid; choose one of PYPTO, DSA_RP, PTOAS")
+
+
+def test_compile_disabling_an_unknown_diagnostic(w):
+    prog = _good_program()
+    with pytest.raises(ValueError) as e:
+        w.program(prog, disabled_diagnostics=["UnusedVar"])  # BAD-C69
+    check_py(w, e, ValueError, "BAD-C69", r"unknown check 'UnusedVar'; checks are UnusedVariable")
+
+
+def test_compile_with_a_distributed_config(w):
+    prog = _good_program()
+    with pytest.raises(UnsupportedOptionError) as e:
+        w.program(prog, distributed_config={"ranks": 2})  # BAD-C70
+    check_py(w, e, UnsupportedOptionError, "BAD-C70", r"not available in this version of pypto yet; leave distributed_config at its default")
+
+
+def test_ir_compile_of_a_jit_function(w):
+    with pytest.raises(TypeError) as e:
+        ir.compile(exp_kernel, platform="a2a3sim")  # BAD-C71
+    check_py(w, e, TypeError, "BAD-C71", r"got JITFunction; for a @pl\.jit function call \.compile\(\.\.\.\)")
+
+
+# ============================================================================= fixed by this corpus: functions and programs
+def test_method_decorated_with_staticmethod(w):
+    with pytest.raises(E.ParserError) as e:
+        @pl.program
+        class Bad:
+            @staticmethod  # BAD-C72
+            def k(a: pl.Tensor[[64, 64], pl.FP32]) -> pl.Tensor[[64, 64], pl.FP32]:
+                return a
+    check(w, e, E.ParserError, "BAD-C72", r"decorated with @pl\.function\(\.\.\.\) only",
+          r"unsupported decorator 'staticmethod' on 'k'", None)
+
+
+def test_two_orchestrations_in_one_program(w):
+    with pytest.raises(E.ParserError) as e:
+        @pl.program
+        class Bad:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def forward(self, a: pl.Tensor[[64, 64], pl.FP32],
+                        o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+                with pl.at(level=pl.Level.CORE_GROUP):
+                    o[:] = pl.exp(a)
+                return o
+
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def backward(self, a: pl.Tensor[[64, 64], pl.FP32],  # BAD-C73
+                         o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+                with pl.at(level=pl.Level.CORE_GROUP):
+                    o[:] = pl.log(a)
+                return o
+    check(w, e, E.ParserError, "BAD-C73", r"a @pl\.program of its own",
+          r"2 orchestration functions \('forward', 'backward'\); a program has one entry point", None)
+
+
+def test_missing_return_of_an_annotated_function(w):
+    with pytest.raises(E.TypeCheckError) as e:
+        @pl.program
+        class Bad:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, a: pl.Tensor[[64, 64], pl.FP32],  # BAD-C74
+                     o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+                with pl.at(level=pl.Level.CORE_GROUP):
+                    o[:] = pl.exp(a)
+    check(w, e, E.TypeCheckError, "BAD-C74", r"end main with `return <value>`",
+          r"main declares a return value \(-> pl\.Tensor\[\[64, 64\], pl\.FP32\]\) but has no return statement",
+          None)
+
+
+def test_tile_parameter_of_an_orchestration(w):
+    with pytest.raises(E.ParserError) as e:
+        @pl.program
+        class Bad:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, t: pl.Tile[[64, 64], pl.FP32],  # BAD-C75
+                     o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+                with pl.at(level=pl.Level.CORE_GROUP):
+                    pl.store(t, [0, 0], o)
+                return o
+    check(w, e, E.ParserError, "BAD-C75", r"declare it as a tensor .*pl\.load it",
+          r"parameter 't' of the orchestration 'main' is a tile", None)
+
+
+def test_out_on_a_scalar_parameter(w):
+    with pytest.raises(E.ParserError) as e:
+        @pl.program
+        class Bad:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, a: pl.Tensor[[64, 64], pl.FP32],
+                     total: pl.Out[pl.Scalar[pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:  # BAD-C76
+                return a
+    check(w, e, E.ParserError, "BAD-C76", r"pl\.Out\[pl\.Tensor\[\.\.\.\]\]",
+          r"pl\.Out\[\.\.\.\] marks a tensor the function writes; a scalar cannot be an output", None)
+
+
+SQUARE = pl.Tensor[[64, 64], pl.FP32]
+
+
+def test_type_alias_in_an_annotation(w):
+    with pytest.raises(E.ParserError) as e:
+        @pl.program
+        class Bad:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, a: SQUARE, o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> SQUARE:  # BAD-C77
+                with pl.at(level=pl.Level.CORE_GROUP):
+                    o[:] = pl.exp(a)
+                return o
+    check(w, e, E.ParserError, "BAD-C77", r"spell the type out in the annotation: pl\.Tensor\[\[64, 64\], pl\.FP32\]",
+          r"`SQUARE`: it names pl\.Tensor\[.*through a Python variable", None)
+
+
+def test_program_function_called_without_self(w):
+    with pytest.raises(E.ParserError) as e:
+        @pl.program
+        class Bad:
+            @pl.function(type=pl.FunctionType.InCore)
+            def k(self, a: pl.Tensor[[64, 64], pl.FP32],
+                  o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+                o = pl.store(pl.load(a, [0, 0], [64, 64]), [0, 0], o)
+                return o
+
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, a: pl.Tensor[[64, 64], pl.FP32],
+                     o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+                o = k(a, o)  # noqa: F821  # BAD-C78
+                return o
+    check(w, e, E.ParserError, "BAD-C78", r"write self\.k\(a, o\)", r"calls a function of the program without `self\.`",
+          None)
+
+
+def test_kernel_calling_another_kernel(w):
+    with pytest.raises(E.TypeCheckError) as e:
+        @pl.program
+        class Bad:
+            @pl.function(type=pl.FunctionType.InCore)
+            def copy(self, a: pl.Tensor[[64, 64], pl.FP32],
+                     o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+                o = pl.store(pl.load(a, [0, 0], [64, 64]), [0, 0], o)
+                return o
+
+            @pl.function(type=pl.FunctionType.InCore)
+            def copy_twice(self, a: pl.Tensor[[64, 64], pl.FP32],
+                           o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+                o = self.copy(a, o)  # BAD-C79
+                return o
+
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, a: pl.Tensor[[64, 64], pl.FP32],
+                     o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+                o = self.copy_twice(a, o)
+                return o
+    check(w, e, E.TypeCheckError, "BAD-C79", r"call both from the orchestration.*Inline function",
+          r"kernel 'copy_twice' calls kernel 'copy'", None)
+
+
+# ============================================================================= fixed by this corpus: @pl.jit bodies
+@pl.jit
+def return_inside_region(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        o[:] = pl.exp(a)
+        return o  # BAD-C80
+
+
+def test_return_inside_a_pl_at_region(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(return_inside_region, A, O)
+    check(w, e, E.ParserError, "BAD-C80", r"`return o` after the with block", r"return inside a pl\.at region",
+          "frontend")
+
+
+@pl.jit
+def return_inside_loop(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    for i in pl.range(2):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            o[i * 32:i * 32 + 32, :] = pl.exp(pl.load(a, [i * 32, 0], [32, 64]))
+        return o  # BAD-C81
+    return o
+
+
+def test_return_inside_a_loop(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(return_inside_loop, A, O)
+    check(w, e, E.ParserError, "BAD-C81", r"let the loop finish and return after it", r"return inside a loop",
+          "frontend")
+
+
+@pl.jit
+def code_after_return(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        o[:] = pl.exp(a)
+    return o
+    with pl.at(level=pl.Level.CORE_GROUP):  # BAD-C82
+        o[:] = pl.log(a)
+
+
+def test_statement_after_return(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(code_after_return, A, O)
+    check(w, e, E.ParserError, "BAD-C82", r"move the return to the end", r"comes after `return` and is never reached",
+          "frontend")
+
+
+@pl.jit
+def out_rebound(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        o = pl.exp(a)  # BAD-C83
+    return o
+
+
+def test_out_parameter_rebound_instead_of_written(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(out_rebound, A, O)
+    check(w, e, E.ParserError, "BAD-C83", r"write into the parameter instead: o\[:\] = pl\.exp\(a\)",
+          r"`o = pl\.exp\(a\)` rebinds the Out parameter 'o' to a new tensor; nothing is written", "frontend")
+
+
+@pl.jit
+def out_never_written(a: pl.Tensor, o: pl.Out[pl.Tensor]):  # BAD-C84
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.exp(a)
+    return o
+
+
+def test_out_parameter_never_written(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(out_never_written, A, O)
+    check(w, e, E.ParserError, "BAD-C84", r"o\[:\] = <value> or pl\.store\(tile, offsets, o\)",
+          r"Out parameter 'o' of 'out_never_written' is never written", "frontend")
+
+
+@pl.jit
+def matmul_operator(a: pl.Tensor, b: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        o[:] = a @ b  # BAD-C85
+    return o
+
+
+def test_matmul_written_with_the_at_operator(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(matmul_operator, A, A, O)
+    check(w, e, E.ParserError, "BAD-C85", r"pl\.matmul\(a, b\)", r"operator `@` is not defined on tensors/tiles",
+          "frontend")
+
+
+def scale_rows(t):
+    return pl.mul(t, 2.0)
+
+
+@pl.jit
+def plain_python_helper(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [64, 64])
+        pl.store(scale_rows(t), [0, 0], o)  # BAD-C86
+    return o
+
+
+def test_plain_python_function_called_in_a_kernel(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(plain_python_helper, A, O)
+    check(w, e, E.ParserError, "BAD-C86", r"@pl\.jit\.inline", r"`scale_rows` is not a function a kernel can call",
+          "frontend")
+
+
+@pl.jit
+def op_without_pl_prefix(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [64, 64])
+        pl.store(exp(t), [0, 0], o)  # noqa: F821  # BAD-C87
+    return o
+
+
+def test_operator_without_the_pl_prefix(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(op_without_pl_prefix, A, O)
+    check(w, e, E.ParserError, "BAD-C87", r"write pl\.exp\(\.\.\.\)", r"`exp\(\.\.\.\)` is not defined; the operator is pl\.exp",
+          "frontend")
+
+
+@pl.jit
+def dynamic_declared_in_body(x: pl.Tensor, y: pl.Out[pl.Tensor]):
+    rows = pl.dynamic(64)  # BAD-C88
+    with pl.at(level=pl.Level.CORE_GROUP):
+        y[:] = pl.exp(x)
+    return y
+
+
+def test_pl_dynamic_called_inside_a_kernel(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(dynamic_declared_in_body, A, O)
+    check(w, e, E.ParserError, "BAD-C88", r'module level, M = pl\.dynamic\("M"\)',
+          r"`pl\.dynamic\(64\)` declares a dynamic dim; it cannot be called inside a kernel", "frontend")
+
+
+@pl.jit
+def strided_region(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [32, 64])
+        o[0:64:2, :] = t  # BAD-C89
+    return o
+
+
+def test_region_write_with_a_step(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(strided_region, A, O)
+    check(w, e, E.ParserError, "BAD-C89", r"contiguous region", r"slices with a step are not supported", "frontend")
+
+
+@pl.jit
+def too_many_indices(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        o[0:32, :, 0] = pl.load(a, [0, 0], [32, 64])  # BAD-C90
+    return o
+
+
+def test_region_with_more_indices_than_dims(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(too_many_indices, A, O)
+    check(w, e, E.ParserError, "BAD-C90", r"one index or slice per dimension: o\[i:i\+m, :\]",
+          r"o has rank 2 but 3 indices are given", "frontend")
+
+
+@pl.jit
+def float_loop_bound(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(2.0):  # BAD-C91
+            pl.store(pl.load(a, [i * 32, 0], [32, 64]), [i * 32, 0], o)
+    return o
+
+
+def test_float_loop_bound(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(float_loop_bound, A, O)
+    check(w, e, E.ParserError, "BAD-C91", r"write 2, not 2\.0", r"loop bound `2\.0` must be an integer scalar, got Scalar fp32",
+          "frontend")
+
+
+@pl.jit
+def zero_step(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(0, 64, 0):  # BAD-C92
+            pl.store(pl.load(a, [i, 0], [16, 64]), [i, 0], o)
+    return o
+
+
+def test_loop_step_of_zero(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(zero_step, A, O)
+    check(w, e, E.ParserError, "BAD-C92", r"non-zero step", r"loop step must not be 0", "frontend")
+
+
+@pl.jit
+def init_values_not_a_tuple(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        z = pl.load(a, [0, 0], [64, 64])
+        for i, (acc,) in pl.range(4, init_values=z):  # BAD-C93
+            r = pl.yield_(pl.add(acc, z))
+        pl.store(r, [0, 0], o)
+    return o
+
+
+def test_init_values_without_a_tuple(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(init_values_not_a_tuple, A, O)
+    check(w, e, E.ParserError, "BAD-C93", r"init_values=\(x,\)", r"init_values must be a tuple", "frontend")
+
+
+@pl.jit
+def name_hint_with_a_space(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="stage 1"):  # BAD-C94
+        o[:] = pl.exp(a)
+    return o
+
+
+def test_name_hint_that_is_not_an_identifier(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(name_hint_with_a_space, A, O)
+    check(w, e, E.ParserError, "BAD-C94", r'name_hint="stage1"', r"name_hint must be an identifier string, got 'stage 1'",
+          "frontend")
+
+
+@pl.jit.incore
+def kernel_with_region(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):  # BAD-C95
+        pl.store(pl.load(a, [0, 0], [64, 64]), [0, 0], o)
+    return o
+
+
+@pl.jit
+def calls_kernel_with_region(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    o = kernel_with_region(a, o)
+    return o
+
+
+def test_pl_at_inside_an_incore_kernel(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(calls_kernel_with_region, A, O)
+    check(w, e, E.ParserError, "BAD-C95", r"remove the `with pl\.at\(\.\.\.\)` line",
+          r"pl\.at inside the kernel 'kernel_with_region': a kernel's body already runs on the device", "frontend")
+
+
+@pl.jit.incore
+def copy_rows(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    pl.store(pl.load(a, [0, 0], [64, 64]), [0, 0], o)
+    return o
+
+
+@pl.jit
+def kernel_called_in_region(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        o = copy_rows(a, o)  # BAD-C96
+    return o
+
+
+def test_kernel_called_inside_a_pl_at_region(w):
+    with pytest.raises(E.TypeCheckError) as e:
+        w.jit(kernel_called_in_region, A, O)
+    check(w, e, E.TypeCheckError, "BAD-C96", r"outside the `with pl\.at\(\.\.\.\)` block",
+          r"kernel 'copy_rows' is called inside a pl\.at region of 'kernel_called_in_region'", "frontend")

@@ -27,7 +27,7 @@ from pypto.ir.nodes import (Assign, BinOp, Call, Const, DynDim, Eval, Expr, For,
                             MemorySpace, MemRef, Param, ParamDirection, Program, PtrType,
                             Return, Role, RuntimeScope, ScalarType, TensorType, TileType,
                             TupleExpr, TupleType, Var, Yield, derived_level_role)
-from pypto.ir.visit import walk
+from pypto.ir.visit import stmt_exprs, walk, walk_expr
 from pypto.language.parser.source import Source
 from pypto.language.signatures import signature
 
@@ -123,6 +123,8 @@ class _Ctx:
     sig: _Sig
     env: dict[str, Var] = field(default_factory=dict)
     incore: int = 0                    # depth of `with pl.at(...)`
+    loops: int = 0                     # depth of for loops
+    ifs: int = 0                       # depth of if statements
     cur: Span | None = None            # span of the statement being parsed
     marked: bool = False               # cur came from a `# @file:line:col` marker
 
@@ -135,6 +137,8 @@ class Parser:
         self.statics = statics
         self.sigs: dict[str, _Sig] = {}
         self.in_program = False
+        self.out_checks: list = []     # (sig, body): Out parameters to check once all bodies parsed
+        self.kernel_calls: list = []   # (caller, kernel, span, inside pl.at): calls no kernel may make
         self.ctx: _Ctx | None = None
         self._lit: set[int] = set()    # ids of Consts written as bare literals (adopt a dtype)
         self.call_sites: dict[str, list[tuple[str, Span]]] = {}   # caller -> [(callee, span)]
@@ -184,8 +188,42 @@ class Parser:
                        "add a method decorated with @pl.function")
         for sig in self.sigs.values():
             self.ensure_body(sig)
+        orch = [s for s in self.sigs.values() if s.func_type is FunctionType.Orchestration]
+        if len(orch) > 1:
+            raise ParserError(
+                f"program {cdef.name!r} has {len(orch)} orchestration functions "
+                f"({', '.join(repr(s.name) for s in orch)}); a program has one entry point",
+                orch[1].span, f"call every kernel from {orch[0].name!r}, or put {orch[1].name!r} "
+                              f"in a @pl.program of its own")
+        for sig, body in self.out_checks:
+            self.check_out_params(sig, body)
         self.check_recursion()
+        self.program_checks(cdef)
         return Program(cdef.name, [s.function for s in self.sigs.values()], source_name)
+
+    def program_checks(self, cdef: ast.ClassDef) -> None:
+        """What needs every body parsed: one orchestration, kernels called only from the
+        orchestration, every Out parameter of the orchestration written."""
+        orch = [s for s in self.sigs.values() if s.func_type is FunctionType.Orchestration]
+        if len(orch) > 1:
+            raise ParserError(
+                f"program {cdef.name!r} has {len(orch)} orchestration functions "
+                f"({', '.join(repr(s.name) for s in orch)}); a program has one entry point",
+                orch[1].span, f"call every kernel from {orch[0].name!r}, or put {orch[1].name!r} "
+                              f"in a @pl.program of its own")
+        for caller, callee, span, in_region in self.kernel_calls:
+            if in_region:
+                raise TypeCheckError(
+                    f"kernel {callee!r} is called inside a pl.at region of {caller!r}", span,
+                    f"a pl.at region is a kernel itself: call self.{callee}(...) from the "
+                    f"orchestration body, outside the `with pl.at(...)` block")
+            raise TypeCheckError(
+                f"kernel {caller!r} calls kernel {callee!r}; kernels are launched by the "
+                f"orchestration, not by each other", span,
+                f"call both from the orchestration one after the other, or make {callee} an "
+                f"Inline function (@pl.function(type=pl.FunctionType.Inline)) to splice it in")
+        for sig, body in self.out_checks:
+            self.check_out_params(sig, body)
 
     def check_recursion(self) -> None:
         """No function may reach itself through calls: kernels are inlined, outlined and
@@ -219,9 +257,15 @@ class Parser:
         self.ctx = None
         opts = dict(defaults or {})
         deco_found = defaults is not None
+        kw_nodes = {}
         for d in fdef.decorator_list:
             head = d.func if isinstance(d, ast.Call) else d
-            obj = self.static(head, "a decorator")
+            try:
+                obj = self.static(head, "a decorator")
+            except UnknownOpError:
+                raise
+            except ParserError:
+                obj = None
             if _kind(obj) != "function":
                 self.error(f"unsupported decorator {ast.unparse(head)!r} on {fdef.name!r}", d,
                            "functions of a program are decorated with @pl.function(...) only")
@@ -234,6 +278,7 @@ class Parser:
                     if kw.arg is None:
                         self.error("**kwargs is not supported in @pl.function", d)
                     opts[kw.arg] = self.static(kw.value, f"@pl.function({kw.arg}=...)")
+                    kw_nodes[kw.arg] = kw.value
         if not deco_found:
             self.error(f"method {fdef.name!r} of a @pl.program class is not decorated with @pl.function",
                        fdef, "add @pl.function(type=pl.FunctionType.<Kind>) above it")
@@ -241,7 +286,7 @@ class Parser:
         if ftype is None:
             ftype = FunctionType.Opaque
         if not isinstance(ftype, FunctionType):
-            self.error(f"type= must be a pl.FunctionType, got {ftype!r}", fdef,
+            self.error(f"type= must be a pl.FunctionType, got {ftype!r}", kw_nodes.get("type", fdef),
                        "e.g. type=pl.FunctionType.Orchestration")
         level = opts.pop("level", None)
         role = opts.pop("role", None)
@@ -284,6 +329,11 @@ class Parser:
                 self.error(f"duplicate parameter {arg.arg!r}", arg, "give each parameter its own name")
             seen.add(arg.arg)
             t, direction = self.ann_type(arg.annotation, allow_dir=True)
+            if ftype is FunctionType.Orchestration and isinstance(t, TileType):
+                self.error(f"parameter {arg.arg!r} of the orchestration {fdef.name!r} is a tile; "
+                           f"an orchestration takes tensors and scalars", arg,
+                           f"declare it as a tensor ({arg.arg}: pl.Tensor[[...], dtype]) and "
+                           f"pl.load it inside `with pl.at(...)`")
             pspan = span if self.src.markers else self.src.pos(arg)
             params.append(Param(Var(arg.arg, t, pspan), direction))
         rets = None
@@ -318,12 +368,78 @@ class Parser:
         else:
             for r in returns:
                 self.check_return(sig, r, rets)
+            if rets and not returns and body:
+                raise TypeCheckError(
+                    f"{sig.name} declares a return value (-> {', '.join(_type_text(t) for t in rets)}) "
+                    f"but has no return statement", sig.span,
+                    f"end {sig.name} with `return <value>` (an orchestration returns its Out tensor), "
+                    f"or drop the -> annotation")
+        self.out_checks.append((sig, body))
+        if not self.in_program:
+            self.check_out_params(sig, body)
         sig.return_types = rets
         sig.function = Function(sig.name, sig.params, list(rets), body, sig.func_type,
                                 sig.level, sig.role, sig.attrs, sig.span)
         sig.state = "done"
         self._parsing.pop()
         self.ctx = saved
+
+    def check_out_params(self, sig: _Sig, body: list) -> None:
+        """Every Out parameter of an orchestration is written: assembled into (o[...] = v),
+        stored into, or passed to a kernel."""
+        if sig.func_type is not FunctionType.Orchestration or not body:
+            return      # (a function without a body is a signature the build graph passes around)
+        outs = [p.var for p in sig.params if p.direction is ParamDirection.Out]
+        if not outs:
+            return
+        owner = {id(v): v for v in outs}      # value -> the Out parameter it stands for
+        written: set[int] = set()
+        for s in walk(body):
+            if isinstance(s, For):               # a carried Out tensor (after SSA)
+                for ia, rv in zip(s.iter_args, s.return_vars or [None] * len(s.iter_args)):
+                    if id(ia.init) in owner:
+                        owner[id(ia.var)] = owner[id(ia.init)]
+                        if rv is not None:
+                            owner[id(rv)] = owner[id(ia.init)]
+            for e in stmt_exprs(s):
+                for x in walk_expr(e):
+                    if not isinstance(x, Call):
+                        continue
+                    if x.callee is not None:
+                        dst = [a for a in x.args if id(a) in owner]
+                    elif x.op == "tile.store" and len(x.args) > 2:
+                        dst = [x.args[2]] if id(x.args[2]) in owner else []
+                    elif x.op == "tensor.assemble" and x.args:
+                        dst = [x.args[0]] if id(x.args[0]) in owner else []
+                    else:
+                        continue
+                    written.update(id(owner[id(a)]) for a in dst)
+                    if dst and isinstance(s, Assign) and x is s.value:
+                        owner[id(s.var)] = owner[id(dst[0])]
+        for v in outs:
+            if id(v) not in written:
+                raise ParserError(
+                    f"Out parameter {v.name!r} of {sig.name!r} is never written, so its contents "
+                    f"stay undefined", v.span,
+                    f"write it inside `with pl.at(...)`: {v.name}[:] = <value> or "
+                    f"pl.store(tile, offsets, {v.name}), or "
+                    f"pass it to a kernel that writes it; a parameter that is only read is an input")
+
+    def check_out_rebind(self, name: str, val, node) -> None:
+        """`out = pl.exp(a)` in an orchestration rebinds the name and writes nothing."""
+        c = self.ctx
+        if c is None or c.sig.func_type is not FunctionType.Orchestration:
+            return
+        p = next((p for p in c.sig.params if p.var.name == name), None)
+        if p is None or p.direction is ParamDirection.In or not isinstance(val, Call) \
+                or val.callee is not None or val.op in ("tile.store", "tensor.assemble") \
+                or not isinstance(val.type, TensorType):
+            return
+        text = ast.unparse(node.value)
+        raise ParserError(
+            f"`{name} = {text}` rebinds the {p.direction.value} parameter {name!r} to a new tensor; "
+            f"nothing is written into {name!r}", self.span(node),
+            f"write into the parameter instead: {name}[:] = {text}")
 
     def check_return(self, sig: _Sig, r: Return, rets: list) -> None:
         if len(r.values) != len(rets):
@@ -361,6 +477,10 @@ class Parser:
             if not isinstance(node, ast.Subscript):
                 self.bad_annotation(node, f"pl.{obj.__name__} needs a type: pl.{obj.__name__}[pl.Tensor[...]]")
             inner, _ = self.ann_type(node.slice)
+            if not isinstance(inner, TensorType):
+                self.bad_annotation(node, f"pl.{obj.__name__}[...] marks a tensor the function writes; "
+                                          f"a {type(inner).__name__.replace('Type', '').lower()} "
+                                          f"cannot be an output (results are written into tensors)")
             return inner, ParamDirection(obj.__name__)
         direction = ParamDirection.In
         if obj is tuple or obj is getattr(pl, "Tuple", None):
@@ -383,6 +503,11 @@ class Parser:
                     self.bad_annotation(node, "pl.Scalar takes one dtype: pl.Scalar[pl.FP32]")
                 return ScalarType(self.ann_dtype(elts[0], node)), direction
             return self.shaped_ann(obj is pl.Tile, elts, node), direction
+        if isinstance(obj, pl.Annotation):
+            raise ParserError(
+                f"bad type annotation `{ast.unparse(node)}`: it names {obj!r} through a Python "
+                f"variable, but annotations are read as written in the source", self.span(node),
+                f"spell the type out in the annotation: {obj!r}")
         self.bad_annotation(node, f"{ast.unparse(node)} is not a type of the language")
 
     def bad_annotation(self, node, why):
@@ -697,7 +822,9 @@ class Parser:
             name = _SHAPED_OPS.get(op)
             if name is None:
                 self.error(f"operator `{_opsym(node.op)}` is not defined on tensors/tiles", node,
-                           "use + - * / or the pl.<op> functions")
+                           {ast.MatMult: "multiply matrices with pl.matmul(a, b)",
+                            ast.Pow: "multiply explicitly: pl.mul(t, t)"}.get(
+                               type(node.op), "use + - * / or the pl.<op> functions"))
             if not isinstance(ta, shaped):
                 if name in ("add", "mul") and isinstance(ta, ScalarType):
                     a, b = b, a
@@ -768,12 +895,25 @@ class Parser:
                 self.error("star-arguments are not supported", a, _unsupported("Starred"))
         if isinstance(f, ast.Name) and (self.ctx is None or f.id not in self.ctx.env) \
                 and f.id not in self.statics:
+            if self.in_program and f.id in self.sigs:
+                self.error(f"`{f.id}(...)` calls a function of the program without `self.`", node,
+                           f"write self.{f.id}({', '.join(ast.unparse(a) for a in node.args)})")
+            if f.id in _lang().OPERATORS:
+                self.error(f"`{f.id}(...)` is not defined; the operator is pl.{f.id}", node,
+                           f"write pl.{f.id}(...)")
             if hasattr(builtins, f.id):
                 hint = "use pl.range" if f.id == "range" else (
                     "use pl.min / pl.max" if f.id in ("min", "max") else
                     "only pl.* operators and self.<function> calls exist inside a kernel")
                 self.error(f"the Python builtin {f.id}() cannot be used inside a kernel", node, hint)
-            self.undefined(f)
+            cands = list(self.ctx.env) if self.ctx else []
+            close = difflib.get_close_matches(f.id, cands + [k for k in self.statics if not k.startswith("_")], n=1)
+            self.error(f"`{f.id}` is not a function a kernel can call", node,
+                       (f"did you mean {close[0]!r}? " if close else "") +
+                       "a kernel calls pl.* operators and kernel functions (@pl.jit.incore / "
+                       "@pl.jit.inline functions under @pl.jit, self.<name>(...) in a @pl.program); "
+                       "a plain Python helper cannot run on the device: decorate it with "
+                       "@pl.jit.inline, or write its body inline")
         obj = self.static(f, "the called function")
         k = _kind(obj)
         if k == "op":
@@ -794,6 +934,10 @@ class Parser:
         if k in ("at", "scope"):
             self.error(f"{ast.unparse(f)}(...) is only allowed in a with statement", node,
                        f"with {ast.unparse(f)}(...):")
+        if obj is _lang().dynamic:
+            self.error(f"`{ast.unparse(node)}` declares a dynamic dim; it cannot be called inside a kernel",
+                       node, 'declare it once at module level, M = pl.dynamic("M"), and use M in '
+                             'tensor annotations: x: pl.Tensor[[M, 64], pl.FP32]')
         self.error(f"`{ast.unparse(f)}` cannot be called inside a kernel", node,
                    "only pl.* operators and self.<function> calls exist inside a kernel")
 
@@ -984,6 +1128,10 @@ class Parser:
         for a, n in zip(args, node.args):
             if not isinstance(a, Expr):
                 self.error(f"argument `{ast.unparse(n)}` of self.{name} is not a value", n)
+        kernels = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV)
+        if self.ctx is not None and sig.func_type in kernels and name != self.ctx.sig.name \
+                and (self.ctx.incore or self.ctx.sig.func_type in kernels):
+            self.kernel_calls.append((self.ctx.sig.name, name, self.span(node), bool(self.ctx.incore)))
         attrs = {}
         for kw in node.keywords:
             if kw.arg != "attrs":
@@ -1041,6 +1189,10 @@ class Parser:
                 yinfo = self.yield_stmt(s)
                 out.append(yinfo.stmt)
                 continue
+            if out and isinstance(out[-1], Return):
+                self.set_cur(s)
+                self.error("this statement comes after `return` and is never reached", s,
+                           "return ends the function: move the return to the end")
             out.extend(self.stmt(s))
         return out, yinfo
 
@@ -1099,6 +1251,7 @@ class Parser:
             e = self.expr(s.value)
             return [Eval(e, span)]
         if isinstance(s, ast.Return):
+            self.check_return_position(s)
             if s.value is None:
                 vals = []
             elif isinstance(s.value, ast.Tuple):
@@ -1121,6 +1274,18 @@ class Parser:
         name = type(s).__name__
         self.error(f"unsupported statement: {name.lower() if name in ('While', 'Try', 'Break', 'Continue') else name}",
                    s, _unsupported(name))
+
+    def check_return_position(self, s: ast.Return) -> None:
+        """`return` ends the function: never inside a loop or a pl.at region (a region
+        is a kernel of its own and returns nothing)."""
+        c = self.ctx
+        if c.incore:
+            self.error("return inside a pl.at region", s,
+                       "a pl.at region runs on the device and returns nothing: write results into "
+                       "tensors (o[:] = ...) and `return o` after the with block")
+        if c.loops:
+            self.error("return inside a loop", s,
+                       "a function cannot leave a loop early: let the loop finish and return after it")
 
     def define(self, name: str, t, span) -> Var:
         env = self.ctx.env
@@ -1150,6 +1315,7 @@ class Parser:
             return self.region_write(t, s.value, span)
         if isinstance(t, ast.Name):
             val = self.expr(s.value)
+            self.check_out_rebind(t.id, val, s)
             return [Assign(self.bind_value(t.id, val, s, span), val, span)]
         if isinstance(t, (ast.Tuple, ast.List)):
             self.error("tuple unpacking is not supported", s,
@@ -1235,7 +1401,8 @@ class Parser:
         elts = t.slice.elts if isinstance(t.slice, ast.Tuple) else [t.slice]
         rank = len(dst.type.shape)
         if len(elts) > rank:
-            self.error(f"{name} has rank {rank} but {len(elts)} indices are given", t)
+            self.error(f"{name} has rank {rank} but {len(elts)} indices are given", t,
+                       f"give at most one index or slice per dimension: {name}[{', '.join(['i:i+m'] + [':'] * (rank - 1))}]")
         src = self.expr(value_node)
         st = getattr(src, "type", None)
         if not isinstance(st, (TensorType, TileType)):
@@ -1245,7 +1412,9 @@ class Parser:
         for e in elts:
             if isinstance(e, ast.Slice):
                 if e.step is not None:
-                    self.error("slices with a step are not supported", t)
+                    self.error("slices with a step are not supported", t,
+                               "write a contiguous region (dst[i:i+m, :] = v); strided writes are not part "
+                               "of the language")
                 lo = self.expr(e.lower) if e.lower is not None else self.lit(Const(0, dt.INDEX, self.span(t)))
                 offs.append(lo)
                 extents.append(self.extent(e, lo))
@@ -1323,7 +1492,9 @@ class Parser:
         for b, n in zip(bounds, it.args):
             bt = getattr(b, "type", None)
             if not isinstance(bt, ScalarType) or bt.dtype not in _INT_DTYPES:
-                self.error(f"loop bound `{ast.unparse(n)}` must be an integer scalar, got {ops._tname(bt)}", n)
+                self.error(f"loop bound `{ast.unparse(n)}` must be an integer scalar, got {ops._tname(bt)}", n,
+                           "loop bounds are integers (pl.INDEX): write 2, not 2.0, and pass runtime "
+                           "counts as `n: pl.INDEX` parameters")
             if kind is ForKind.Unroll and not isinstance(b, Const):
                 self.error("pl.unroll bounds must be constants", n, "use pl.range for runtime bounds")
         one = lambda: self.lit(Const(1, dt.INDEX, span))   # noqa: E731
@@ -1335,14 +1506,18 @@ class Parser:
         else:
             start, stop, step = bounds
         if isinstance(step, Const) and step.value == 0:
-            self.error("loop step must not be 0", s)
+            self.error("loop step must not be 0", s,
+                       "a loop advances by a non-zero step: pl.range(start, stop, step) with step >= 1 "
+                       "(or negative to count down)")
         inits = []
         if init_node is not None:
             if kind is ForKind.Unroll:
                 self.error("pl.unroll does not carry values (no init_values)", s,
                            "use pl.range(..., init_values=(...)) for carried values")
             if not isinstance(init_node, (ast.Tuple, ast.List)):
-                self.error("init_values must be a tuple: init_values=(x,)", s)
+                self.error("init_values must be a tuple", s,
+                           "write a tuple even for one value: init_values=(x,) and bind it as "
+                           "for i, (acc,) in pl.range(n, init_values=(x,)):")
             inits = [self.expr(e) for e in init_node.elts]
             for e, n in zip(inits, init_node.elts):
                 if getattr(e, "type", None) is None or isinstance(e, TupleExpr):
@@ -1376,7 +1551,11 @@ class Parser:
             v = Var(n, init.type, span)
             env[n] = v
             iter_args.append(IterArg(v, init))
-        body, y = self.block(s.body, allow_yield=True)
+        self.ctx.loops += 1
+        try:
+            body, y = self.block(s.body, allow_yield=True)
+        finally:
+            self.ctx.loops -= 1
         self.ctx.cur, self.ctx.marked = span, bool(self.src.header_marker(s))
         for n, old in saved.items():
             if old is None:
@@ -1414,11 +1593,15 @@ class Parser:
         if not isinstance(ct, ScalarType):
             self.error(f"an if condition must be a scalar, got {ops._tname(ct)}", s.test,
                        "compare scalars: if i == 0:")
-        then_body, ty = self.block(s.body, allow_yield=True)
-        else_body, ey = (None, None)
-        if s.orelse:
-            else_body, ey = self.block(s.orelse, allow_yield=True)
-            else_body = else_body or None
+        self.ctx.ifs += 1
+        try:
+            then_body, ty = self.block(s.body, allow_yield=True)
+            else_body, ey = (None, None)
+            if s.orelse:
+                else_body, ey = self.block(s.orelse, allow_yield=True)
+                else_body = else_body or None
+        finally:
+            self.ctx.ifs -= 1
         self.ctx.cur, self.ctx.marked = span, bool(self.src.header_marker(s))
         rets = []
         elif_ = False
@@ -1478,9 +1661,13 @@ class Parser:
                            s, "with pl.at(level=pl.Level.CORE_GROUP):")
             hint = opts.get("name_hint", "") or ""
             if not isinstance(hint, str) or (hint and not hint.isidentifier()):
-                self.error(f"name_hint must be an identifier string, got {hint!r}", s)
+                self.error(f"name_hint must be an identifier string, got {hint!r}", s,
+                           'it names the outlined kernel: letters, digits and _, e.g. name_hint="stage1"')
             if self.ctx.incore:
                 self.error("pl.at regions cannot be nested", s, "remove the inner `with pl.at(...)`")
+            if self.ctx.sig.func_type in (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV):
+                self.error(f"pl.at inside the kernel {self.ctx.sig.name!r}: a kernel's body already runs "
+                           f"on the device", s, "remove the `with pl.at(...)` line and keep its body")
             self.ctx.incore += 1
             try:
                 body, _ = self.block(s.body, allow_yield=False)
