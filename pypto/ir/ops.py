@@ -138,9 +138,22 @@ def _dims(op, x, span, what="shape"):
     return dims
 
 
+def _indices(op, x, span):
+    """Offsets: a list of integer scalars (constants or index expressions)."""
+    items = _ints(op, x, span, "offsets")
+    for i in items:
+        t = getattr(i, "type", None)
+        if not (isinstance(t, ScalarType) and (t.dtype == dt.INDEX or
+                                              (not t.dtype.is_float and t.dtype != dt.BOOL))):
+            what = repr(i.value) if isinstance(i, Const) else _tname(t)
+            _err(f"{op}: offsets must be integers, got {what}", span,
+                 "offsets are element indices: integer constants or index expressions like i * 64")
+    return items
+
+
 def _load(args, kw, span):
     t = _shaped("load", args[0], span, (TensorType,))
-    offs = _ints("load", args[1], span, "offsets")
+    offs = _indices("load", args[1], span)
     shapes = _dims("load", args[2], span, "shapes")
     if len(offs) != len(t.shape) or len(shapes) != len(t.shape):
         _err(f"load: tensor has rank {len(t.shape)} but offsets/shapes have "
@@ -164,7 +177,7 @@ def _store(args, kw, span):
     tile = _shaped("store", args[0], span, (TileType,))
     out = _shaped("store", args[2], span, (TensorType,))
     _check_dtype("store", tile, out, span) if tile.memory_space != MemorySpace.Acc else None
-    offs = _ints("store", args[1], span, "offsets")
+    offs = _indices("store", args[1], span)
     if len(offs) != len(out.shape):
         _err(f"store: tensor has rank {len(out.shape)} but offsets have {len(offs)} entries", span)
     if len(args) > 3:          # the window in the tensor's rank, for a flattened 2-D tile
@@ -446,7 +459,22 @@ def infer_type(op: str, args: list, kwargs: dict, span: Span | None):
     for k in kwargs:
         if k not in d.kwargs:
             _err(f"{op} got an unexpected keyword argument {k!r}", span)
+        _check_kwarg_kind(op, k, kwargs[k], span)
     return d.infer(args, kwargs, span)
+
+
+_KWARG_KINDS = {"target_memory": (MemorySpace, "a memory space", "target_memory=pl.Mem.Vec"),
+                "dtype": (dt.DataType, "a dtype", "dtype=pl.FP32"),
+                "out_dtype": (dt.DataType, "a dtype", "out_dtype=pl.FP32"),
+                "flatten": (bool, "True or False", "flatten=True")}
+
+
+def _check_kwarg_kind(op, key, value, span):
+    kind = _KWARG_KINDS.get(key)
+    if kind is None or value is None or isinstance(value, kind[0]):
+        return
+    got = f"the string {value!r}" if isinstance(value, str) else repr(value)
+    _err(f"{op}: {key}= must be {kind[1]}, got {got}", span, f"write {kind[2]}")
 
 
 def is_tensor_op(op: str) -> bool:

@@ -514,6 +514,63 @@ def test_reshape_shape_given_as_a_string():
           r"pl\.reshape: shape must be a list of dimensions like \[64, 64\], got the string '64x64'")
 
 
+@pl.jit
+def target_memory_keyword_string(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [64, 64], target_memory="Vec")  # BAD-22
+        pl.store(t, [0, 0], o)
+    return o
+
+
+@pl.jit
+def create_tile_memory_string(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.create_tile([64, 64], dtype=pl.FP32, target_memory="Vec")  # BAD-23
+        pl.store(pl.load(a, [0, 0], [64, 64]), [0, 0], o)
+    return o
+
+
+@pl.jit
+def cast_dtype_keyword_string(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.cast(pl.load(a, [0, 0], [64, 64]), dtype="fp16")  # BAD-24
+        pl.store(pl.load(a, [0, 0], [64, 64]), [0, 0], o)
+    return o
+
+
+@pl.jit
+def matmul_out_dtype_string(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        o[:] = pl.matmul(a, a, out_dtype="fp32")  # BAD-25
+    return o
+
+
+@pl.jit
+def fractional_offset(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0.5, 0], [64, 64])  # BAD-26
+        pl.store(t, [0, 0], o)
+    return o
+
+
+@pytest.mark.parametrize("fn, tag, hint_re, msg_re", [
+    (target_memory_keyword_string, "BAD-22", r"target_memory=pl\.Mem\.Vec",
+     r"target_memory= must be a memory space, got the string 'Vec'"),
+    (create_tile_memory_string, "BAD-23", r"target_memory=pl\.Mem\.Vec",
+     r"tile\.create: target_memory= must be a memory space, got the string 'Vec'"),
+    (cast_dtype_keyword_string, "BAD-24", r"dtype=pl\.FP32", r"cast: dtype= must be a dtype, got the string 'fp16'"),
+    (matmul_out_dtype_string, "BAD-25", r"out_dtype=pl\.FP32",
+     r"matmul: out_dtype= must be a dtype, got the string 'fp32'"),
+    (fractional_offset, "BAD-26", r"integer constants or index expressions", r"load: offsets must be integers, got 0\.5"),
+])
+def test_keyword_and_offset_kinds_are_checked(fn, tag, hint_re, msg_re):
+    with Leftovers(f"_jit_{fn.__name__}") as left, pytest.raises(E.TypeCheckError) as e:
+        compile_(fn, A, O)
+    check(e, E.TypeCheckError, tag, hint_re, msg_re)
+    assert "internal" not in e.value.message
+    left.assert_nothing_cached(failing="frontend:")
+
+
 # ----------------------------------------------------------------------------- 5f: pl.full
 @pl.jit
 def full_in_the_orchestration(a: pl.Tensor, o: pl.Out[pl.Tensor]):
