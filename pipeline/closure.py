@@ -46,7 +46,12 @@ def python_facts(data: bytes, module: str, is_package: bool) -> Facts:
     package = module if is_package else module.rpartition(".")[0]
     imports: set[str] = set()
     dynamic: set[str] = set()
-    for node in ast.walk(ast.parse(data)):
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        # cannot be imported as it stands, so it imports nothing; its bytes still count
+        return Facts(file_digest(data))
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             imports.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -131,6 +136,7 @@ class Tree:
         self._files: dict[str, Path | None] = {}
         self._facts: dict[Path, Facts] = {}     # a Tree is a snapshot: each file read once
         self._labels: dict[Path, str] = {}
+        self._edges: dict[Path, list[str]] = {}
 
     @classmethod
     def at(cls, root, facts=None) -> "Tree":
@@ -207,10 +213,16 @@ class Tree:
                 continue
             seen[path] = mod
             f = self.facts(path, mod)
-            todo.extend(f.imports)
+            todo.extend(self._project_imports(path, f))
             for prefix in f.dynamic:
                 todo.extend(bind[prefix] if prefix in bind else self.modules(prefix))
         return seen
+
+    def _project_imports(self, path: Path, f: Facts) -> list[str]:
+        got = self._edges.get(path)
+        if got is None:
+            got = self._edges[path] = [m for m in f.imports if m.partition(".")[0] in self.packages]
+        return got
 
     def includes(self, roots) -> list[Path]:
         """Headers `roots` (paths) include with `#include "..."`, transitively:

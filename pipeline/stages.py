@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,11 +111,19 @@ def tree_impl(tree: Tree, stage: str, extra: str = "") -> str:
                                                      for p, m in files.items()))
 
 
+_LOCK = threading.Lock()     # the index is one mutable object per process
+
+
 @functools.lru_cache(maxsize=None)
 def stage_impl(stage: str, extra: str = "") -> str:
     """Digest of the code implementing a stage (cached per process, and on disk)."""
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage}")
+    with _LOCK:
+        return _stage_impl(stage, extra)
+
+
+def _stage_impl(stage: str, extra: str) -> str:
     index = _index()
     key = f"{stage}:{extra}"
     digest = index.stage(key)

@@ -2,6 +2,7 @@
 the import closure of its module (a pass step: plus its pass), the headers it compiles
 against, the compiler; and nothing else, so an edit to one pass re-runs that pass."""
 import ast
+import functools
 import json
 import os
 import shutil
@@ -26,6 +27,12 @@ MODULE = {p.name: p.module_name for p in ALL_PASSES}
 BASE = {"verify": "basic", "explicit": False, "backend_type": "Ascend910B", "memory_planner": "PYPTO"}
 
 
+@functools.cache
+def _root() -> Tree:
+    """The working tree, parsed once per worker (a Tree is a snapshot)."""
+    return Tree.at(ROOT)
+
+
 def _labels(tree, files) -> set[str]:
     return {tree.label(p) for p in files}
 
@@ -38,7 +45,7 @@ def _copy_tree(dst: Path) -> Path:
 
 
 def test_allocate_memory_addr_covers_memory_reuse():
-    tree = Tree.at(ROOT)
+    tree = _root()
     files = _labels(tree, stage_files(tree, "pass", "allocate_memory_addr"))
     assert {"pypto/passes/memory_reuse.py", "pypto/passes/allocate_memory_addr.py",
             "pypto/passes/__init__.py", "pypto/stages/pass_.py"} <= files
@@ -49,7 +56,7 @@ def test_allocate_memory_addr_covers_memory_reuse():
 
 
 def test_compiling_stages_cover_their_headers_and_ptoas_its_package():
-    tree = Tree.at(ROOT)
+    tree = _root()
     kernel = _labels(tree, stage_files(tree, "kernel"))
     assert {"pypto/include/pto_sim.hpp", "pypto/include/pto_sim_base.hpp",
             "pypto/include/pto_sim_gm.hpp", "pypto/include/pypto_abi.h",
@@ -79,7 +86,21 @@ def _lower(tmp_path):
     pto_opts = {"kernel": k.name, "arch": "a2a3", "emit_loc": True, "memory_planner": "PYPTO"}
     pto = STAGE_FNS["pto"]({"kernel": kernel}, pto_opts)["pto"]
     cpp = STAGE_FNS["ptoas"]({"pto": pto}, {"arch": "a2a3", "level": "level3", "dump": False})["cpp"]
-    return before, done, kernel, pto_opts, pto, cpp
+    return before, done, kernel, pto_opts, pto, cpp, final
+
+
+def _includes(cpp: str) -> set[str]:
+    return {ln.split('"')[1] for ln in cpp.splitlines() if ln.startswith("#include \"")}
+
+
+def test_declared_headers_are_what_the_generated_code_includes(tmp_path):
+    from pypto.codegen.orchestration import generate_orchestration
+    *_, cpp, final = _lower(tmp_path)
+    kernels = {f.name: i for i, f in enumerate(f for f in final.functions if f.is_kernel)}
+    host = generate_orchestration(final, "main", kernels)
+    for stage, code in (("kernel", cpp.decode()), ("orchestration", host)):
+        got = _includes(code)
+        assert got and got <= set(stages.STAGES[stage].headers), (stage, got)
 
 
 CHILD = textwrap.dedent('''
@@ -97,7 +118,7 @@ CHILD = textwrap.dedent('''
 
 def test_static_closure_covers_what_a_stage_imports(tmp_path):
     import pickle
-    before, done, kernel, pto_opts, pto, cpp = _lower(tmp_path)
+    before, done, kernel, pto_opts, pto, cpp, _ = _lower(tmp_path)
     order = [p.name for p in pipeline(PassOptions())]
     k = order.index("AllocateMemoryAddr")
     cases = {
@@ -111,7 +132,7 @@ def test_static_closure_covers_what_a_stage_imports(tmp_path):
         ("ptoas", ""): ({"pto": pto}, {"arch": "a2a3", "level": "level3", "dump": False}),
         ("kernel", ""): ({"cpp": cpp}, {"arch": "a2a3", "core_type": "aiv", "platform": "a2a3sim"}),
     }
-    tree = Tree.at(ROOT)
+    tree = _root()
     roots = [str(ROOT / f) for f in FOLDERS]
     procs = {}
     for (stage, extra), args in cases.items():
