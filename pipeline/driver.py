@@ -47,8 +47,14 @@ class Build:
     frontend: str = ""                 # the program before any pass (printed)
 
 
+# impl digest -> (stage, extra): what report/explain.json breaks a code change down by
+_IMPL_OF: dict[str, tuple[str, str]] = {}
+
+
 def _step(name, stage, inputs, outputs, options, targets=None, executable=(), doc="", extra=""):
-    return Step(name=name, stage=stage, fn=STAGE_FNS[stage], impl=stage_impl(stage, extra),
+    impl = stage_impl(stage, extra)
+    _IMPL_OF[impl] = (stage, extra)
+    return Step(name=name, stage=stage, fn=STAGE_FNS[stage], impl=impl,
                 options=options, inputs=inputs, outputs=tuple(outputs), targets=targets or {},
                 executable=tuple(executable), doc=doc)
 
@@ -335,10 +341,12 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
     if hit is not None:
         if _materialize_all(store, out, hit) and store.verify(hit["meta"]["frontend"]):
             records = [_Cached(name, stage) for name, stage in hit["tasks"]]
-            _finish(out, opts, records, set(hit["outputs"]), t0)
+            _finish(out, opts, records, set(hit["outputs"]), t0, {"ran": [], "cached": len(records)})
             return Build(out, records, _text(store, hit["meta"]["frontend"]))
         damaged = True                 # an object it names is gone: check every one
     from pypto_pipeline.run import run_steps        # doit, only when the graph must run
+    from pypto_pipeline import explain
+    before = explain.load_keys(out)     # this directory's last build, to say why tasks ran
     preload()
     progress = None
     if os.environ.get("PYPTO_PROGRESS", "").strip() not in ("", "0"):
@@ -372,7 +380,13 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
         outputs[rel] = store.put_bytes(text)
         store.materialize(outputs[rel], out / rel)
     records = phases.records()
-    _finish(out, opts, records, set(outputs), t0)
+    # the key parts of every task: the next compile here says why its tasks ran
+    impls = _impl_files({p["impl"] for p in phases.parts.values()})
+    keys = json.dumps({"tasks": phases.parts, "impl_files": impls}, sort_keys=True).encode()
+    outputs[explain.KEYS_FILE] = store.put_bytes(keys)
+    store.materialize(outputs[explain.KEYS_FILE], out / explain.KEYS_FILE)
+    why = explain.explain(records, phases.parts, before, impls)
+    _finish(out, opts, records, set(outputs), t0, why, phases.edges)
     store.put_action(pkey, {"outputs": outputs, "executable": sorted(executable),
                             "tasks": [[r.name, r.stage] for r in records], "meta": meta})
     return Build(out, records, phases.read(meta["frontend"]).decode("utf-8"))
@@ -389,6 +403,10 @@ class _Phases:
         self.progress, self.deep = progress, deep
         self.phases: list[list[Step]] = []
         self.producer: dict[str, int] = {}     # output digest -> index of its phase
+        self.made_by: dict[str, str] = {}      # output digest -> the step that made it
+        self.last_read: str | None = None      # the step whose result the plan read last
+        self.parts: dict[str, dict] = {}       # step -> its key parts (report/explain.json)
+        self.edges: list[tuple[str, str]] = []
         self._records: dict[str, object] = {}
 
     def run(self, steps: list[Step], bad=(), again: int | None = None) -> dict:
@@ -403,12 +421,34 @@ class _Phases:
         if k is None:
             k = len(self.phases)
             self.phases.append(steps)
-        for outs in r.digests.values():
+        if again is None:              # before this phase's outputs count as makers
+            self._note(steps, r.digests)
+        for name, outs in r.digests.items():
             for d in outs.values():
                 self.producer.setdefault(d, k)
+                self.made_by.setdefault(d, name)
         return r.digests
 
+    def _note(self, steps: list[Step], digests: dict) -> None:
+        """Key parts and edges of a phase's steps. A blob the plan derived from an
+        earlier phase's result (a kernel's text, a function's part) hangs off the
+        step whose result it was derived from."""
+        from pypto_pipeline.explain import key_parts
+        for s in steps:
+            inputs = {}
+            for inp, ref in s.inputs.items():
+                if ref.step is not None:
+                    inputs[inp] = digests[ref.step][ref.output]
+                    self.edges.append((ref.step, s.name))
+                else:
+                    inputs[inp] = ref.output
+                    up = self.made_by.get(ref.output, self.last_read)
+                    if up is not None:
+                        self.edges.append((up, s.name))
+            self.parts[s.name] = key_parts(s, inputs)
+
     def read(self, digest: str) -> bytes:
+        self.last_read = self.made_by.get(digest, self.last_read)
         data = self.store.get_bytes(digest)
         if data is None and digest in self.producer:
             self.deep = True
@@ -431,16 +471,50 @@ class _Phases:
 _MANAGED_DIRS = ("passes_dump", "ptoas", "ptoas_passes", "kernels", "orchestration")
 _MANAGED_FILES = ("kernel_config.py", "compiled_meta.json", "report/perf_hints.log",
                   "report/diagnostics.log", "report/pipeline_profile.txt",
-                  "report/pipeline_profile.json")
+                  "report/pipeline_profile.json", "report/build_graph.svg")
 
 
-def _finish(out: Path, opts: BuildOptions, records, written: set[str], t0: float) -> None:
-    """The report files, then the removal of what an earlier compile left behind."""
-    write_report(out, records, time.perf_counter() - t0)
+def _impl_files(impls) -> dict[str, dict[str, str]]:
+    """impl digest -> {source file: digest}, for the impls of this build's steps."""
+    from pypto_pipeline import stages
+    files_of = getattr(stages, "impl_files", None)
+    out = {}
+    for impl in sorted(impls):
+        if files_of is not None and impl in _IMPL_OF:
+            out[impl] = files_of(*_IMPL_OF[impl])
+    return out
+
+
+def _finish(out: Path, opts: BuildOptions, records, written: set[str], t0: float,
+            why: dict, edges=None) -> None:
+    """The report files, then the removal of what an earlier compile left behind.
+    Without `edges` (a compile served whole from the store) there is no graph
+    picture: nothing ran."""
+    from pypto_pipeline import explain, picture
+    total = time.perf_counter() - t0
+    write_report(out, records, total)
+    explain.write_explain(out, why)
+    _write_text(out / "report" / "build_trace.json",
+                json.dumps(picture.chrome_trace(records, _start(records)), indent=0))
+    if edges is not None:
+        _write_text(out / "report" / "build_graph.svg", picture.graph_svg(records, sorted(set(edges))))
     if opts.profiling:
-        write_profile(out, records, time.perf_counter() - t0)
+        write_profile(out, records, total)
         written = written | {"report/pipeline_profile.txt", "report/pipeline_profile.json"}
+    if edges is not None:
+        written = written | {"report/build_graph.svg"}
     remove_stale(out, written)
+
+
+def _start(records) -> float:
+    starts = [r.started for r in records if getattr(r, "started", 0.0)]
+    return min(starts) if starts else 0.0
+
+
+def _write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def remove_stale(out: Path, written: set[str]) -> list[str]:

@@ -63,6 +63,7 @@ class TaskRecord:
     seconds: float       # wall time of the action; 0.0 when doit skipped the task
     started: float = 0.0   # time.time() at action start (= finished when skipped)
     finished: float = 0.0  # time.time() when the action returned
+    thread: str = ""       # the thread that ran the action ("" when doit skipped it)
 
 
 @dataclass
@@ -137,8 +138,8 @@ def _execute(ctx: BuildContext, step: Step, **upstream):
     finally:
         _TLS.level = outer
     finished = time.time()
-    ctx.done[step.name] = TaskRecord(step.name, step.stage, status,
-                                     time.perf_counter() - t0, started, finished)
+    ctx.done[step.name] = TaskRecord(step.name, step.stage, status, time.perf_counter() - t0,
+                                     started, finished, threading.current_thread().name)
     return dict(outputs)
 
 
