@@ -2,7 +2,7 @@
 (same discipline as kernel builds: equal C++ gives byte-identical objects)."""
 from __future__ import annotations
 
-from pypto.ptoas.build import INCLUDE_DIR, compile_shared
+from pypto.cxx import INCLUDE_DIR, compile_shared
 
 HOST_FLAGS = ("-std=c++17", "-O1", "-fPIC", "-shared")
 

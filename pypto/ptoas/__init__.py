@@ -2,7 +2,7 @@
 
     compile_pto(text, arch="a2a3", level="level3") -> PtoasResult(.cpp, .pass_dumps)
 
-Passes: parse -> verify -> plan memory (level2 only) -> emit. `build.build_kernel` turns the
+Passes: parse -> verify -> plan memory (level2 only) -> emit. `pypto.cxx.build_kernel` turns the
 C++ into a kernel shared object with the system compiler.
 """
 from __future__ import annotations

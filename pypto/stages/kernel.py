@@ -3,7 +3,7 @@ the tile library headers: pypto/include/pto_sim.hpp)."""
 from __future__ import annotations
 
 from pypto.errors import CodegenError
-from pypto.ptoas.build import build_kernel
+from pypto.cxx import build_kernel
 
 SIM_PLATFORMS = ("a2a3sim", "a5sim")
 

@@ -23,7 +23,7 @@ def need(module: str, name: str):
 
 def build_dir(out: Path, prog, orch: str, platform: str = "a2a3sim", memory_planner=None) -> Path:
     compile_pto = need("pypto.ptoas", "compile_pto")
-    build_kernel = need("pypto.ptoas.build", "build_kernel")
+    build_kernel = need("pypto.cxx", "build_kernel")
     import xxhash
     arch = "a5" if platform.startswith("a5") else "a2a3"
     ids = assign_kernel_ids(prog)

@@ -6,7 +6,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from pypto.ptoas import compile_pto  # noqa: E402
-from pypto.ptoas.build import build_kernel  # noqa: E402
+from pypto.cxx import build_kernel  # noqa: E402
 from abi_helper import Kernel  # noqa: E402
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pypto.ptoas import compile_pto
-from pypto.ptoas.build import KernelBuildError, build_kernel, toolchain_id
+from pypto.cxx import KernelBuildError, build_kernel, toolchain_id
 from pypto.ptoas.parser import parse
 from pypto.ptoas.printer import print_module
 

@@ -100,7 +100,7 @@ def test_runtime_capacity_follows_the_build_arch(tmp_path):
     """A tile at [128 KiB, 192 KiB) of UB: fine on a5 (240 KiB), an error on a2a3 (184 KiB)."""
     from abi_helper import Kernel
     from pypto.ptoas import compile_pto
-    from pypto.ptoas.build import build_kernel
+    from pypto.cxx import build_kernel
 
     p = Pto("hi", [("f32", (128, 128)), ("f32", (128, 128))], arch="a5")
     t = p.tile("t", "vec", "f32", 128, 128, addr=131072)
@@ -131,7 +131,7 @@ def test_module_with_two_functions_exports_each_by_name(tmp_path):
     import ctypes
 
     from pypto.ptoas import compile_pto
-    from pypto.ptoas.build import build_kernel
+    from pypto.cxx import build_kernel
 
     text = (DATA / "quickstart_add_incore_0.pto").read_text()
     body = text[text.index("  func.func"):text.rindex("}")]
@@ -148,7 +148,7 @@ def test_module_with_two_functions_exports_each_by_name(tmp_path):
 def test_library_refuses_a5_only_moves_in_an_a2a3_build(tmp_path):
     from abi_helper import Kernel
     from pypto.ptoas import compile_pto
-    from pypto.ptoas.build import build_kernel
+    from pypto.cxx import build_kernel
 
     p = Pto("fuse", [("f32", (16, 16))], kind="", arch="a5")
     acc, v = p.tile("acc", "acc", "f32", 16, 16), p.tile("v", "vec", "f32", 16, 16)

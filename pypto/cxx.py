@@ -1,4 +1,9 @@
-"""Kernel build: generated C++ -> shared object bytes, with the system C++ compiler.
+"""Builds with the system C++ compiler: generated C++ -> shared object bytes, for the
+kernels (against the tile library in include/) and the host orchestration.
+
+Outside pypto.ptoas on purpose: a kernel build's key covers this module's import
+closure, which must not hold the assembler that wrote the C++ (an edit there that
+leaves the C++ unchanged keeps every kernel build cached).
 
 Builds run in a fresh temporary directory with fixed relative file names and no debug
 info, so the same C++ and toolchain give byte-identical objects (cacheable by content).
@@ -15,7 +20,7 @@ from pathlib import Path
 
 from pypto.toolchain import DEFAULT_CXX, compiler_id
 
-INCLUDE_DIR = Path(__file__).resolve().parent.parent / "include"
+INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 BASE_FLAGS = ("-std=c++17", "-O1", "-fPIC", "-shared")
 CORE_DEFINES = {"aiv": "-D__DAV_VEC__", "vector": "-D__DAV_VEC__",
                 "aic": "-D__DAV_CUBE__", "cube": "-D__DAV_CUBE__"}
