@@ -157,7 +157,7 @@ def plan(prog: str, source: Ref, opts: BuildOptions, out: Path, store, from_spec
             continue
         # per-function passes need to know the functions: run what is pending first
         if steps:
-            digests = yield steps
+            digests = yield _Phase(steps, (cur.step, f"frontend:{prog}"))
             frontend = frontend or digests[f"frontend:{prog}"]["program"]
             steps = []
         text = read(cur.output if cur.step is None else digests[cur.step][cur.output])
@@ -193,14 +193,37 @@ def plan(prog: str, source: Ref, opts: BuildOptions, out: Path, store, from_spec
                 steps.append(_pass_step(name, joined, opts, None, None, (), done, "join", common, {}))
             i = j
         cur = Ref(name, "program")
-    digests = yield steps
+    digests = yield _Phase(steps, (cur.step, f"frontend:{prog}"))
     frontend = frontend or digests[f"frontend:{prog}"]["program"]
     cur = digests[cur.step][cur.output]
     from pypto.language import parse
     final = parse(read(cur).decode("utf-8"), filename="<ir>")
     back, meta = back_steps(prog, final, opts, out, store)
-    yield back
+    yield _Phase(back, None)
     return dict(meta, frontend=frontend)
+
+
+class _Phase(list):
+    """The steps of one phase; `exits` names the steps whose results the plan reads
+    to lay out the next phase (None: the last phase, nothing is read after it)."""
+
+    def __init__(self, steps, exits):
+        super().__init__(steps)
+        self.exits = None if exits is None else tuple(e for e in exits if e)
+
+
+def needed(steps: list[Step], wanted) -> list[Step]:
+    """The steps `wanted` (names) depend on, themselves included, in the given order."""
+    by_name = {s.name: s for s in steps}
+    keep, todo = set(), [w for w in wanted if w in by_name]
+    while todo:
+        name = todo.pop()
+        if name in keep:
+            continue
+        keep.add(name)
+        todo.extend(r.step for r in by_name[name].inputs.values()
+                    if r.step is not None and r.step in by_name)
+    return [s for s in steps if s.name in keep]
 
 
 def _read_or_fail(store, digest: str) -> bytes:
@@ -322,7 +345,8 @@ def _relative(out: Path, target: str) -> str:
 
 
 def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *,
-          from_spec: bool = False, store=None, jobs: int | None = None) -> Build:
+          from_spec: bool = False, store=None, jobs: int | None = None,
+          progress=None) -> Build:
     """Run the whole graph for one program, phase by phase; return what it built.
 
     Fast path: when the whole compile's key hits, its recorded artifacts are
@@ -341,6 +365,8 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
     if hit is not None:
         if _materialize_all(store, out, hit) and store.verify(hit["meta"]["frontend"]):
             records = [_Cached(name, stage) for name, stage in hit["tasks"]]
+            if progress is not None:
+                progress.served_whole(len(records))
             _finish(out, opts, records, set(hit["outputs"]), t0, {"ran": [], "cached": len(records)})
             return Build(out, records, _text(store, hit["meta"]["frontend"]))
         damaged = True                 # an object it names is gone: check every one
@@ -348,8 +374,8 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
     from pypto_pipeline import explain
     before = explain.load_keys(out)     # this directory's last build, to say why tasks ran
     preload()
-    progress = None
-    if os.environ.get("PYPTO_PROGRESS", "").strip() not in ("", "0"):
+    own_progress = progress is None and _progress_env()
+    if own_progress:
         from pypto_pipeline.progress import Progress
         progress = Progress(sys.stderr)
     phases = _Phases(run_steps, store, str(out / "report" / ".doit.db"), jobs,
@@ -374,7 +400,7 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
             steps = gen.send(digests)
     except StopIteration as stop:
         meta = stop.value
-    if progress:
+    if own_progress:
         progress.summary()
     for rel, text in diagnostics_reports(phases.read, found).items():
         outputs[rel] = store.put_bytes(text)
@@ -390,6 +416,60 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
     store.put_action(pkey, {"outputs": outputs, "executable": sorted(executable),
                             "tasks": [[r.name, r.stage] for r in records], "meta": meta})
     return Build(out, records, phases.read(meta["frontend"]).decode("utf-8"))
+
+
+def _progress_env() -> bool:
+    return os.environ.get("PYPTO_PROGRESS", "").strip() not in ("", "0")
+
+
+class TargetNotFound(ValueError):
+    """No task of the program writes the artifact asked for."""
+
+
+def build_partial(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *,
+                  target: str | None = None, listing: list | None = None,
+                  from_spec: bool = False, store=None, jobs: int | None = None,
+                  progress=None) -> Build:
+    """Build only what `target` (a file path) needs: each phase before the one holding
+    its task runs only the steps the next phase is laid out from, and that phase only
+    the target's own ancestors; nothing after it. With `listing`, every phase's steps
+    are appended to it as (name, stage, target files) and only what laying out the
+    next phase needs is built. The whole-compile record is neither read nor written."""
+    from pypto_cache import open_store
+    from pypto_pipeline.run import run_steps
+    store = store if store is not None else open_store()
+    out = Path(output_dir)
+    (out / "report").mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    src = store.put_bytes(source)
+    preload()
+    want = os.path.abspath(target) if target else None
+    phases = _Phases(run_steps, store, str(out / "report" / ".doit.db"), jobs or jobs_default(),
+                     progress.record if progress else None, False)
+    gen = plan(prog_name, Ref.blob(src), opts, out, store, from_spec, read=phases.read)
+    phase, hit = next(gen), None
+    try:
+        while True:
+            if listing is not None:
+                listing.extend((s.name, s.stage, list(s.targets.values())) for s in phase)
+            if want is not None:
+                hit = next((s for s in phase
+                            if want in (os.path.abspath(t) for t in s.targets.values())), None)
+                if hit is not None:
+                    phases.run(needed(phase, [hit.name]))
+                    break
+            if phase.exits is None:
+                break
+            phase = gen.send(phases.run(needed(phase, phase.exits)))
+    except StopIteration:
+        pass
+    gen.close()
+    if want is not None and hit is None:
+        raise TargetNotFound(f"no task of {prog_name} writes {target}; the tasks and their "
+                             f"files: pypto build <file> --list")
+    records = phases.records()
+    write_report(out, records, time.perf_counter() - t0)
+    return Build(out, records, "")
 
 
 class _Phases:

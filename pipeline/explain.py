@@ -100,6 +100,13 @@ def explain(records, parts: dict[str, dict], before: dict, impl_files: dict) -> 
     return {"ran": ran, "cached": sum(1 for r in records if r.status != "ran")}
 
 
+def load_explain(out: Path) -> dict:
+    try:
+        return json.loads((Path(out) / EXPLAIN_FILE).read_text())
+    except (OSError, ValueError):
+        return {"ran": [], "cached": 0}
+
+
 def write_explain(out: Path, data: dict) -> None:
     _write_json(Path(out) / EXPLAIN_FILE, data)
 

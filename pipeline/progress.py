@@ -21,6 +21,12 @@ class Progress:
     def record(self, rec) -> None:
         self.line(rec.stage, rec.name, rec.status, rec.seconds)
 
+    def served_whole(self, n: int) -> None:
+        """A compile served whole from the store: n tasks cached, one line for all."""
+        self.counts["cached"] += n
+        self.out.write(f"cached all {n} tasks (the whole compile was in the store)\n")
+        self.out.flush()
+
     def summary(self) -> None:
         c = self.counts
         self.out.write(f"-- {c['ran']} ran, {c['cached']} cached"

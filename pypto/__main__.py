@@ -1,0 +1,6 @@
+"""python -m pypto build FILES... (see pypto.cli)"""
+import sys
+
+from pypto.cli import main
+
+sys.exit(main())
