@@ -9,8 +9,8 @@ Host statements print no marker (moving them must not change the canonical text)
 synthetic text (`<ir>`, `<jit>`: what build steps parse) a position on such a line maps
 to the nearest *enclosing* marker instead: the closest line above it that is indented
 less and carries one (its `with pl.at(...)`/loop header, else its function's `def`
-line), so no error and no IR node read from build-step text names `<ir>`. This module
-is part of the stages' code digest (language/**), so a change here rebuilds them.
+line), so no error and no IR node read from build-step text names `<ir>`. The parser,
+and so this module, is in every IR stage's code digest: a change here rebuilds them.
 """
 from __future__ import annotations
 
@@ -101,15 +101,33 @@ class SourceMap:
     def __init__(self, text: str, markers: dict[int, Span] | None = None):
         self.markers = scan_markers(text) if markers is None else markers
         self._text = text
-        self._indents: list[int | None] | None = None
+        self._parent: list[int] | None = None
+        self._if_of: dict[int, int] = {}              # `else:` line -> its `if` line
+        self._memo: dict[int, Span | None] = {}
 
-    def _indent_table(self) -> list[int | None]:
-        if self._indents is None:
-            table: list[int | None] = [None]          # 1-based
-            for ln in self._text.splitlines():
-                table.append(len(ln) - len(ln.lstrip(" \t")) if ln.strip() else None)
-            self._indents = table
-        return self._indents
+    def _parents(self) -> list[int]:
+        """Per line (1-based): the line it sits in -- the closest line above it that is
+        indented less (0: none; blank lines have none). An `else:` line stands for its
+        `if` (the line above it on its indentation). One pass with a stack of open lines."""
+        if self._parent is None:
+            lines = self._text.splitlines()
+            parent = [0] * (len(lines) + 1)
+            stack: list[tuple[int, int]] = []          # (indent, line), indents increasing
+            for n, ln in enumerate(lines, 1):
+                if not ln.strip():
+                    continue
+                ind = len(ln) - len(ln.lstrip(" \t"))
+                same = 0
+                while stack and stack[-1][0] >= ind:
+                    if stack[-1][0] == ind:
+                        same = stack[-1][1]
+                    stack.pop()
+                parent[n] = stack[-1][1] if stack else 0
+                if ln.strip() == "else:" and same:
+                    self._if_of[n] = same
+                stack.append((ind, n))
+            self._parent = parent
+        return self._parent
 
     def at(self, line: int) -> Span | None:
         if not self.markers:
@@ -117,28 +135,15 @@ class SourceMap:
         own = self.markers.get(line)
         if own is not None:
             return own
-        table = self._indent_table()
-        if not 0 < line < len(table) or table[line] is None:
+        parent = self._parents()
+        if not 0 < line < len(parent):
             return None
-        depth = table[line]
-        for ln in range(line - 1, 0, -1):
-            ind = table[ln]
-            if ind is None or ind >= depth:
-                continue
-            span = self.markers.get(ln)
-            if span is not None:
-                return span
-            # a header without a marker: look further out; `else:` belongs to the `if`
-            # on its own indentation
-            depth = ind + 1 if self._text_line(ln).strip() == "else:" else ind
-            if depth == 0:
-                return None
-        return None
-
-    def _text_line(self, line: int) -> str:
-        if not hasattr(self, "_lines"):
-            self._lines = self._text.splitlines()
-        return self._lines[line - 1]
+        if line not in self._memo:
+            p = parent[line]
+            p = self._if_of.get(p, p)
+            # a header without a marker (a host loop, an if): look further out
+            self._memo[line] = None if p == 0 else self.at(p)
+        return self._memo[line]
 
 
 def remap_error(err, text, synthetic: str = "<ir>"):
