@@ -1,17 +1,18 @@
 """Benchmark of the build graph (a script, not a test): prints one table.
 
-    .venv/bin/python bench/bench_graph.py [--repeat N] [--keep]
+    .venv/bin/python bench/bench_graph.py [--repeat N] [--sizes 8,32,96] [--keep]
 
 Measured side by side in one run, each compile in a FRESH process (a child of this
 script) unless it says in-process; for each, the seconds of the compile call inside
 that process and the wall time of the whole process (interpreter start, imports).
 
-  8-kernel program (tests/graph/graph_helpers.py, one 64x64 fp32 elementwise op each):
+  N-kernel programs, N in --sizes (tests/graph/graph_helpers.py, one 64x64 fp32
+  elementwise op each):
     cold            empty store, PYPTO_JOBS=2
-    cold jobs=1     empty store, PYPTO_JOBS=1            -> jobs=2 speed-up
+    cold jobs=1     empty store, PYPTO_JOBS=1 (smallest N)  -> jobs=2 speed-up
     warm            new process, new output dir, same store
     no-op           new process, the same output dir again
-    edit k3         one token of one kernel changed (pl.maximum -> pl.sub), new dir
+    edit k3         one token of one kernel changed, new dir (best of --repeat edits)
     damaged store   a copy of the warm store with a third of its objects truncated,
                     bit-flipped, deleted or swapped: the compile that heals it
   doit's own cost per task: pipeline.run.run_steps on N trivial module-level steps,
@@ -203,10 +204,50 @@ def doit_overhead(tmp: Path, chains: int = 10, length: int = 20) -> dict:
             "warm": min(warm) / n * 1e3}
 
 
+def measure_size(tmp: Path, n: int, repeat: int, row) -> dict:
+    """cold / warm / no-op / one-kernel edit for the generated n-kernel program."""
+    from graph_helpers import write_program
+    d = tmp / f"n{n}"
+    prog = write_program(d / "prog.py", n)
+    store = d / "store"
+    cold_s, cold_w = compile_child(prog, [d / "cold"], store, PYPTO_JOBS=2)
+    ran_, total = count(d / "cold")
+    row(f"{n} kernels: cold (jobs=2)", cold_s[0], cold_w, f"{ran_}/{total} tasks ran")
+    warm = [compile_child(prog, [d / f"warm{i}"], store) for i in range(repeat)]
+    warm_s, warm_w = best(warm)
+    row(f"{n} kernels: warm (new process, new dir)", warm_s, warm_w,
+        f"{count(d / 'warm0')[0]}/{count(d / 'warm0')[1]} tasks ran")
+    noop = [compile_child(prog, [d / "warm0", d / "warm0"], store) for _ in range(repeat)]
+    noop_s, noop_w = best(noop)
+    row(f"{n} kernels: no-op (same dir again)", noop_s, noop_w,
+        f"{count(d / 'warm0')[0]}/{count(d / 'warm0')[1]} tasks ran")
+    noop_in = min(r[0][1] for r in noop)
+    row(f"{n} kernels: no-op again in-process", noop_in, None, "2nd ir.compile, same dir")
+    # the same one-token edit of k3 at every size (fresh process, same store), best of
+    # `repeat` alternating edits so each measured compile really has one kernel to redo
+    edits = []
+    for i in range(repeat):
+        op = "pl.sub(ta, tb)" if i % 2 == 0 else "pl.maximum(ta, tb)"
+        write_program(prog, n, ops={"k3": op})
+        edits.append(compile_child(prog, [d / f"edit{i}"], store))
+    write_program(prog, n)
+    edit_s, edit_w = min(edits, key=lambda r: r[0][0])
+    i_best = edits.index((edit_s, edit_w))
+    recs = json.loads((d / f"edit{i_best}" / "report" / "tasks.json").read_text())
+    back = [r for r in recs if r["stage"] in ("pto", "ptoas", "kernel") and r["status"] == "ran"]
+    row(f"{n} kernels: one-kernel edit (k3)", edit_s[0], edit_w,
+        f"{count(d / f'edit{i_best}')[0]}/{len(recs)} ran, {len(back)} of them pto/ptoas/kernel")
+    return {"prog": prog, "prog0": prog, "store": store, "cold": (cold_s, cold_w),
+            "total": total, "warm": (warm_s, warm_w), "noop": (noop_s, noop_w),
+            "noop_in": noop_in, "edit": edit_s, "cold_dir": d / "cold"}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3, help="repeats of the cheap rows (best of)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    ap.add_argument("--sizes", default="8,32,96",
+                    help="kernel counts of the generated program (default 8,32,96)")
     ap.add_argument("--child", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -224,39 +265,30 @@ def main() -> int:
 
     load0 = os.getloadavg()
     try:
-        prog = write_program(tmp / "eight" / "prog.py", 8)
-        store = tmp / "store"
-        # cold, jobs=2 and jobs=1 (each its own empty store)
-        cold_s, cold_w = compile_child(prog, [tmp / "cold"], store, PYPTO_JOBS=2)
-        ran_, total = count(tmp / "cold")
-        row("8 kernels: cold (jobs=2)", cold_s[0], cold_w, f"{ran_}/{total} tasks ran")
-        j1_s, j1_w = compile_child(prog, [tmp / "cold_j1"], tmp / "store_j1", PYPTO_JOBS=1)
-        row("8 kernels: cold (jobs=1)", j1_s[0], j1_w, f"{count(tmp / 'cold_j1')[0]} tasks ran")
-        warm = [compile_child(prog, [tmp / f"warm{i}"], store) for i in range(args.repeat)]
-        warm_s, warm_w = best(warm)
-        row("8 kernels: warm (new process, new dir)", warm_s, warm_w,
-            f"{count(tmp / 'warm0')[0]}/{count(tmp / 'warm0')[1]} tasks ran")
-        noop = [compile_child(prog, [tmp / "warm0", tmp / "warm0"], store)
-                for _ in range(args.repeat)]
-        noop_s, noop_w = best(noop)
-        row("8 kernels: no-op (same dir again)", noop_s, noop_w,
-            f"{count(tmp / 'warm0')[0]}/{count(tmp / 'warm0')[1]} tasks ran")
-        noop_in = min(r[0][1] for r in noop)
-        row("8 kernels: no-op again in-process", noop_in, None, "2nd ir.compile, same dir")
-        write_program(prog, 8, ops={"k3": "pl.sub(ta, tb)"})
-        edit_s, edit_w = compile_child(prog, [tmp / "edit"], store)
-        recs = json.loads((tmp / "edit" / "report" / "tasks.json").read_text())
-        back = [r for r in recs if r["stage"] in ("pto", "ptoas", "kernel") and r["status"] == "ran"]
-        row("8 kernels: one-kernel edit (k3)", edit_s[0], edit_w,
-            f"{count(tmp / 'edit')[0]}/{len(recs)} ran, {len(back)} of them pto/ptoas/kernel")
+        sizes = [int(x) for x in args.sizes.split(",")]
+        per_n: dict[int, dict] = {}
+        for n in sizes:
+            per_n[n] = measure_size(tmp, n, args.repeat, row)
+        m8 = per_n[sizes[0]]
+        prog, store = m8["prog"], m8["store"]
+        cold_s, cold_w = m8["cold"]
+        total = m8["total"]
+        warm_s, warm_w = m8["warm"]
+        noop_s, noop_w = m8["noop"]
+        noop_in = m8["noop_in"]
+        edit_s = m8["edit"]
+        # jobs=1 for the speed-up figure (smallest size only)
+        j1_s, j1_w = compile_child(m8["prog0"], [tmp / "cold_j1"], tmp / "store_j1", PYPTO_JOBS=1)
+        row(f"{sizes[0]} kernels: cold (jobs=1)", j1_s[0], j1_w,
+            f"{count(tmp / 'cold_j1')[0]} tasks ran")
 
         # a third of the warm store's objects damaged: the compile that heals it
         from graph_helpers import artifacts, copy_store, damage
         hstore = copy_store(store, tmp / "store_damaged")
         hurt = damage(hstore, "mixed", 1 / 3, seed=9)
         heal_s, heal_w = compile_child(prog, [tmp / "heal"], hstore)
-        same = artifacts(tmp / "heal") == artifacts(tmp / "edit")
-        row("8 kernels: 1/3 of the store damaged", heal_s[0], heal_w,
+        same = artifacts(tmp / "heal") == artifacts(m8["cold_dir"])
+        row(f"{sizes[0]} kernels: 1/3 of the store damaged", heal_s[0], heal_w,
             f"{hurt} objects; {count(tmp / 'heal')[0]}/{count(tmp / 'heal')[1]} ran; "
             f"artifacts {'identical' if same else 'DIFFER'}")
 
@@ -318,6 +350,14 @@ def main() -> int:
           f"in-process again = {noop_in * 1e3 / max(total, 1):.2f} ms/task over {total} tasks "
           f"(toy runner: {toy['noop']:.2f} ms/task)")
     print(f"one-kernel edit / cold           {edit_s[0] / cold_s[0] * 100:6.1f} %")
+    if len(sizes) > 1:
+        lo, hi = per_n[sizes[0]], per_n[sizes[-1]]
+        print(f"one-kernel edit N={sizes[-1]} : N={sizes[0]}     "
+              f"{hi['edit'][0] / lo['edit'][0]:6.2f} x   (goal <= 1.5 x; "
+              f"{hi['edit'][0] * 1e3:.0f} ms vs {lo['edit'][0] * 1e3:.0f} ms)")
+        print(f"warm (unchanged) N={sizes[-1]} : N={sizes[0]}    "
+              f"{hi['warm'][0] / lo['warm'][0]:6.2f} x   ({hi['warm'][0] * 1e3:.0f} ms vs "
+              f"{lo['warm'][0] * 1e3:.0f} ms inside ir.compile; goals 20 and 10 ms)")
     print(f"heal 1/3 damaged store / cold    {heal_s[0] / cold_s[0] * 100:6.1f} %")
     print(f"load average 1/5/15 min: before {fmt_load(load0)}, after {fmt_load(load1)}; "
           f"{os.cpu_count()} CPUs")

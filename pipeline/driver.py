@@ -551,7 +551,8 @@ class _Phases:
 _MANAGED_DIRS = ("passes_dump", "ptoas", "ptoas_passes", "kernels", "orchestration")
 _MANAGED_FILES = ("kernel_config.py", "compiled_meta.json", "report/perf_hints.log",
                   "report/diagnostics.log", "report/pipeline_profile.txt",
-                  "report/pipeline_profile.json", "report/build_graph.svg")
+                  "report/pipeline_profile.json", "report/build_graph.svg",
+                  "report/build_trace.json")
 
 
 def _impl_files(impls) -> dict[str, dict[str, str]]:
@@ -568,21 +569,21 @@ def _impl_files(impls) -> dict[str, dict[str, str]]:
 def _finish(out: Path, opts: BuildOptions, records, written: set[str], t0: float,
             why: dict, edges=None) -> None:
     """The report files, then the removal of what an earlier compile left behind.
-    Without `edges` (a compile served whole from the store) there is no graph
-    picture: nothing ran."""
+    Without `edges` (a compile served whole from the store) there are no pictures of
+    the build (nothing ran); those of an earlier build here are removed."""
     from pypto_pipeline import explain, picture
     total = time.perf_counter() - t0
     write_report(out, records, total)
     explain.write_explain(out, why)
-    _write_text(out / "report" / "build_trace.json",
-                json.dumps(picture.chrome_trace(records, _start(records)), indent=0))
-    if edges is not None:
+    if edges is not None:         # the pictures of a build that ran (the C encoder: no indent)
+        _write_text(out / "report" / "build_trace.json",
+                    json.dumps(picture.chrome_trace(records, _start(records))))
         _write_text(out / "report" / "build_graph.svg", picture.graph_svg(records, sorted(set(edges))))
     if opts.profiling:
         write_profile(out, records, total)
         written = written | {"report/pipeline_profile.txt", "report/pipeline_profile.json"}
     if edges is not None:
-        written = written | {"report/build_graph.svg"}
+        written = written | {"report/build_graph.svg", "report/build_trace.json"}
     remove_stale(out, written)
 
 

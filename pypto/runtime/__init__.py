@@ -11,16 +11,37 @@
 Importing this package is cheap: numpy and torch are imported only when tensors are
 touched.
 """
-from .bench import BenchmarkResult, benchmark
-from .compiled import CompiledProgram
-from .config import RunConfig
-from .errors import (ArtifactError, DeviceUnavailableError, DigestMismatchError,
-                     KernelExecutionError, OrchestrationError, PlatformMismatchError,
-                     SimulatorError)
-from .harness import GoldenMismatchError, OutputCheck, RunResult, run
-from .records import RunRecord, TaskRecord
-from .tensors import DeviceTensor
-from .worker import ChipWorker, RegistrationHandle, current_worker
+import importlib
+
+# name -> submodule: loaded on first use, so `from pypto.runtime import RunConfig`
+# (or ir.compile handing back a CompiledProgram) does not import the whole runtime
+_WHERE = {
+    "BenchmarkResult": "bench", "benchmark": "bench",
+    "CompiledProgram": "compiled", "RunConfig": "config",
+    "ArtifactError": "errors", "DeviceUnavailableError": "errors",
+    "DigestMismatchError": "errors", "KernelExecutionError": "errors",
+    "OrchestrationError": "errors", "PlatformMismatchError": "errors",
+    "SimulatorError": "errors",
+    "GoldenMismatchError": "harness", "OutputCheck": "harness", "RunResult": "harness",
+    "run": "harness",
+    "RunRecord": "records", "TaskRecord": "records",
+    "DeviceTensor": "tensors",
+    "ChipWorker": "worker", "RegistrationHandle": "worker", "current_worker": "worker",
+}
+
+
+def __getattr__(name):
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'pypto.runtime' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{where}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_WHERE))
+
 
 __all__ = [
     "RunConfig", "ChipWorker", "DeviceTensor", "CompiledProgram", "RegistrationHandle",
