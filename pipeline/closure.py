@@ -8,9 +8,10 @@ of the tree and recompute. Conservative on purpose:
 - importing a submodule counts its parent packages' __init__.py (they run first);
 - `from pkg import name` counts pkg.name when that is a module;
 - `importlib.import_module(...)` / `__import__(...)` with a literal name counts that
-  module; with a computed name it counts every module its literal prefix can name
-  (an f-string's leading text; nothing literal: the whole project), unless the
-  caller binds that prefix to the modules it knows are loaded (see `closure`).
+  module (`__name__` and `__package__` are known literals); with a computed name it
+  counts every module its literal prefix can name (an f-string's leading text;
+  nothing literal: the whole project), unless the caller binds that prefix to the
+  modules it knows are loaded (see `closure`).
 Nothing is imported or executed: files are read and parsed.
 """
 from __future__ import annotations
@@ -60,15 +61,14 @@ def python_facts(data: bytes, module: str, is_package: bool) -> Facts:
                 imports.add(base)
                 imports.update(f"{base}.{a.name}" for a in node.names if a.name != "*")
         elif isinstance(node, ast.Call) and _is_import_call(node.func) and node.args:
-            arg = node.args[0]
-            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                name = arg.value
-                if name.startswith("."):
-                    stripped = name.lstrip(".")
-                    name = _absolute(stripped, len(name) - len(stripped), package)
-                imports.add(name)
+            name, whole = _leading_text(node.args[0], {"__name__": module, "__package__": package})
+            if not whole:
+                dynamic.add(name)
+            elif name.startswith("."):
+                stripped = name.lstrip(".")
+                imports.add(_absolute(stripped, len(name) - len(stripped), package))
             else:
-                dynamic.add(_literal_prefix(arg))
+                imports.add(name)
     return Facts(file_digest(data), tuple(sorted(imports)), tuple(sorted(dynamic)))
 
 
@@ -92,20 +92,32 @@ def _is_import_call(func) -> bool:
     return name in ("import_module", "__import__")
 
 
-def _literal_prefix(arg) -> str:
-    """f"pypto.passes.{mod}" -> "pypto.passes."; anything not literal -> "" (all)."""
+def _leading_text(arg, known: dict[str, str]) -> tuple[str, bool]:
+    """The text a module-name expression starts with, and whether that is all of it:
+    literals, f-strings and `+` of them, with the module's own `__name__` and
+    `__package__` known. f"{__name__}.{where}" in pypto.runtime -> ("pypto.runtime.",
+    False); a name computed from anything else -> ("", False): every module."""
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return arg.value, True
+    if isinstance(arg, ast.Name) and arg.id in known:
+        return known[arg.id], True
     if isinstance(arg, ast.JoinedStr):
         out = []
         for v in arg.values:
-            if not (isinstance(v, ast.Constant) and isinstance(v.value, str)):
-                break
-            out.append(v.value)
-        return "".join(out)
+            if isinstance(v, ast.FormattedValue) and v.conversion == -1 and v.format_spec is None:
+                v = v.value
+            text, whole = _leading_text(v, known)
+            out.append(text)
+            if not whole:
+                return "".join(out), False
+        return "".join(out), True
     if isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Add):
-        left = arg.left
-        if isinstance(left, ast.Constant) and isinstance(left.value, str):
-            return left.value
-    return ""
+        left, whole = _leading_text(arg.left, known)
+        if not whole:
+            return left, False
+        right, whole = _leading_text(arg.right, known)
+        return left + right, whole
+    return "", False
 
 
 class ContentFacts:

@@ -18,15 +18,11 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 from pypto import dtype as dt
 from pypto.codegen.common import Names, fail, safe_file_name
 from pypto.ir.nodes import (DynDim, FunctionType, MemorySpace, ParamDirection, Program,
                             ScalarType, TensorType, TileType)
-
-IMPL_FILES = tuple(str(Path(p).resolve()) for p in (
-    __file__, Path(__file__).with_name("common.py"), dt.__file__))
 
 ORCHESTRATION_ENTRY = "pypto_orchestration_entry"
 SCHEMA = 1

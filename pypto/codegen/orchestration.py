@@ -34,17 +34,12 @@ Equal input gives byte-identical text. Anything else raises CodegenError with a 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 from pypto import dtype as dt
 from pypto.codegen.common import Names, fail, scalar_bits
 from pypto.ir.nodes import (ArgDir, Assign, BinOp, Call, Const, Eval, For, FunctionType, If,
                             InCoreScope, ParamDirection, Program, Return, RuntimeScope,
                             ScalarType, TensorType, TupleExpr, TupleType, Var, Yield)
-
-IMPL_FILES = tuple(str(Path(p).resolve()) for p in (
-    __file__, Path(__file__).with_name("common.py"), dt.__file__,
-    Path(__file__).resolve().parent.parent / "include" / "pypto_abi.h"))
 
 ENTRY = "pypto_orchestration_entry"
 

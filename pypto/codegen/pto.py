@@ -77,7 +77,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from pypto import dtype as dt
 from pypto.codegen.common import Names, c_string, fail, mlir_float
@@ -86,9 +85,6 @@ from pypto.ir.layout import tile_layout, tile_rows_cols
 from pypto.ir.nodes import (Assign, BinOp, Call, Const, DynDim, Eval, For, FunctionType, If,
                             MemorySpace, Program, PtrType, Return, ScalarType, TensorType,
                             TileType, TupleExpr, Var, Yield)
-
-IMPL_FILES = tuple(str(Path(p).resolve()) for p in (
-    __file__, Path(__file__).with_name("common.py"), _layout.__file__, dt.__file__))
 
 # ----------------------------------------------------------------------------- op tables
 BINARY_OPS = {"tile.add": "tadd", "tile.sub": "tsub", "tile.mul": "tmul", "tile.div": "tdiv",

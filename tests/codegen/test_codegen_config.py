@@ -3,13 +3,11 @@ from __future__ import annotations
 
 import ast
 import json
-from pathlib import Path
 
 import pytest
 
 import cg_programs as P
 from pypto import dtype as dt
-from pypto.codegen import IMPL_FILES
 from pypto.codegen.config import (assign_kernel_ids, compiled_meta_text, core_type,
                                   default_kernel_entries, kernel_config_text)
 from pypto.errors import CodegenError
@@ -138,14 +136,6 @@ def test_errors():
     # a program without an orchestration still gets a meta (no parameters)
     meta = json.loads(compiled_meta_text(P.softmax(), "", "a2a3sim", "Ascend910B", "tensormap_and_ringbuffer"))
     assert meta["params"] == [] and meta["num_return_types"] == 0
-
-
-def test_impl_files_exist():
-    assert set(IMPL_FILES) == {"pto", "orchestration", "config"}
-    for files in IMPL_FILES.values():
-        assert files and all(Path(f).is_file() for f in files)
-    assert any(f.endswith("layout.py") for f in IMPL_FILES["pto"])
-    assert any(f.endswith("pypto_abi.h") for f in IMPL_FILES["orchestration"])
 
 
 def test_enum_options_are_written_as_their_values():

@@ -44,6 +44,41 @@ def _copy_tree(dst: Path) -> Path:
     return dst
 
 
+def test_scanner_counts_every_kind_of_import(tmp_path):
+    pkg = tmp_path / "pypto"
+    for rel, text in {
+        "__init__.py": "",
+        "a/__init__.py": "",
+        "a/m.py": textwrap.dedent('''
+            from . import sib
+            from .sub import thing
+            def lazy():
+                import pypto.b.deep
+                from pypto.c import mod, NAME
+            def load(where, anything):
+                import importlib
+                importlib.import_module(f"{__name__}.x.{where}")   # pypto.a.m.x.*: none
+                importlib.import_module(f"pypto.d.{where}")
+                importlib.import_module(__package__ + ".lit")
+        '''),
+        "a/sib.py": "", "a/sub.py": "", "a/lit.py": "", "a/unused.py": "",
+        "b/__init__.py": "", "b/deep.py": "",
+        "c/__init__.py": "NAME = 1\n", "c/mod.py": "", "c/other.py": "",
+        "d/__init__.py": "", "d/p1.py": "", "d/p2.py": "import pypto.c.other\n",
+    }.items():
+        (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / rel).write_text(text)
+    tree = Tree({"pypto": pkg})
+    got = lambda **kw: {tree.label(p) for p in tree.closure(["pypto.a.m"], **kw)}  # noqa: E731
+    common = {"pypto/__init__.py", "pypto/a/__init__.py", "pypto/a/m.py", "pypto/a/sib.py",
+              "pypto/a/sub.py", "pypto/a/lit.py", "pypto/b/__init__.py", "pypto/b/deep.py",
+              "pypto/c/__init__.py", "pypto/c/mod.py", "pypto/d/__init__.py"}
+    # unbound: every module the computed name can be (and what they import)
+    assert got() == common | {"pypto/d/p1.py", "pypto/d/p2.py", "pypto/c/other.py"}
+    # bound to the one the caller knows is loaded
+    assert got(bind={"pypto.d.": ["pypto.d.p1"]}) == common | {"pypto/d/p1.py"}
+
+
 def test_allocate_memory_addr_covers_memory_reuse():
     tree = _root()
     files = _labels(tree, stage_files(tree, "pass", "allocate_memory_addr"))
