@@ -46,7 +46,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench_impl_") as tmp:
         tmp = Path(tmp)
         for folder in ("pypto", "pipeline", "cache"):
-            shutil.copytree(ROOT / folder, tmp / folder, ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(ROOT / folder, tmp / folder,
+                            ignore=shutil.ignore_patterns("__pycache__"))
         shim = tmp / "shim"       # the copy's cache/ and pipeline/ under their import names
         shim.mkdir()
         (shim / "pypto_cache").symlink_to(tmp / "cache")
@@ -72,7 +73,8 @@ def main() -> None:
             past = time.time() - 10
             os.utime(edited, (past, past))
             rows["after edit"].append(child())
-        print(f"stage_impl of every stage, one fresh process each (ms; load {os.getloadavg()[0]:.1f})")
+        load = os.getloadavg()[0]
+        print(f"stage_impl of every stage, one fresh process each (ms; load {load:.1f})")
         for name, v in rows.items():
             print(f"  {name:11s} best {min(v):7.1f}   median {statistics.median(v):7.1f}")
         print(f"  warm / cold: {min(rows['warm']) / min(rows['cold']):.1%}")

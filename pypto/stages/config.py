@@ -22,7 +22,8 @@ def config_stage(inputs: dict, options: dict) -> dict:
     out["meta"] = compiled_meta_text(prog, options["orchestration"], options["platform"],
                                      options["backend_type"], options["runtime"]).encode("utf-8")
     if options["kernels"] is not None:
-        kernels = [dict(k, digest=digest_bytes(inputs[f"so:{k['name']}"])) for k in options["kernels"]]
+        kernels = [dict(k, digest=digest_bytes(inputs[f"so:{k['name']}"]))
+                   for k in options["kernels"]]
         out["config"] = kernel_config_text(prog, options["orchestration"], kernels,
                                            options["runtime"], options["platform"]).encode("utf-8")
     return out

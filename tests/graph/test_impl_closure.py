@@ -24,7 +24,8 @@ from graph_helpers import ROOT, import_file, mentions, pass_index, pass_order, w
 
 FOLDERS = ("pypto", "pipeline", "cache")
 MODULE = {p.name: p.module_name for p in ALL_PASSES}
-BASE = {"verify": "basic", "explicit": False, "backend_type": "Ascend910B", "memory_planner": "PYPTO"}
+BASE = {"verify": "basic", "explicit": False, "backend_type": "Ascend910B",
+        "memory_planner": "PYPTO"}
 
 
 @functools.cache
@@ -114,7 +115,8 @@ def _lower(tmp_path):
     done = []
     for p in pipeline(PassOptions()):
         before[p.name] = text
-        text = STAGE_FNS["pass"]({"program": text}, dict(BASE, **{"pass": p.name, "done": list(done)}))["program"]
+        opts = dict(BASE, **{"pass": p.name, "done": list(done)})
+        text = STAGE_FNS["pass"]({"program": text}, opts)["program"]
         done.append(p.name)
     from pypto.language import parse
     final = parse(text.decode())
@@ -122,7 +124,8 @@ def _lower(tmp_path):
     kernel = print_program(Program(final.name, [k], final.source)).encode()
     pto_opts = {"kernel": k.name, "arch": "a2a3", "emit_loc": True, "memory_planner": "PYPTO"}
     pto = STAGE_FNS["pto"]({"kernel": kernel}, pto_opts)["pto"]
-    cpp = STAGE_FNS["ptoas"]({"pto": pto}, {"arch": "a2a3", "level": "level3", "dump": False})["cpp"]
+    cpp = STAGE_FNS["ptoas"]({"pto": pto}, {"arch": "a2a3", "level": "level3",
+                                            "dump": False})["cpp"]
     return before, done, kernel, pto_opts, pto, cpp, final
 
 
@@ -193,7 +196,8 @@ def test_static_closure_covers_what_a_stage_imports(tmp_path):
         if stage == "pass":       # the lazy registry loaded that pass (and what it imports) only
             passes = {p.stem for p in loaded if p.parent.name == "passes"} - {"__init__", "base",
                                                                                 "verify"}
-            assert passes == {extra} | ({"memory_reuse"} if extra == "allocate_memory_addr" else set())
+            imported = {"memory_reuse"} if extra == "allocate_memory_addr" else set()
+            assert passes == {extra} | imported
 
 
 def _pass_digests(copy: Path, memo: ContentFacts) -> dict[str, str]:
