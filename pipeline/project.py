@@ -15,7 +15,8 @@ Tasks of a program P (its folder is <output>/P):
   build:P          every artifact of P (the last phase's group; `doit list` shows it)
   build            every program
   _phase<k>:P      phase k: only the steps phase k+1 is laid out from (`doit list -p`)
-  <stage>:P:...    the steps, named as `pypto build --list` names them (`doit list --all`)
+  <stage>:<name>:...  the steps, named as `pypto build --list` names them, after the
+                   program's name (`doit list --all`)
 
 A phase's tasks are created once the phase before it ran (which kernels exist is known
 only after outlining). Asking for one file runs only that program's chain: each phase's
@@ -110,7 +111,7 @@ class _Program:
         self.stages = stages            # step name -> stage, for the progress lines
         self.n = phase_count(opts)
         self.regex = target_regexes(out, opts)
-        self._gen = plan(label, Ref.blob(store.put_bytes(source)), opts, out, store, from_spec)
+        self._gen = plan(name, Ref.blob(store.put_bytes(source)), opts, out, store, from_spec)
         self.phases: list = []          # the _Phase of each phase laid out so far
         self.by_name: dict = {}
 
@@ -194,10 +195,15 @@ def dodo_globals(programs: str | Iterable[str] | Mapping[str, tuple], *,
         inputs = graph_inputs(programs, root=root, **compile_options)
     if not inputs:
         raise ProjectError("no programs: nothing for doit to build")
-    for label in inputs:
-        if not _LABEL.match(label):
-            raise ProjectError(f"program label {label!r}: letters, digits, '_', '.', '-' only "
-                               f"(it names the output folder and the tasks)")
+    named: dict[str, str] = {}
+    for label, (name, *_rest) in inputs.items():
+        for what, value in (("label", label), ("name", name)):
+            if not isinstance(value, str) or not _LABEL.match(value):
+                raise ProjectError(f"program {what} {value!r}: letters, digits, '_', '.', '-' "
+                                   f"only (it names the output folder and the tasks)")
+        if name in named:              # the step names carry it: they would clash
+            raise ProjectError(f"programs {named[name]!r} and {label!r} are both named {name!r}")
+        named[name] = label
     store = store if store is not None else open_store()
     ctx = BuildContext(store, deep=True)   # deep: a damaged object is rebuilt, not a failure
     stages: dict[str, str] = {}
