@@ -64,6 +64,7 @@ def build_options(*, strategy=OptimizationStrategy.Default, dump_passes=True,
     else:
         dump = coerce(PassDumpLevel, dump_passes, "dump_passes")
     if platform is not None:
+        coerce(BackendType, backend_type, "backend_type")
         backend = backend_for_platform(platform)
     else:
         backend = coerce(BackendType, backend_type, "backend_type")
@@ -130,6 +131,8 @@ def compile(program, *, output_dir=None, strategy=OptimizationStrategy.Default, 
                          analyze_auto_scopes_for_deps=analyze_auto_scopes_for_deps,
                          emit_source_loc=emit_source_loc, dump_ptoas_passes=dump_ptoas_passes,
                          runtime=runtime)
+    if not opts.skip_ptoas:
+        _need_orchestration(program)
     source = print_program(program).encode("utf-8")
     return _run(program.name, source, opts, output_dir, program=program, from_spec=False)
 
@@ -192,6 +195,25 @@ def _refuse_lowered(program) -> None:
         "for a @pl.jit function, or ir.compile(<the @pl.program class>); kernel.lower(...) "
         "returns the post-pass IR for reading, not for compiling again")
     raise err.with_traceback(None)
+
+
+def _need_orchestration(program) -> None:
+    """A runnable build launches its kernels from an orchestration function."""
+    from pypto.errors import CodegenError
+    from pypto.ir.nodes import FunctionType, InCoreScope
+    from pypto.ir.visit import walk
+    for f in program.functions:     # an Opaque function with pl.at regions becomes the orchestration
+        if f.func_type is FunctionType.Orchestration or (
+                f.func_type is FunctionType.Opaque and any(isinstance(s, InCoreScope) for s in walk(f.body))):
+            return
+    names = ", ".join(repr(f.name) for f in program.functions)
+    first = program.functions[0] if program.functions else None
+    raise CodegenError(
+        f"program {program.name!r} has no orchestration function: nothing would launch its "
+        f"functions ({names})", getattr(first, "span", None),
+        "add an entry, @pl.function(type=pl.FunctionType.Orchestration) def main(self, ...), that "
+        "calls the kernels; or compile with skip_ptoas=True to get only the .pto files"
+    ).with_traceback(None)
 
 
 def _user_error(fn):

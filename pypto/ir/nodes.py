@@ -15,7 +15,25 @@ from pypto.errors import Span
 
 
 # ----------------------------------------------------------------------------- enums
-class MemorySpace(enum.Enum):
+class _DslEnum(enum.EnumMeta):
+    """The enums a user spells pl.<Enum>.<member>: a misspelled member (evaluated by
+    Python in a decorator or an annotation) is an AttributeError naming the enum, the
+    closest member and all of them."""
+
+    def __getattr__(cls, name):
+        members = cls.__dict__.get("_member_map_", {})
+        if name in members:
+            return members[name]
+        if name.startswith("_"):
+            raise AttributeError(name)
+        import difflib
+        close = difflib.get_close_matches(name, list(members), n=1)
+        more = f"; did you mean {cls.__name__}.{close[0]}?" if close else ""
+        raise AttributeError(f"pl.{cls.__name__} has no member {name!r}{more} "
+                             f"(members: {', '.join(members)})")
+
+
+class MemorySpace(enum.Enum, metaclass=_DslEnum):
     DDR = "ddr"
     Vec = "vec"
     Mat = "mat"
@@ -24,7 +42,7 @@ class MemorySpace(enum.Enum):
     Acc = "acc"
 
 
-class FunctionType(enum.Enum):
+class FunctionType(enum.Enum, metaclass=_DslEnum):
     Opaque = "Opaque"
     Orchestration = "Orchestration"
     InCore = "InCore"
@@ -33,7 +51,7 @@ class FunctionType(enum.Enum):
     Inline = "Inline"
 
 
-class Level(enum.Enum):
+class Level(enum.Enum, metaclass=_DslEnum):
     AIV = 0
     AIC = 1
     CORE_GROUP = 2
@@ -42,12 +60,12 @@ class Level(enum.Enum):
     HOST = 5
 
 
-class Role(enum.Enum):
+class Role(enum.Enum, metaclass=_DslEnum):
     Orchestrator = "Orchestrator"
     SubWorker = "SubWorker"
 
 
-class ParamDirection(enum.Enum):
+class ParamDirection(enum.Enum, metaclass=_DslEnum):
     In = "In"
     Out = "Out"
     InOut = "InOut"
@@ -63,7 +81,7 @@ class ArgDir(enum.Enum):
     scalar = 5
 
 
-class ForKind(enum.Enum):
+class ForKind(enum.Enum, metaclass=_DslEnum):
     Sequential = "range"
     Parallel = "parallel"
     Unroll = "unroll"

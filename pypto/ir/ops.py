@@ -151,6 +151,21 @@ def _indices(op, x, span):
     return items
 
 
+def _check_window(op, offs, shape, dims, span):
+    """A window at constant offsets lies inside the tensor: 0 <= offset, offset + size <= dim."""
+    for i, (o, s, d) in enumerate(zip(offs, shape, dims)):
+        if not (isinstance(o, Const) and isinstance(o.value, int) and not isinstance(o.value, bool)):
+            continue
+        if o.value < 0:
+            _err(f"{op}: offset {o.value} in dim {i} is negative", span,
+                 "offsets count elements from the start of the tensor: 0 <= offset")
+        if isinstance(d, int) and isinstance(s, int) and o.value + s > d:
+            _err(f"{op}: the window [{o.value}, {o.value + s}) of dim {i} lies outside the tensor's "
+                 f"extent {d}", span,
+                 "keep offset + size <= the tensor's dim: use a smaller window or offset, or loop "
+                 "over chunks with pl.range")
+
+
 def _load(args, kw, span):
     t = _shaped("load", args[0], span, (TensorType,))
     offs = _indices("load", args[1], span)
@@ -165,6 +180,7 @@ def _load(args, kw, span):
     for d, s in zip(t.shape, shapes):
         if isinstance(d, int) and s > d:
             _err(f"load: window {shapes} exceeds tensor shape {list(t.shape)}", span)
+    _check_window("load", offs, shapes, t.shape, span)
     if kw.get("flatten") and len(shapes) > 2:      # FlattenTileNdTo2D: an N-D window, a 2-D tile
         lead = 1
         for s in shapes[:-1]:
@@ -188,6 +204,8 @@ def _store(args, kw, span):
         if len(window) != len(out.shape) or n != tile.nbytes() // tile.dtype.nbytes:
             _err(f"store: window {window} does not hold tile {list(tile.shape)} in a rank-"
                  f"{len(out.shape)} tensor", span)
+    elif len(tile.shape) == len(out.shape):
+        _check_window("store", offs, list(tile.shape), out.shape, span)
     return TensorType(out.shape, out.dtype)
 
 
@@ -228,7 +246,12 @@ def _row_reduce(op):
             if len(args) < 2:
                 _err(f"{op} on a tile needs a scratch tile: {op.split('.')[1]}(t, tmp)", span,
                      "pass tmp = pl.create_tile(shape_of_t, dtype=..., target_memory=pl.Mem.Vec)")
-            _shaped(op, args[1], span, (TileType,))
+            tmp = _shaped(op, args[1], span, (TileType,))
+            if len(tmp.shape) != 2 or tmp.shape[0] < a.shape[0] or tmp.shape[1] < a.shape[1] \
+                    or tmp.dtype != a.dtype:
+                _err(f"{op}: the scratch tile is {_tname(tmp)} but x is {_tname(a)}", span,
+                     f"the scratch tile has x's shape and dtype: tmp = pl.create_tile("
+                     f"{list(a.shape)}, dtype={a.dtype!r}, target_memory=pl.Mem.Vec)")
         return _same_kind(a, (a.shape[0], 1), a.dtype)
     return infer
 
@@ -311,6 +334,11 @@ def _matmul_acc(args, kw, span):
     a, b = _shaped("matmul_acc", args[1], span), _shaped("matmul_acc", args[2], span)
     if a.shape[1] != b.shape[0] or (acc.shape[0], acc.shape[1]) != (a.shape[0], b.shape[1]):
         _err(f"matmul_acc: {list(acc.shape)} += {list(a.shape)} x {list(b.shape)} does not chain", span)
+    want = _matmul_acc_dtype(a, b, "matmul_acc", span)
+    if acc.dtype != want:
+        _err(f"matmul_acc: the accumulator is {acc.dtype} but {a.dtype} x {b.dtype} accumulates in "
+             f"{want}", span, f"accumulate into a {want} tile: start it with pl.matmul of operands "
+                              f"of the same dtypes")
     return acc
 
 
@@ -327,6 +355,8 @@ def _assemble(args, kw, span):
     dst = _shaped("assemble", args[0], span, (TensorType,))
     src = _shaped("assemble", args[1], span)
     _check_dtype("assemble", dst, src, span)
+    if isinstance(args[2], TupleExpr) and len(src.shape) == len(dst.shape):
+        _check_window("assemble", args[2].items, list(src.shape), dst.shape, span)
     return TensorType(dst.shape, dst.dtype)
 
 

@@ -39,7 +39,7 @@ def test_names_and_spans_do_not_matter():
 @pytest.mark.parametrize("old,new,where", [
     ("pl.exp(t)", "pl.log(t)", "body[1].value: call of tile.exp vs tile.log"),
     ("[0, 0], [64, 64])", "[0, 0], [64, 64], target_memory=pl.Mem.Mat)", "body[0]"),
-    ("pl.store(u, [0, 0], o)", "pl.store(u, [0, 32], o)", "body[2].value.args[1].items[1]"),
+    ("pl.store(u, [0, 0], o)", "pl.store(u, [0, pl.const(0, pl.INT32)], o)", "body[2].value.args[1].items[1]"),
     ("pl.exp(t)", "pl.exp(pl.exp(t))", "body[1].value.args[0]"),
     ("a: pl.Tensor[[64, 64], pl.FP32]", "a: pl.Tensor[[128, 64], pl.FP32]", "params[0]<a>.type: shape [64, 64] vs [128, 64]"),
     ("o: pl.Out[", "o: pl.InOut[", "params[1]: direction Out vs InOut"),

@@ -1334,20 +1334,6 @@ def test_out_parameter_rebound_instead_of_written(w):
 
 
 @pl.jit
-def out_never_written(a: pl.Tensor, o: pl.Out[pl.Tensor]):  # BAD-C84
-    with pl.at(level=pl.Level.CORE_GROUP):
-        t = pl.exp(a)
-    return o
-
-
-def test_out_parameter_never_written(w):
-    with pytest.raises(E.ParserError) as e:
-        w.jit(out_never_written, A, O)
-    check(w, e, E.ParserError, "BAD-C84", r"o\[:\] = <value> or pl\.store\(tile, offsets, o\)",
-          r"Out parameter 'o' of 'out_never_written' is never written", "frontend")
-
-
-@pl.jit
 def matmul_operator(a: pl.Tensor, b: pl.Tensor, o: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
         o[:] = a @ b  # BAD-C85
@@ -1535,3 +1521,189 @@ def test_kernel_called_inside_a_pl_at_region(w):
         w.jit(kernel_called_in_region, A, O)
     check(w, e, E.TypeCheckError, "BAD-C96", r"outside the `with pl\.at\(\.\.\.\)` block",
           r"kernel 'copy_rows' is called inside a pl\.at region of 'kernel_called_in_region'", "frontend")
+
+
+# ============================================================================= fixed by this corpus: windows and operands
+@pl.jit
+def window_past_the_end(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [32, 0], [64, 64])  # BAD-C97
+        pl.store(t, [0, 0], o)
+    return o
+
+
+def test_load_window_running_past_the_end(w):
+    with pytest.raises(E.TypeCheckError) as e:
+        w.jit(window_past_the_end, A, O)
+    check(w, e, E.TypeCheckError, "BAD-C97", r"offset \+ size <= the tensor's dim",
+          r"load: the window \[32, 96\) of dim 0 lies outside the tensor's extent 64", "frontend")
+
+
+@pl.jit
+def negative_offset(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [-16, 0], [32, 64])  # BAD-C98
+        pl.store(t, [0, 0], o)
+    return o
+
+
+def test_negative_load_offset(w):
+    with pytest.raises(E.TypeCheckError) as e:
+        w.jit(negative_offset, A, O)
+    check(w, e, E.TypeCheckError, "BAD-C98", r"0 <= offset", r"load: offset -16 in dim 0 is negative", "frontend")
+
+
+@pl.jit
+def store_past_the_end(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [64, 64])
+        pl.store(t, [0, 32], o)  # BAD-C99
+    return o
+
+
+def test_store_running_past_the_end(w):
+    with pytest.raises(E.TypeCheckError) as e:
+        w.jit(store_past_the_end, A, O)
+    check(w, e, E.TypeCheckError, "BAD-C99", r"use a smaller window or offset",
+          r"store: the window \[32, 96\) of dim 1 lies outside the tensor's extent 64", "frontend")
+
+
+@pl.jit
+def region_past_the_end(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        o[48:80, :] = pl.load(a, [0, 0], [32, 64])  # BAD-C100
+    return o
+
+
+def test_region_write_running_past_the_end(w):
+    with pytest.raises(E.TypeCheckError) as e:
+        w.jit(region_past_the_end, A, O)
+    check(w, e, E.TypeCheckError, "BAD-C100", r"offset \+ size <= the tensor's dim",
+          r"assemble: the window \[48, 80\) of dim 0 lies outside the tensor's extent 64", "frontend")
+
+
+@pl.jit
+def matmul_acc_mixed_operands(a: pl.Tensor, h: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        lhs = pl.move(pl.load(a, [0, 0], [64, 32], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
+        rhs = pl.move(pl.load(a, [0, 0], [32, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+        rhs_h = pl.move(pl.load(h, [32, 0], [32, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+        acc = pl.matmul(lhs, rhs)
+        acc = pl.matmul_acc(acc, lhs, rhs_h)  # BAD-C101
+        pl.store(acc, [0, 0], o)
+    return o
+
+
+def test_matmul_acc_with_operands_of_two_dtypes(w):
+    with pytest.raises(E.TypeCheckError) as e:
+        w.jit(matmul_acc_mixed_operands, A, H, O)
+    check(w, e, E.TypeCheckError, "BAD-C101", r"pl\.cast", r"matmul_acc: dtype mismatch fp32 vs fp16", "frontend")
+
+
+@pl.jit
+def scratch_too_small(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [64, 64])
+        tmp = pl.create_tile([64, 1], dtype=pl.FP32, target_memory=pl.Mem.Vec)
+        m = pl.row_max(t, tmp)  # BAD-C102
+        pl.store(pl.row_expand_sub(t, m), [0, 0], o)
+    return o
+
+
+def test_row_max_with_a_scratch_tile_of_the_result_shape(w):
+    with pytest.raises(E.TypeCheckError) as e:
+        w.jit(scratch_too_small, A, O)
+    check(w, e, E.TypeCheckError, "BAD-C102", r"tmp = pl\.create_tile\(\[64, 64\], dtype=pl\.FP32",
+          r"tile\.row_max: the scratch tile is Tile\[64, 1\] fp32 but x is Tile\[64, 64\] fp32", "frontend")
+
+
+# ============================================================================= fixed by this corpus: ir.compile
+def test_compile_a_program_without_an_orchestration(w):
+    @pl.program
+    class KernelOnly:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[64, 64], pl.FP32],  # BAD-C103
+              o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+            o = pl.store(pl.exp(pl.load(a, [0, 0], [64, 64])), [0, 0], o)
+            return o
+    with pytest.raises(E.CodegenError) as e:
+        w.program(KernelOnly)
+    check(w, e, E.CodegenError, "BAD-C103", r"pl\.FunctionType\.Orchestration.*skip_ptoas=True",
+          r"program 'KernelOnly' has no orchestration function: nothing would launch its functions \('k'\)", None)
+
+
+def test_compile_with_an_unknown_backend_type(w):
+    prog = _good_program()
+    with pytest.raises(ValueError) as e:
+        w.program(prog, backend_type="Ascend910")  # BAD-C104
+    check_py(w, e, ValueError, "BAD-C104", r"backend_type='Ascend910' is not valid; choose one of Ascend910B, Ascend950")
+
+
+@pl.jit
+def region_without_level(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at():  # BAD-C105
+        o[:] = pl.exp(a)
+    return o
+
+
+def test_pl_at_without_a_level(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(region_without_level, A, O)
+    check(w, e, E.ParserError, "BAD-C105", r"with pl\.at\(level=pl\.Level\.CORE_GROUP\)",
+          r"pl\.at\(\) needs the level of the region", "frontend")
+
+
+# ============================================================================= decorators evaluated by Python (AttributeError/TypeError)
+def test_misspelled_function_type(w):
+    with pytest.raises(AttributeError) as e:
+        @pl.program
+        class Bad:
+            @pl.function(type=pl.FunctionType.Orchestrate)  # BAD-C106
+            def main(self, a: pl.Tensor[[64, 64], pl.FP32]) -> pl.Tensor[[64, 64], pl.FP32]:
+                return a
+    check_py(w, e, AttributeError, "BAD-C106",
+             r"pl\.FunctionType has no member 'Orchestrate'; did you mean FunctionType\.Orchestration\?")
+
+
+def test_misspelled_pl_function_keyword(w):
+    with pytest.raises(TypeError) as e:
+        @pl.program
+        class Bad:
+            @pl.function(typ=pl.FunctionType.Orchestration)  # BAD-C107
+            def main(self, a: pl.Tensor[[64, 64], pl.FP32]) -> pl.Tensor[[64, 64], pl.FP32]:
+                return a
+    check_py(w, e, TypeError, "BAD-C107", r"unexpected keyword argument 'typ'; did you mean type=\?")
+
+
+# ============================================================================= left for pypto/jit (xfail: the fix belongs to the jit owner)
+@pl.jit
+def two_rows_of_m(x: pl.Tensor[[M, 64], pl.FP32], y: pl.Out[pl.Tensor[[M, 64], pl.FP32]]):  # BAD-C109
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.load(x, [0, 0], [32, 64]), [0, 0], y)
+    return y
+
+
+@pytest.mark.xfail(strict=True, reason="pypto/jit binds each tensor's dynamic dims on its own: x with M=64 "
+                                       "and y with M=32 compile silently (fix belongs in pypto/jit)")
+def test_one_dynamic_dim_with_two_extents(w):
+    with pytest.raises(TypeError) as e:
+        w.jit(two_rows_of_m, torch.zeros(64, 64), torch.zeros(32, 64))  # BAD-C108
+    check_py(w, e, TypeError, "BAD-C108", r"'M' is 64 for 'x' but 32 for 'y'")
+
+
+@pytest.mark.xfail(strict=True, reason="SpecializeError for a rank mismatch has no hint (fix belongs in "
+                                       "pypto/jit/specialize.py)")
+def test_tensor_of_another_rank_than_its_annotation(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(two_rows_of_m, torch.zeros(4, 64, 64), torch.zeros(4, 64, 64))
+    check(w, e, E.ParserError, "BAD-C109", r"pass a tensor of rank 2",
+          r"argument `x` has 3 dims \[4, 64, 64\] but its annotation `pl\.Tensor\[\[M, 64\], pl\.FP32\]` has 2",
+          "specialize")
+
+
+@pytest.mark.xfail(strict=True, reason="the TypeError for a float64 tensor names neither the function nor "
+                                       "the parameter (fix belongs in pypto/jit/decorator.py)")
+def test_float64_tensor(w):
+    with pytest.raises(TypeError) as e:
+        w.jit(exp_kernel, np.zeros((64, 64)), O)  # BAD-C110
+    check_py(w, e, TypeError, "BAD-C110", r"exp_kernel\(\): 'a' has dtype float64.*float32")

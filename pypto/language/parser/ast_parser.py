@@ -27,7 +27,7 @@ from pypto.ir.nodes import (Assign, BinOp, Call, Const, DynDim, Eval, Expr, For,
                             MemorySpace, MemRef, Param, ParamDirection, Program, PtrType,
                             Return, Role, RuntimeScope, ScalarType, TensorType, TileType,
                             TupleExpr, TupleType, Var, Yield, derived_level_role)
-from pypto.ir.visit import stmt_exprs, walk, walk_expr
+from pypto.ir.visit import walk
 from pypto.language.parser.source import Source
 from pypto.language.signatures import signature
 
@@ -137,7 +137,6 @@ class Parser:
         self.statics = statics
         self.sigs: dict[str, _Sig] = {}
         self.in_program = False
-        self.out_checks: list = []     # (sig, body): Out parameters to check once all bodies parsed
         self.kernel_calls: list = []   # (caller, kernel, span, inside pl.at): calls no kernel may make
         self.ctx: _Ctx | None = None
         self._lit: set[int] = set()    # ids of Consts written as bare literals (adopt a dtype)
@@ -188,22 +187,13 @@ class Parser:
                        "add a method decorated with @pl.function")
         for sig in self.sigs.values():
             self.ensure_body(sig)
-        orch = [s for s in self.sigs.values() if s.func_type is FunctionType.Orchestration]
-        if len(orch) > 1:
-            raise ParserError(
-                f"program {cdef.name!r} has {len(orch)} orchestration functions "
-                f"({', '.join(repr(s.name) for s in orch)}); a program has one entry point",
-                orch[1].span, f"call every kernel from {orch[0].name!r}, or put {orch[1].name!r} "
-                              f"in a @pl.program of its own")
-        for sig, body in self.out_checks:
-            self.check_out_params(sig, body)
         self.check_recursion()
         self.program_checks(cdef)
         return Program(cdef.name, [s.function for s in self.sigs.values()], source_name)
 
     def program_checks(self, cdef: ast.ClassDef) -> None:
         """What needs every body parsed: one orchestration, kernels called only from the
-        orchestration, every Out parameter of the orchestration written."""
+        orchestration."""
         orch = [s for s in self.sigs.values() if s.func_type is FunctionType.Orchestration]
         if len(orch) > 1:
             raise ParserError(
@@ -222,8 +212,6 @@ class Parser:
                 f"orchestration, not by each other", span,
                 f"call both from the orchestration one after the other, or make {callee} an "
                 f"Inline function (@pl.function(type=pl.FunctionType.Inline)) to splice it in")
-        for sig, body in self.out_checks:
-            self.check_out_params(sig, body)
 
     def check_recursion(self) -> None:
         """No function may reach itself through calls: kernels are inlined, outlined and
@@ -243,7 +231,6 @@ class Parser:
         for name in self.sigs:
             if name not in state:
                 visit(name, [])
-
 
     def parse_function(self, fdef: ast.FunctionDef, defaults: dict | None = None) -> Function:
         sig = self.collect_signature(fdef, in_class=False, defaults=defaults)
@@ -374,9 +361,6 @@ class Parser:
                     f"but has no return statement", sig.span,
                     f"end {sig.name} with `return <value>` (an orchestration returns its Out tensor), "
                     f"or drop the -> annotation")
-        self.out_checks.append((sig, body))
-        if not self.in_program:
-            self.check_out_params(sig, body)
         sig.return_types = rets
         sig.function = Function(sig.name, sig.params, list(rets), body, sig.func_type,
                                 sig.level, sig.role, sig.attrs, sig.span)
@@ -384,51 +368,12 @@ class Parser:
         self._parsing.pop()
         self.ctx = saved
 
-    def check_out_params(self, sig: _Sig, body: list) -> None:
-        """Every Out parameter of an orchestration is written: assembled into (o[...] = v),
-        stored into, or passed to a kernel."""
-        if sig.func_type is not FunctionType.Orchestration or not body:
-            return      # (a function without a body is a signature the build graph passes around)
-        outs = [p.var for p in sig.params if p.direction is ParamDirection.Out]
-        if not outs:
-            return
-        owner = {id(v): v for v in outs}      # value -> the Out parameter it stands for
-        written: set[int] = set()
-        for s in walk(body):
-            if isinstance(s, For):               # a carried Out tensor (after SSA)
-                for ia, rv in zip(s.iter_args, s.return_vars or [None] * len(s.iter_args)):
-                    if id(ia.init) in owner:
-                        owner[id(ia.var)] = owner[id(ia.init)]
-                        if rv is not None:
-                            owner[id(rv)] = owner[id(ia.init)]
-            for e in stmt_exprs(s):
-                for x in walk_expr(e):
-                    if not isinstance(x, Call):
-                        continue
-                    if x.callee is not None:
-                        dst = [a for a in x.args if id(a) in owner]
-                    elif x.op == "tile.store" and len(x.args) > 2:
-                        dst = [x.args[2]] if id(x.args[2]) in owner else []
-                    elif x.op == "tensor.assemble" and x.args:
-                        dst = [x.args[0]] if id(x.args[0]) in owner else []
-                    else:
-                        continue
-                    written.update(id(owner[id(a)]) for a in dst)
-                    if dst and isinstance(s, Assign) and x is s.value:
-                        owner[id(s.var)] = owner[id(dst[0])]
-        for v in outs:
-            if id(v) not in written:
-                raise ParserError(
-                    f"Out parameter {v.name!r} of {sig.name!r} is never written, so its contents "
-                    f"stay undefined", v.span,
-                    f"write it inside `with pl.at(...)`: {v.name}[:] = <value> or "
-                    f"pl.store(tile, offsets, {v.name}), or "
-                    f"pass it to a kernel that writes it; a parameter that is only read is an input")
-
     def check_out_rebind(self, name: str, val, node) -> None:
-        """`out = pl.exp(a)` in an orchestration rebinds the name and writes nothing."""
+        """`out = pl.exp(a)` in a pl.at region of an orchestration rebinds the name to a
+        tensor computed on the device, writes nothing into the parameter, and the new
+        tensor cannot leave the region."""
         c = self.ctx
-        if c is None or c.sig.func_type is not FunctionType.Orchestration:
+        if c is None or c.sig.func_type is not FunctionType.Orchestration or not c.incore:
             return
         p = next((p for p in c.sig.params if p.var.name == name), None)
         if p is None or p.direction is ParamDirection.In or not isinstance(val, Call) \
@@ -1656,6 +1601,9 @@ class Parser:
                                "pl.at(level=pl.Level.CORE_GROUP, name_hint=\"stage1\")")
                 opts[kw.arg] = self.static(kw.value, f"pl.at {kw.arg}=")
             level = opts.get("level")
+            if level is None:
+                self.error("pl.at() needs the level of the region", s,
+                           "with pl.at(level=pl.Level.CORE_GROUP):")
             if level is not Level.CORE_GROUP:
                 self.error(f"pl.at(level={level}) is not supported; only pl.Level.CORE_GROUP regions exist",
                            s, "with pl.at(level=pl.Level.CORE_GROUP):")

@@ -176,10 +176,18 @@ def _program(cls, names: dict) -> Program:
 
 
 def function(fn=None, *, type=None, level=None, role=None, attrs=None, auto_scope=True,
-             strict_ssa=False):
+             strict_ssa=False, **unknown):
     """`@pl.function(type=pl.FunctionType.X, level=..., role=..., attrs=...)`.
     Inside a `@pl.program` class it marks a method; on a plain def it parses it into an
     `ir.Function`."""
+    if unknown:
+        import difflib
+        known = ["type", "level", "role", "attrs", "auto_scope"]
+        name = sorted(unknown)[0]
+        close = difflib.get_close_matches(name, known, n=1)
+        more = f"; did you mean {close[0]}=?" if close else ""
+        raise TypeError(f"pl.function() got an unexpected keyword argument {name!r}{more} "
+                        f"(it takes {', '.join(k + '=' for k in known)})")
     if strict_ssa:
         raise TypeError("pl.function(strict_ssa=True) is not supported")
     opts = {k: v for k, v in (("type", type), ("level", level), ("role", role),
