@@ -5,11 +5,16 @@ kernel author really makes. Every test asserts
    API's contract says so: @pl.jit argument binding and ir.compile options),
 2. that the error names this file and the line of the mistake (tagged `# BAD-C<n>`):
    the error's span for typed errors, the raising call's frame for Python errors,
-3. a hint saying what to do,
+3. a hint saying what to do (for Python errors: the message says it),
 4. that nothing was cached for the failing step: no action entry of the store names
    it (entries of steps that succeeded before it may appear), no whole-compile entry
    was stored, and no target of the failing step (nor a half-written temp file) is left
-   in the output directory.
+   in the output directory. Errors raised before any build step (at decoration, argument
+   binding, option checks) must leave the store untouched.
+
+The failing step is known exactly: the graph runner reports every step whose stage
+raised through pypto_pipeline.run._fail, which the fixture wraps. Tests marked xfail are
+mistakes whose error is still wrong and whose fix belongs to pypto/jit.
 """
 import json
 import os
@@ -52,7 +57,7 @@ class Watch:
         self.actions = Path(os.environ["PYPTO_CACHE_DIR"]) / "v1" / "actions"
         self.before = self._entries()
         self.failed = []                      # the Steps whose stage raised
-        orig = graph_run._fail
+        orig = graph_run._fail                # the runner's one report of a stage's exception
 
         def spy(ctx, step, exc):
             self.failed.append(step)
@@ -125,6 +130,33 @@ def check_py(w, exc_info, cls, tag, msg_re):
     assert (FILE, line_of(tag)) in frames, frames
     assert re.search(msg_re, str(e), re.I), str(e)
     w.nothing_cached(None)
+
+
+
+def test_the_cache_check_fails_when_a_failing_step_is_stored(w):
+    """The check is not vacuous: an entry naming the failing step, a whole-compile entry or
+    a target the failing step wrote each make it fail."""
+    from pypto_cache import open_store
+    with pytest.raises(E.TypeCheckError):
+        w.jit(window_past_the_end, A, O)
+    w.nothing_cached("frontend")
+    step = w.failed[0]
+    store = open_store()
+    store.put_action("0" * 31 + "1", {"outputs": {}, "stage": step.stage, "step": step.name})
+    with pytest.raises(AssertionError, match="was cached"):
+        w.nothing_cached("frontend")
+    store.put_action("0" * 31 + "2", {"outputs": {}, "tasks": [], "meta": {}})
+    with pytest.raises(AssertionError, match="whole-compile entry"):
+        w.nothing_cached("frontend")
+    w.before = w._entries()
+    target = Path(next(iter(step.targets.values()), w.out / "passes_dump" / "00_frontend.py"))
+    step.targets.setdefault("program", str(target))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("half")
+    with pytest.raises(AssertionError, match="targets of the failing step"):
+        w.nothing_cached("frontend")
+    with pytest.raises(AssertionError, match="is not pass:AllocateMemoryAddr"):
+        w.nothing_cached("pass:AllocateMemoryAddr")
 
 
 # ============================================================================= operators: dtypes, shapes
