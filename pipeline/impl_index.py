@@ -47,8 +47,11 @@ def _sig(st: os.stat_result) -> list[int]:
 class ImplIndex:
     """Facts source for `closure.Tree`, plus the stage digests, validated by stat."""
 
-    def __init__(self, packages: dict[str, Path], folder: Path | None = None):
+    def __init__(self, packages: dict[str, Path], folder: Path | None = None, code: str = ""):
+        """`code` names the code that computes facts and digests: an index written by
+        other code (another scanner, other stage roots) is not used."""
         self.packages = {k: str(Path(v)) for k, v in sorted(packages.items())}
+        self.code = code
         name = xxhash.xxh3_64_hexdigest(json.dumps(self.packages, sort_keys=True).encode())
         self.path = Path(folder if folder is not None else default_dir()) / f"{name}.json"
         self._content = ContentFacts()
@@ -62,7 +65,9 @@ class ImplIndex:
     def _load(self) -> None:
         try:
             data = json.loads(self.path.read_bytes())
-            if data.get("version") != VERSION or data.get("packages") != self.packages:
+            if data.get("version") != VERSION or data.get("packages") != self.packages \
+                    or data.get("code") != self.code:
+                self.dirty = True
                 return
             files, dirs = data["files"], data["dirs"]
             stages, extra = data["stages"], data["extra"]
@@ -93,9 +98,9 @@ class ImplIndex:
             return
         now = time.time_ns()
         files = {f: e for f, e in self.files.items() if e["sig"][1] < now - RACY_NS}
-        data = {"version": VERSION, "packages": self.packages, "dirs": self._dirs(),
-                "files": files, "stages": self.stages if len(files) == len(self.files) else {},
-                "extra": self.extra}
+        stages = self.stages if len(files) == len(self.files) else {}
+        data = {"version": VERSION, "packages": self.packages, "code": self.code,
+                "dirs": self._dirs(), "files": files, "stages": stages, "extra": self.extra}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")

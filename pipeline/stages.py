@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import sys
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -139,6 +140,27 @@ def _stage_impl(stage: str, extra: str) -> str:
     return digest
 
 
+def impl_files(stage: str, extra: str = "") -> dict[str, str]:
+    """What stage_impl(stage, extra) covers, part by part: each source file (named as
+    in `Tree.label`) -> its digest, and the compiler's identity; to tell which file
+    made a step re-run."""
+    return dict(_impl_files(stage, extra))
+
+
+@functools.lru_cache(maxsize=None)
+def _impl_files(stage: str, extra: str) -> dict[str, str]:
+    if stage not in STAGES:
+        raise ValueError(f"unknown stage {stage}")
+    with _LOCK:
+        index = _index()
+        tree = Tree(index.packages, index)
+        out = {tree.label(p): tree.digest(p, m) for p, m in stage_files(tree, stage, extra).items()}
+        if STAGES[stage].compiler:
+            out["<C++ compiler>"] = impl_digest(_compiler(index))
+        index.save()
+    return out
+
+
 def _all_keys() -> set[str]:
     from pypto.passes import ALL_PASSES
     return {f"{s}:" for s in STAGES} | {f"pass:{p.module_name}" for p in ALL_PASSES}
@@ -146,8 +168,10 @@ def _all_keys() -> set[str]:
 
 @functools.lru_cache(maxsize=None)
 def _index():
-    from pypto_pipeline.impl_index import ImplIndex
-    return ImplIndex(_packages())
+    from pypto_pipeline import closure, impl_index
+    # the code behind the index's facts and digests: this module's stage roots too
+    code = impl_digest(*(Path(m.__file__) for m in (closure, impl_index, sys.modules[__name__])))
+    return impl_index.ImplIndex(_packages(), code=code)
 
 
 def _packages() -> dict[str, Path]:

@@ -91,6 +91,16 @@ def test_allocate_memory_addr_covers_memory_reuse():
         _labels(tree, stage_files(tree, "pass", "convert_to_ssa"))
 
 
+def test_impl_files_names_each_part_of_a_stage_digest():
+    from pypto_pipeline.closure import file_digest
+    files = stages.impl_files("pass", "allocate_memory_addr")
+    mr = ROOT / "pypto" / "passes" / "memory_reuse.py"
+    assert files["pypto/passes/memory_reuse.py"] == file_digest(mr.read_bytes())
+    assert "pypto/passes/convert_to_ssa.py" not in files and "<C++ compiler>" not in files
+    kernel = stages.impl_files("kernel")
+    assert "<C++ compiler>" in kernel and "pypto/include/pto_sim.hpp" in kernel
+
+
 def test_compiling_stages_cover_their_headers_and_ptoas_its_package():
     tree = _root()
     kernel = _labels(tree, stage_files(tree, "kernel"))
@@ -257,6 +267,10 @@ def test_index_is_reused_by_stat_and_revalidated(tmp_path):
     # just modified: not recorded (a second edit within the same mtime tick could hide)
     data = json.loads(edited.path.read_text())
     assert str(mr) not in data["files"] and data["stages"] == {}
+
+    # an index written by other code (another scanner or other stage roots) is not used
+    other = ImplIndex(packages, folder, code="another scanner")
+    assert other.stage("pass:memory_reuse") is None and not other.files
 
     blocked = tmp_path / "not_a_dir"
     blocked.write_text("")
