@@ -331,11 +331,16 @@ def test_a_pass_edit_in_a_copy_reruns_only_its_passes(tmp_path):
         assert got, name
         return {r["status"] for r in got}
 
-    cold = compile_(tmp_path / "cold")
+    out = tmp_path / "out"
+    cold = compile_(out)
     assert {r["status"] for r in cold} == {"ran"}
     _insert_comment_in(copy / "pypto" / "passes" / "memory_reuse.py", "lifetimes")
-    recs = compile_(tmp_path / "edited")
+    recs = compile_(out)                    # the same directory: explain.json compares
     assert passes(recs, "MemoryReuse") == {"ran"}
     assert passes(recs, "AllocateMemoryAddr") == {"ran"}
     assert passes(recs, "ConvertToSSA") == {"cached"}
     assert {r["status"] for r in recs if r["stage"] in ("frontend", "pto")} == {"cached"}
+    # and the report names the file that made them run (stages.impl_files)
+    why = json.loads((out / "report" / "explain.json").read_text())["ran"]
+    assert why and all(row["why"] == ["the code of pypto/passes/memory_reuse.py changed"]
+                       for row in why), why
