@@ -1,5 +1,8 @@
 """The same steps, for a dodo.py: `doit list`, `doit <target path>`, `doit clean`.
 
+(For pypto programs use `pypto_pipeline.project.dodo_globals`, which builds on this
+module; what is here knows nothing about pypto.)
+
     # dodo.py
     from pypto_pipeline.dodo_support import creators, dodo_config
     DOIT_CONFIG = dodo_config()
