@@ -28,6 +28,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Iterable, Mapping
 
@@ -61,7 +62,9 @@ def graph_inputs(patterns: str | Iterable[str], *, root: str | os.PathLike | Non
     where: dict[str, Path] = {}
     for f in dict.fromkeys(files):
         mod = load_file(f)
-        progs, _notes = entries(mod)
+        progs, notes = entries(mod)
+        for note in notes:             # as `pypto build` says it: a @pl.jit entry left out
+            print(f"{f}: {note}", file=sys.stderr)
         for entry in progs:
             name, source, opts, from_spec = graph_input(entry, **compile_options)
             label = getattr(entry, "__name__", name)

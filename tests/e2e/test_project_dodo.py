@@ -54,6 +54,7 @@ def test_user_dodo_list_build_and_same_keys_as_pypto_build(proj):
     assert r.returncode == 0, r.stderr
     listed = [ln.split()[0] for ln in r.stdout.splitlines() if ln.strip()]
     assert listed == ["build", "build:Pair", "build:scale_exp"], r.stdout
+    assert "needs_a_sample" in r.stderr and "not fully annotated" in r.stderr   # as pypto build
 
     r = doit(proj, "-n", "2")                       # default task: build, every program
     assert r.returncode == 0, r.stdout + r.stderr
