@@ -191,6 +191,9 @@ def _load(args, kw, span):
 
 def _store(args, kw, span):
     tile = _shaped("store", args[0], span, (TileType,))
+    if isinstance(args[2], TupleExpr) and isinstance(getattr(args[1], "type", None), TensorType):
+        _err("store: the offsets and the tensor are swapped", span,
+             "the tensor comes last: pl.store(tile, offsets, out_tensor)")
     out = _shaped("store", args[2], span, (TensorType,))
     _check_dtype("store", tile, out, span) if tile.memory_space != MemorySpace.Acc else None
     offs = _indices("store", args[1], span)
@@ -222,6 +225,10 @@ def _create_tile(args, kw, span):
     dtype = kw.get("dtype")
     if not isinstance(dtype, dt.DataType):
         _err("create_tile: dtype=pl.<DTYPE> is required", span)
+    if kw.get("target_memory") is MemorySpace.DDR:
+        _err("create_tile: a tile lives on chip, not in DDR", span,
+             "create DDR tensors with pl.create_tensor in the orchestration; a tile's target_memory "
+             "is Vec, Mat, Left, Right or Acc")
     return TileType(tuple(shape), dtype, kw.get("target_memory", MemorySpace.Vec))
 
 
@@ -320,6 +327,8 @@ def _matmul_acc_dtype(a, b, op, span):
 
 def _matmul(args, kw, span):
     a, b = _shaped("matmul", args[0], span), _shaped("matmul", args[1], span)
+    if type(a) is not type(b):
+        _err(f"matmul: cannot mix {_tname(a)} and {_tname(b)}", span, _MIX_HINT)
     if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
         _err(f"matmul: shapes {list(a.shape)} x {list(b.shape)} do not chain", span)
     acc = _matmul_acc_dtype(a, b, "matmul", span)

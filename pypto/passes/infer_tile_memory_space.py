@@ -146,6 +146,8 @@ class _Infer(Rewriter):
         if src != dst and (src, dst) not in self.paths:
             hint = ("on Ascend910B cube results reach vector cores only through GM: store the Acc tile "
                     "to a tensor in one kernel and load it in another" if src == M.Acc else
+                    "only pl.matmul / pl.matmul_acc write Acc: compute into it with pl.matmul(lhs, rhs) "
+                    "on Left and Right tiles" if dst == M.Acc else
                     "load the data from GM into the space you need, or move it through Mat")
             raise CodegenError(f"no data path from {src.name} to {dst.name} on {self.chip.arch}",
                                s.span, hint)

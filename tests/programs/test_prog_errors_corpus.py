@@ -1685,6 +1685,179 @@ def test_pl_at_without_a_level(w):
           r"pl\.at\(\) needs the level of the region", "frontend")
 
 
+
+@pl.jit
+def tile_created_in_ddr(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.create_tile([64, 64], dtype=pl.FP32, target_memory=pl.Mem.DDR)  # BAD-C111
+        pl.store(t, [0, 0], o)
+    return o
+
+
+def test_tile_created_in_ddr(w):
+    with pytest.raises(E.TypeCheckError) as e:
+        w.jit(tile_created_in_ddr, A, O)
+    check(w, e, E.TypeCheckError, "BAD-C111", r"pl\.create_tensor in the orchestration",
+          r"create_tile: a tile lives on chip, not in DDR", "frontend")
+
+
+@pl.jit
+def move_into_acc(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        m = pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
+        acc = pl.move(m, target_memory=pl.Mem.Acc)  # BAD-C112
+        pl.store(acc, [0, 0], o)
+    return o
+
+
+def test_move_into_acc(w):
+    with pytest.raises(E.CodegenError) as e:
+        w.jit(move_into_acc, A, O)
+    check(w, e, E.CodegenError, "BAD-C112", r"only pl\.matmul / pl\.matmul_acc write Acc",
+          r"no data path from Mat to Acc", "pass:InferTileMemorySpace")
+
+
+@pl.jit
+def matmul_tile_by_tensor(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        lhs = pl.move(pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
+        o[:] = pl.matmul(lhs, a)  # BAD-C113
+    return o
+
+
+def test_matmul_of_a_tile_by_a_tensor(w):
+    with pytest.raises(E.TypeCheckError) as e:
+        w.jit(matmul_tile_by_tensor, A, O)
+    check(w, e, E.TypeCheckError, "BAD-C113", r"load the tensor's window into a tile first",
+          r"matmul: cannot mix Tile\[64, 64\] fp32 and Tensor\[64, 64\] fp32", "frontend")
+
+
+@pl.jit
+def store_arguments_swapped(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [64, 64])
+        pl.store(t, o, [0, 0])  # BAD-C114
+    return o
+
+
+def test_store_with_offsets_and_tensor_swapped(w):
+    with pytest.raises(E.TypeCheckError) as e:
+        w.jit(store_arguments_swapped, A, O)
+    check(w, e, E.TypeCheckError, "BAD-C114", r"pl\.store\(tile, offsets, out_tensor\)",
+          r"store: the offsets and the tensor are swapped", "frontend")
+
+
+@pl.jit
+def scope_inside_region(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        with pl.scope():  # BAD-C115
+            o[:] = pl.exp(a)
+    return o
+
+
+def test_runtime_scope_inside_a_pl_at_region(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(scope_inside_region, A, O)
+    check(w, e, E.ParserError, "BAD-C115", r"in the orchestration, around the `with pl\.at\(\.\.\.\)` blocks",
+          r"pl\.scope inside a kernel", "frontend")
+
+
+@pl.jit
+def loop_index_hides_a_tensor(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for a in pl.range(2):  # BAD-C116
+            pl.store(pl.load(a, [0, 0], [32, 64]), [0, 0], o)
+    return o
+
+
+def test_loop_index_named_like_a_tensor(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(loop_index_hides_a_tensor, A, O)
+    check(w, e, E.ParserError, "BAD-C116", r"give the index its own name: for i in pl\.range",
+          r"the loop index 'a' hides the tensor 'a'", "frontend")
+
+
+@pl.jit.incore
+def copy_without_return(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    pl.store(pl.load(a, [0, 0], [64, 64]), [0, 0], o)
+
+
+@pl.jit
+def uses_a_kernel_without_return(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    o = copy_without_return(a, o)  # BAD-C117
+    return o
+
+
+def test_result_of_a_kernel_that_returns_nothing(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(uses_a_kernel_without_return, A, O)
+    check(w, e, E.ParserError, "BAD-C117", r"end copy_without_return with `return <the Out tensor it writes>`",
+          r"`copy_without_return` returns nothing, so there is no value to assign to 'o'", "frontend")
+
+
+@pl.jit
+def dep_called_with_a_wrong_keyword(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    o = copy_rows(a, out=o)  # BAD-C118
+    return o
+
+
+def test_kernel_called_with_a_misspelled_keyword(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(dep_called_with_a_wrong_keyword, A, O)
+    check(w, e, E.ParserError, "BAD-C118", r"call it as copy_rows\(a, o\)",
+          r"`copy_rows` got an unexpected keyword argument `out`", "specialize")
+
+
+@pl.jit
+def if_on_a_tile(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [64, 64])
+        if t:  # BAD-C119
+            pl.store(t, [0, 0], o)
+    return o
+
+
+def test_if_on_a_tile(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(if_on_a_tile, A, O)
+    check(w, e, E.ParserError, "BAD-C119", r"compare scalars", r"an if condition must be a scalar, got Tile",
+          "frontend")
+
+
+@pl.jit
+def yield_in_one_branch(a: pl.Tensor, o: pl.Out[pl.Tensor], n: pl.INDEX):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(n):
+            t = pl.load(a, [0, 0], [64, 64])
+            if i == 0:  # BAD-C120
+                r = pl.yield_(pl.exp(t))
+            pl.store(t, [0, 0], o)
+    return o
+
+
+def test_if_yielding_in_one_branch_only(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(yield_in_one_branch, A, O, n=pl.RUNTIME)
+    check(w, e, E.ParserError, "BAD-C120", r"add an else branch ending with `r = pl\.yield_",
+          r"when one branch of an if ends with pl\.yield_, both must", "frontend")
+
+
+@pl.jit
+def cast_with_unknown_rounding(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [64, 64])
+        h = pl.cast(t, pl.FP16, mode="nearest")  # BAD-C121
+        pl.store(pl.cast(h, pl.FP32), [0, 0], o)
+    return o
+
+
+def test_cast_with_an_unknown_rounding_mode(w):
+    with pytest.raises(E.CodegenError) as e:
+        w.jit(cast_with_unknown_rounding, A, O)
+    check(w, e, E.CodegenError, "BAD-C121", r"none, rint, round, floor, ceil, trunc, odd",
+          r"cast: unknown round mode 'nearest'", "pto")
+
+
 # ============================================================================= decorators evaluated by Python (AttributeError/TypeError)
 def test_misspelled_function_type(w):
     with pytest.raises(AttributeError) as e:

@@ -1246,6 +1246,10 @@ class Parser:
 
     def bind_value(self, name: str, value, node, span) -> Var:
         t = getattr(value, "type", None)
+        if t is None and isinstance(value, Call) and value.callee is not None:
+            self.error(f"`{value.callee}` returns nothing, so there is no value to assign to {name!r}",
+                       node, f"end {value.callee} with `return <the Out tensor it writes>`, or call it "
+                             f"as a statement")
         if t is None or isinstance(value, TupleExpr):
             what = "a list" if isinstance(value, TupleExpr) else "no value"
             self.error(f"cannot assign {what} to {name!r}", node,
@@ -1489,6 +1493,11 @@ class Parser:
         env = self.ctx.env
         scoped = [lv_name] + c_names
         saved = {n: env.get(n) for n in scoped}
+        hidden = env.get(lv_name)
+        if hidden is not None and isinstance(hidden.type, (TensorType, TileType)):
+            kind_of = "tensor" if isinstance(hidden.type, TensorType) else "tile"
+            self.error(f"the loop index {lv_name!r} hides the {kind_of} {lv_name!r}", s,
+                       f"give the index its own name: for i in pl.{kname}(...):")
         loop_var = Var(lv_name, ScalarType(dt.INDEX), span)
         env[lv_name] = loop_var
         iter_args = []
@@ -1623,6 +1632,12 @@ class Parser:
                 self.ctx.incore -= 1
             return InCoreScope(body, hint, span)
         if k == "scope":
+            if self.ctx.incore or self.ctx.sig.func_type in (FunctionType.InCore, FunctionType.AIC,
+                                                             FunctionType.AIV):
+                self.error("pl.scope inside a kernel: a runtime scope groups the orchestration's "
+                           "kernel launches", s,
+                           "put `with pl.scope():` in the orchestration, around the `with pl.at(...)` "
+                           "blocks it groups")
             if ce.args:
                 self.error("pl.scope takes keyword arguments only", s, "with pl.scope(mode=pl.ScopeMode.MANUAL):")
             manual = False
