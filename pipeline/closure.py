@@ -149,6 +149,7 @@ class Tree:
         self._facts: dict[Path, Facts] = {}     # a Tree is a snapshot: each file read once
         self._labels: dict[Path, str] = {}
         self._edges: dict[Path, list[str]] = {}
+        self._modules: list[str] | None = None
 
     @classmethod
     def at(cls, root, facts=None) -> "Tree":
@@ -183,16 +184,16 @@ class Tree:
 
     def modules(self, prefix: str = "") -> list[str]:
         """Every project module whose name starts with prefix."""
-        out = []
-        for name, folder in self.packages.items():
-            for p in sorted(folder.rglob("*.py")):
-                if "__pycache__" in p.parts:
-                    continue
-                rel = p.relative_to(folder).with_suffix("").parts
-                mod = ".".join((name,) + (rel[:-1] if rel[-1] == "__init__" else rel))
-                if mod.startswith(prefix):
-                    out.append(mod)
-        return out
+        if self._modules is None:
+            self._modules = []
+            for name, folder in self.packages.items():
+                for p in sorted(folder.rglob("*.py")):
+                    if "__pycache__" in p.parts:
+                        continue
+                    rel = p.relative_to(folder).with_suffix("").parts
+                    self._modules.append(".".join((name,) + (rel[:-1] if rel[-1] == "__init__"
+                                                             else rel)))
+        return [m for m in self._modules if m.startswith(prefix)]
 
     def facts(self, path: Path, module: str | None = None) -> Facts:
         got = self._facts.get(path)
