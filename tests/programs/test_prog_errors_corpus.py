@@ -265,7 +265,8 @@ def args_of_different_shapes(a: pl.Tensor, o: pl.Out[pl.Tensor]):
 def test_input_and_output_of_different_shapes(w):
     with pytest.raises(E.TypeCheckError) as e:
         w.jit(args_of_different_shapes, torch.zeros(32, 64), O)
-    check(w, e, E.TypeCheckError, "BAD-C7", r"same shape", r"o\[:\] selects 64 along dim 0 but the value has shape \[32, 64\]",
+    check(w, e, E.TypeCheckError, "BAD-C7", r"same shape",
+          r"o\[:\] selects 64 along dim 0 but the value has shape \[32, 64\]",
           "frontend")
 
 
@@ -327,7 +328,8 @@ def write_a_tile_region(a: pl.Tensor, o: pl.Out[pl.Tensor]):
 def test_writing_a_region_of_a_tile(w):
     with pytest.raises(E.ParserError) as e:
         w.jit(write_a_tile_region, A, O)
-    check(w, e, E.ParserError, "BAD-C11", r"pl\.store\(tile, offsets, tensor\)", r"writes into a tensor, but 't' is Tile",
+    check(w, e, E.ParserError, "BAD-C11", r"pl\.store\(tile, offsets, tensor\)",
+          r"writes into a tensor, but 't' is Tile",
           "frontend")
 
 
@@ -341,7 +343,8 @@ def fill_with_a_number(a: pl.Tensor, o: pl.Out[pl.Tensor]):
 def test_writing_a_number_into_a_tensor(w):
     with pytest.raises(E.ParserError) as e:
         w.jit(fill_with_a_number, A, O)
-    check(w, e, E.ParserError, "BAD-C12", r"pl\.full", r"only a tensor or tile can be written into o\[\.\.\.\], got Scalar",
+    check(w, e, E.ParserError, "BAD-C12", r"pl\.full",
+          r"only a tensor or tile can be written into o\[\.\.\.\], got Scalar",
           "frontend")
 
 
@@ -700,7 +703,8 @@ def tile_leaves_its_region(a: pl.Tensor, o: pl.Out[pl.Tensor]):
 def test_tile_used_in_another_region(w):
     with pytest.raises(E.CodegenError) as e:
         w.jit(tile_leaves_its_region, A, O)
-    check(w, e, E.CodegenError, "BAD-C35", r"pl\.create_tensor", r"'t' is computed inside a pl\.at region and used after it",
+    check(w, e, E.CodegenError, "BAD-C35", r"pl\.create_tensor",
+          r"'t' is computed inside a pl\.at region and used after it",
           "pass:OutlineIncoreScopes")
 
 
@@ -733,7 +737,8 @@ def assigned_in_one_branch(a: pl.Tensor, o: pl.Out[pl.Tensor], n: pl.INDEX):
 def test_name_assigned_in_one_branch_only(w):
     with pytest.raises(E.ParserError) as e:
         w.jit(assigned_in_one_branch, A, O, n=pl.RUNTIME)
-    check(w, e, E.ParserError, "BAD-C37", r"in both branches of the if", r"'t' is used after the loop or if that assigns it",
+    check(w, e, E.ParserError, "BAD-C37", r"in both branches of the if",
+          r"'t' is used after the loop or if that assigns it",
           "pass:ConvertToSSA")
 
 
@@ -922,13 +927,14 @@ def test_with_open(w):
           "frontend")
 
 
-# ============================================================================= functions, calls, decorators (@pl.program)
+# ========================================================================== functions, calls, decorators (@pl.program)
 def test_function_type_given_as_a_string(w):
     with pytest.raises(E.ParserError) as e:
         @pl.program
         class Bad:
             @pl.function(type="InCore")  # BAD-C50
-            def k(self, a: pl.Tensor[[64, 64], pl.FP32], o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+            def k(self, a: pl.Tensor[[64, 64], pl.FP32],
+                  o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
                 return o
     check(w, e, E.ParserError, "BAD-C50", r"type=pl\.FunctionType\.Orchestration",
           r"type= must be a pl\.FunctionType, got 'InCore'", None)
@@ -939,7 +945,8 @@ def test_parameter_with_a_default_value(w):
         @pl.program
         class Bad:
             @pl.function(type=pl.FunctionType.Orchestration)
-            def main(self, a: pl.Tensor[[64, 64], pl.FP32], o: pl.Out[pl.Tensor[[64, 64], pl.FP32]] = None) -> pl.Tensor[[64, 64], pl.FP32]:  # BAD-C51
+            def main(self, a: pl.Tensor[[64, 64], pl.FP32],  # BAD-C51
+                     o: pl.Out[pl.Tensor[[64, 64], pl.FP32]] = None) -> pl.Tensor[[64, 64], pl.FP32]:
                 return o
     check(w, e, E.ParserError, "BAD-C51", r"declare each parameter with its type", r"default values are not supported",
           None)
@@ -952,7 +959,8 @@ def test_parameter_without_annotation(w):
             @pl.function(type=pl.FunctionType.Orchestration)
             def main(self, a, o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:  # BAD-C52
                 return o
-    check(w, e, E.ParserError, "BAD-C52", r"x: pl\.Tensor\[\[64, 64\], pl\.FP32\]", r"parameter 'a' of 'main' needs a type annotation",
+    check(w, e, E.ParserError, "BAD-C52", r"x: pl\.Tensor\[\[64, 64\], pl\.FP32\]",
+          r"parameter 'a' of 'main' needs a type annotation",
           None)
 
 
@@ -961,12 +969,14 @@ def test_kernel_called_with_a_tile(w):
         @pl.program
         class Bad:
             @pl.function(type=pl.FunctionType.InCore)
-            def k(self, a: pl.Tensor[[64, 64], pl.FP32], o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+            def k(self, a: pl.Tensor[[64, 64], pl.FP32],
+                  o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
                 o = pl.store(pl.load(a, [0, 0], [64, 64]), [0, 0], o)
                 return o
 
             @pl.function(type=pl.FunctionType.InCore)
-            def k2(self, a: pl.Tensor[[64, 64], pl.FP32], o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+            def k2(self, a: pl.Tensor[[64, 64], pl.FP32],
+                   o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
                 t = pl.load(a, [0, 0], [64, 64])
                 o = self.k(t, o)  # BAD-C53
                 return o
@@ -979,12 +989,14 @@ def test_kernel_called_with_a_number_for_a_tensor(w):
         @pl.program
         class Bad:
             @pl.function(type=pl.FunctionType.InCore)
-            def k(self, a: pl.Tensor[[64, 64], pl.FP32], o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+            def k(self, a: pl.Tensor[[64, 64], pl.FP32],
+                  o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
                 o = pl.store(pl.load(a, [0, 0], [64, 64]), [0, 0], o)
                 return o
 
             @pl.function(type=pl.FunctionType.Orchestration)
-            def main(self, a: pl.Tensor[[64, 64], pl.FP32], o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+            def main(self, a: pl.Tensor[[64, 64], pl.FP32],
+                     o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
                 o = self.k(1.0, o)  # BAD-C54
                 return o
     check(w, e, E.TypeCheckError, "BAD-C54", r"parameter's kind and dtype",
@@ -996,12 +1008,14 @@ def test_kernel_called_with_a_keyword_argument(w):
         @pl.program
         class Bad:
             @pl.function(type=pl.FunctionType.InCore)
-            def k(self, a: pl.Tensor[[64, 64], pl.FP32], o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+            def k(self, a: pl.Tensor[[64, 64], pl.FP32],
+                  o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
                 o = pl.store(pl.load(a, [0, 0], [64, 64]), [0, 0], o)
                 return o
 
             @pl.function(type=pl.FunctionType.Orchestration)
-            def main(self, a: pl.Tensor[[64, 64], pl.FP32], o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+            def main(self, a: pl.Tensor[[64, 64], pl.FP32],
+                     o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
                 o = self.k(a, o=o)  # BAD-C55
                 return o
     check(w, e, E.ParserError, "BAD-C55", r"pass arguments positionally", r"unexpected keyword argument 'o'", None)
@@ -1012,7 +1026,8 @@ def test_kernel_returns_a_tile_for_a_tensor_annotation(w):
         @pl.program
         class Bad:
             @pl.function(type=pl.FunctionType.InCore)
-            def k(self, a: pl.Tensor[[64, 64], pl.FP32], o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+            def k(self, a: pl.Tensor[[64, 64], pl.FP32],
+                  o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
                 t = pl.load(a, [0, 0], [64, 64])
                 return t  # BAD-C56
     check(w, e, E.TypeCheckError, "BAD-C56", r"fix the -> annotation or the returned value",
@@ -1025,7 +1040,8 @@ def test_dtype_given_as_a_string(w):
         @pl.program
         class Bad:
             @pl.function(type=pl.FunctionType.Orchestration)
-            def main(self, a: pl.Tensor[[64, 64], "fp32"], o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:  # BAD-C57
+            def main(self, a: pl.Tensor[[64, 64], "fp32"],  # BAD-C57
+                     o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
                 return o
     check(w, e, E.ParserError, "BAD-C57", r"pl\.Tensor\[\[64, 128\], pl\.FP16\]", r"'fp32' is not a dtype", None)
 
@@ -1035,9 +1051,11 @@ def test_out_on_a_return_annotation(w):
         @pl.program
         class Bad:
             @pl.function(type=pl.FunctionType.Orchestration)
-            def main(self, a: pl.Tensor[[64, 64], pl.FP32], o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Out[pl.Tensor[[64, 64], pl.FP32]]:  # BAD-C58
+            def main(self, a: pl.Tensor[[64, 64], pl.FP32],
+                     o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Out[pl.Tensor[[64, 64], pl.FP32]]:  # BAD-C58
                 return o
-    check(w, e, E.ParserError, "BAD-C58", r"pl\.Out\[pl\.Tensor\[\.\.\.\]\]", r"pl\.Out\[\.\.\.\] is only allowed on parameters",
+    check(w, e, E.ParserError, "BAD-C58", r"pl\.Out\[pl\.Tensor\[\.\.\.\]\]",
+          r"pl\.Out\[\.\.\.\] is only allowed on parameters",
           None)
 
 
@@ -1046,7 +1064,9 @@ def test_scalar_annotation_with_a_value(w):
         @pl.program
         class Bad:
             @pl.function(type=pl.FunctionType.Orchestration)
-            def main(self, a: pl.Tensor[[64, 64], pl.FP32], n: pl.Scalar[pl.INDEX, 4], o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:  # BAD-C59
+            def main(self, a: pl.Tensor[[64, 64], pl.FP32],
+                     n: pl.Scalar[pl.INDEX, 4],  # BAD-C59
+                     o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
                 return o
     check(w, e, E.ParserError, "BAD-C59", r"pl\.Scalar\[pl\.INDEX\]", r"pl\.Scalar takes one dtype", None)
 
@@ -1056,7 +1076,8 @@ def test_dynamic_dim_in_a_tile_annotation(w):
         @pl.program
         class Bad:
             @pl.function(type=pl.FunctionType.InCore)
-            def k(self, a: pl.Tensor[[M, 64], pl.FP32], o: pl.Out[pl.Tensor[[M, 64], pl.FP32]]) -> pl.Tensor[[M, 64], pl.FP32]:
+            def k(self, a: pl.Tensor[[M, 64], pl.FP32],
+                  o: pl.Out[pl.Tensor[[M, 64], pl.FP32]]) -> pl.Tensor[[M, 64], pl.FP32]:
                 t: pl.Tile[[M, 64], pl.FP32] = pl.load(a, [0, 0], [64, 64])  # BAD-C60
                 o = pl.store(t, [0, 0], o)
                 return o
@@ -1093,7 +1114,7 @@ def test_tensor_op_on_a_dynamic_tensor(w):
           r"tensor 'x' has a dynamic shape; tensor ops on it need explicit tiling", "pass:ConvertTensorToTileOps")
 
 
-# ============================================================================= @pl.jit arguments (TypeError by contract)
+# =========================================================================== @pl.jit arguments (TypeError by contract)
 @pl.jit
 def exp_kernel(a: pl.Tensor, o: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
@@ -1116,7 +1137,8 @@ def test_jit_given_a_number_for_a_tensor(w):
 def test_runtime_marker_in_a_call(w):
     with pytest.raises(TypeError) as e:
         exp_kernel(pl.RUNTIME, O, config=w.cfg)  # BAD-C65
-    check_py(w, e, TypeError, "BAD-C65", r"pl\.RUNTIME marks a scalar parameter in compile\(\)/lower\(\); a call passes the value")
+    check_py(w, e, TypeError, "BAD-C65",
+             r"pl\.RUNTIME marks a scalar parameter in compile\(\)/lower\(\); a call passes the value")
 
 
 def test_jit_given_a_complex_tensor(w):
@@ -1125,12 +1147,13 @@ def test_jit_given_a_complex_tensor(w):
     check_py(w, e, TypeError, "BAD-C66", r"complex64 are not supported; use one of .*float32")
 
 
-# ============================================================================= ir.compile options (ValueError/TypeError by contract)
+# =============================================================== ir.compile options (ValueError/TypeError by contract)
 def _good_program():
     @pl.program
     class Good:
         @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, a: pl.Tensor[[64, 64], pl.FP32], o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+        def main(self, a: pl.Tensor[[64, 64], pl.FP32],
+                 o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
             with pl.at(level=pl.Level.CORE_GROUP):
                 o[:] = pl.exp(a)
             return o
@@ -1162,7 +1185,8 @@ def test_compile_with_a_distributed_config(w):
     prog = _good_program()
     with pytest.raises(UnsupportedOptionError) as e:
         w.program(prog, distributed_config={"ranks": 2})  # BAD-C70
-    check_py(w, e, UnsupportedOptionError, "BAD-C70", r"not available in this version of pypto yet; leave distributed_config at its default")
+    check_py(w, e, UnsupportedOptionError, "BAD-C70",
+             r"not available in this version of pypto yet; leave distributed_config at its default")
 
 
 def test_ir_compile_of_a_jit_function(w):
@@ -1171,7 +1195,7 @@ def test_ir_compile_of_a_jit_function(w):
     check_py(w, e, TypeError, "BAD-C71", r"got JITFunction; for a @pl\.jit function call \.compile\(\.\.\.\)")
 
 
-# ============================================================================= fixed by this corpus: functions and programs
+# ======================================================================== fixed by this corpus: functions and programs
 def test_method_decorated_with_staticmethod(w):
     with pytest.raises(E.ParserError) as e:
         @pl.program
@@ -1409,7 +1433,8 @@ def op_without_pl_prefix(a: pl.Tensor, o: pl.Out[pl.Tensor]):
 def test_operator_without_the_pl_prefix(w):
     with pytest.raises(E.ParserError) as e:
         w.jit(op_without_pl_prefix, A, O)
-    check(w, e, E.ParserError, "BAD-C87", r"write pl\.exp\(\.\.\.\)", r"`exp\(\.\.\.\)` is not defined; the operator is pl\.exp",
+    check(w, e, E.ParserError, "BAD-C87", r"write pl\.exp\(\.\.\.\)",
+          r"`exp\(\.\.\.\)` is not defined; the operator is pl\.exp",
           "frontend")
 
 
@@ -1467,7 +1492,8 @@ def float_loop_bound(a: pl.Tensor, o: pl.Out[pl.Tensor]):
 def test_float_loop_bound(w):
     with pytest.raises(E.ParserError) as e:
         w.jit(float_loop_bound, A, O)
-    check(w, e, E.ParserError, "BAD-C91", r"write 2, not 2\.0", r"loop bound `2\.0` must be an integer scalar, got Scalar fp32",
+    check(w, e, E.ParserError, "BAD-C91", r"write 2, not 2\.0",
+          r"loop bound `2\.0` must be an integer scalar, got Scalar fp32",
           "frontend")
 
 
@@ -1511,7 +1537,8 @@ def name_hint_with_a_space(a: pl.Tensor, o: pl.Out[pl.Tensor]):
 def test_name_hint_that_is_not_an_identifier(w):
     with pytest.raises(E.ParserError) as e:
         w.jit(name_hint_with_a_space, A, O)
-    check(w, e, E.ParserError, "BAD-C94", r'name_hint="stage1"', r"name_hint must be an identifier string, got 'stage 1'",
+    check(w, e, E.ParserError, "BAD-C94", r'name_hint="stage1"',
+          r"name_hint must be an identifier string, got 'stage 1'",
           "frontend")
 
 
@@ -1555,7 +1582,7 @@ def test_kernel_called_inside_a_pl_at_region(w):
           r"kernel 'copy_rows' is called inside a pl\.at region of 'kernel_called_in_region'", "frontend")
 
 
-# ============================================================================= fixed by this corpus: windows and operands
+# ========================================================================== fixed by this corpus: windows and operands
 @pl.jit
 def window_past_the_end(a: pl.Tensor, o: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
@@ -1668,7 +1695,8 @@ def test_compile_with_an_unknown_backend_type(w):
     prog = _good_program()
     with pytest.raises(ValueError) as e:
         w.program(prog, backend_type="Ascend910")  # BAD-C104
-    check_py(w, e, ValueError, "BAD-C104", r"backend_type='Ascend910' is not valid; choose one of Ascend910B, Ascend950")
+    check_py(w, e, ValueError, "BAD-C104",
+             r"backend_type='Ascend910' is not valid; choose one of Ascend910B, Ascend950")
 
 
 @pl.jit
@@ -1858,7 +1886,7 @@ def test_cast_with_an_unknown_rounding_mode(w):
           r"cast: unknown round mode 'nearest'", "pto")
 
 
-# ============================================================================= decorators evaluated by Python (AttributeError/TypeError)
+# =========================================================== decorators evaluated by Python (AttributeError/TypeError)
 def test_misspelled_function_type(w):
     with pytest.raises(AttributeError) as e:
         @pl.program
@@ -1880,7 +1908,7 @@ def test_misspelled_pl_function_keyword(w):
     check_py(w, e, TypeError, "BAD-C107", r"unexpected keyword argument 'typ'; did you mean type=\?")
 
 
-# ============================================================================= left for pypto/jit (xfail: the fix belongs to the jit owner)
+# ======================================================== left for pypto/jit (xfail: the fix belongs to the jit owner)
 @pl.jit
 def two_rows_of_m(x: pl.Tensor[[M, 64], pl.FP32], y: pl.Out[pl.Tensor[[M, 64], pl.FP32]]):  # BAD-C109
     with pl.at(level=pl.Level.CORE_GROUP):
