@@ -90,7 +90,9 @@ def task_dicts(steps: list[Step], store, *, ctx: BuildContext | None = None,
 def known_digests(steps: list[Step], ctx: BuildContext | None = None
                   ) -> dict[str, dict[str, str]] | None:
     """The output digests doit holds for `steps` (from this run, or the last one),
-    or None if any is unknown (phase 1 never ran with this db)."""
+    or None if any is unknown (phase 1 never ran with this db) or its object is not
+    whole in the store (another store, cleared, damaged): the next phase is then not
+    laid out until the phase before has run again."""
     get = ctx.dep_get if ctx is not None and ctx.dep_get is not None else None
     if get is None:
         dm = Globals.dep_manager
@@ -103,6 +105,10 @@ def known_digests(steps: list[Step], ctx: BuildContext | None = None
         if not all(o in values for o in s.outputs):
             return None
         known[s.name] = {o: values[o] for o in s.outputs}
+    store = ctx.store if ctx is not None else None
+    if store is not None and not all(store.verify(d) for outs in known.values()
+                                     for d in outs.values()):
+        return None
     return known
 
 
