@@ -51,9 +51,9 @@ def _tile_carry():
         @pl.function(type=pl.FunctionType.InCore)
         def k(self, x: pl.Tensor[[64, 64], pl.FP32],
               y: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
-            acc = pl.load(x, [0, 0], [64, 64])
+            acc = pl.load(x, [0, 0], [16, 64])
             for i in pl.range(4):
-                t = pl.load(x, [i * 16, 0], [64, 64])
+                t = pl.load(x, [i * 16, 0], [16, 64])
                 acc = pl.add(acc, t)
             y = pl.store(acc, [0, 0], y)
             return y

@@ -1885,6 +1885,37 @@ def test_cast_with_an_unknown_rounding_mode(w):
     check(w, e, E.CodegenError, "BAD-C121", r"none, rint, round, floor, ceil, trunc, odd",
           r"cast: unknown round mode 'nearest'", "pto")
 
+@pl.jit
+def one_chunk_too_many(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(3):
+            t = pl.load(a, [i * 32, 0], [32, 64])  # BAD-C122
+            pl.store(pl.exp(t), [i * 32, 0], o)
+    return o
+
+
+def test_loop_running_one_chunk_past_the_tensor(w):
+    with pytest.raises(E.TypeCheckError) as e:
+        w.jit(one_chunk_too_many, A, O)
+    check(w, e, E.TypeCheckError, "BAD-C122", r"fix the loop's bounds or step",
+          r"load: at i = 2 the window \[64, 96\) of dim 0 lies outside the tensor's extent 64", "frontend")
+
+
+@pl.jit
+def region_offset_by_half_a_chunk(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    for i in pl.range(2):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            o[i * 32 + 16:i * 32 + 48, :] = pl.load(a, [i * 32, 0], [32, 64])  # BAD-C123
+    return o
+
+
+def test_region_writes_that_leave_the_tensor_on_the_last_iteration(w):
+    with pytest.raises(E.TypeCheckError) as e:
+        w.jit(region_offset_by_half_a_chunk, A, O)
+    check(w, e, E.TypeCheckError, "BAD-C123", r"keep every iteration's window inside the tensor",
+          r"assemble: at i = 1 the window \[48, 80\) of dim 0 lies outside the tensor's extent 64", "frontend")
+
+
 
 # =========================================================== decorators evaluated by Python (AttributeError/TypeError)
 def test_misspelled_function_type(w):

@@ -125,6 +125,7 @@ class _Ctx:
     incore: int = 0                    # depth of `with pl.at(...)`
     loops: int = 0                     # depth of for loops
     ifs: int = 0                       # depth of if statements
+    ranges: dict = field(default_factory=dict)   # id(loop var) -> (var, first, last) of constant loops
     cur: Span | None = None            # span of the statement being parsed
     marked: bool = False               # cur came from a `# @file:line:col` marker
 
@@ -966,7 +967,45 @@ class Parser:
             if e.hint:
                 raise
             raise TypeCheckError(e.message, e.span or span, _sig_hint(name)) from None
+        self.check_loop_window(op, pos, span)
         return Call(op, pos, kw, t, dict(attrs), span)
+
+    def check_loop_window(self, op: str, args: list, span) -> None:
+        """A window whose offsets move with constant-bound loops stays inside the tensor on
+        every iteration: checked at the first and last index of each loop (exact for offsets
+        affine in the indices; a violation found there is always real)."""
+        c = self.ctx
+        if c is None or not c.ranges or c.ifs or op not in ("tile.load", "tile.store", "tensor.assemble"):
+            return                  # (under an if, the first or last iteration may not reach it)
+        if op == "tile.load":
+            tensor, offs, sizes = args[0], args[1], [getattr(x, "value", None) for x in args[2].items]
+        elif op == "tile.store":
+            if len(args) > 3:
+                return
+            tensor, offs, sizes = args[2], args[1], list(args[0].type.shape)
+        else:
+            tensor, offs, sizes = args[0], args[2], list(args[1].type.shape)
+        dims = getattr(getattr(tensor, "type", None), "shape", ())
+        items = getattr(offs, "items", None)
+        if items is None or len(items) != len(dims) or len(sizes) != len(dims):
+            return
+        for i, (o, size, d) in enumerate(zip(items, sizes, dims)):
+            if isinstance(o, Const) or not isinstance(d, int) or not isinstance(size, int):
+                continue
+            loops = [c.ranges[id(v)] for v in _vars_of(o) if id(v) in c.ranges]
+            if not loops or len(loops) != len(set(map(id, _vars_of(o)))) or len(loops) > 4:
+                continue
+            for corner in _corners(loops):
+                at = _eval_affine(o, corner)
+                if at is None:
+                    break
+                if at < 0 or at + size > d:
+                    where = ", ".join(f"{v.name} = {corner[id(v)]}" for v, _, _ in loops)
+                    raise TypeCheckError(
+                        f"{op.split('.')[1]}: at {where} the window [{at}, {at + size}) of dim {i} lies "
+                        f"outside the tensor's extent {d}", span,
+                        "keep every iteration's window inside the tensor: fix the loop's bounds or "
+                        "step, or the offset expression")
 
     def kwarg_const(self, a, node, slot):
         if isinstance(a, Const):
@@ -1506,10 +1545,14 @@ class Parser:
             env[n] = v
             iter_args.append(IterArg(v, init))
         self.ctx.loops += 1
+        extent = _const_range(start, stop, step)
+        if extent is not None:
+            self.ctx.ranges[id(loop_var)] = (loop_var, *extent)
         try:
             body, y = self.block(s.body, allow_yield=True)
         finally:
             self.ctx.loops -= 1
+            self.ctx.ranges.pop(id(loop_var), None)
         self.ctx.cur, self.ctx.marked = span, bool(self.src.header_marker(s))
         for n, old in saved.items():
             if old is None:
@@ -1662,6 +1705,52 @@ def _recursion_message(chain: list[str]) -> str:
     if len(chain) == 2 and chain[0] == chain[1]:
         return f"recursion is not supported: {chain[0]!r} calls itself"
     return f"recursion is not supported: {chain[0]!r} calls itself through {' -> '.join(chain)}"
+
+
+def _const_range(start, stop, step):
+    """(first, last) index of a loop with constant bounds that runs at least once."""
+    vals = [getattr(x, "value", None) for x in (start, stop, step)]
+    if not all(isinstance(x, Const) and isinstance(x.value, int) and not isinstance(x.value, bool)
+               for x in (start, stop, step)):
+        return None
+    a, b, k = vals
+    if k > 0 and b > a:
+        return a, a + (b - a - 1) // k * k
+    if k < 0 and b < a:
+        return a, a - (a - b - 1) // -k * -k
+    return None
+
+
+def _vars_of(e) -> list:
+    if isinstance(e, Var):
+        return [e]
+    if isinstance(e, BinOp):
+        return _vars_of(e.lhs) + _vars_of(e.rhs)
+    return []
+
+
+def _corners(loops):
+    out = [{}]
+    for v, first, last in loops:
+        out = [{**c, id(v): x} for c in out for x in (first, last)]
+    return out
+
+
+def _eval_affine(e, values):
+    """The value of an index expression of + - * // on loop indices and constants (None
+    for anything else, where first/last need not bound it)."""
+    if isinstance(e, Const):
+        return e.value if isinstance(e.value, int) and not isinstance(e.value, bool) else None
+    if isinstance(e, Var):
+        return values.get(id(e))
+    if isinstance(e, BinOp) and e.op in ("+", "-", "*", "//"):
+        a, b = _eval_affine(e.lhs, values), _eval_affine(e.rhs, values)
+        if a is None or b is None:
+            return None
+        if e.op == "//":
+            return a // b if b > 0 else None
+        return a + b if e.op == "+" else a - b if e.op == "-" else a * b
+    return None
 
 
 def _coerce(v):
