@@ -47,6 +47,9 @@ class MemoryStore:
         check_digest(digest)
         return digest in self._objects
 
+    def sync(self) -> None:
+        """Nothing to flush: it lives in memory."""
+
     def verify(self, digest: str) -> bool:
         return self.get_bytes(digest) is not None
 

@@ -6,9 +6,11 @@
 <root>/v1/tmp/                  temp files, same filesystem, renamed into place
 <root>/v1/stats/                persistent hit/miss counters
 
-Correctness never depends on the locks: every file appears by an atomic rename,
-objects are published before the action that names them, and every read
-re-hashes the bytes, so the worst a crash or a race can cause is a miss.
+Correctness never depends on the locks, nor on fsync: every file appears by an
+atomic rename, objects are published before the action that names them, and every
+read re-hashes the bytes, so the worst a crash, a race or a power loss can cause is
+a miss. Writes are therefore not fsynced one by one; `sync()` flushes the store's
+file system once, when a build is done (durability per build, not per object).
 """
 from __future__ import annotations
 
@@ -87,7 +89,7 @@ class Store:
             return digest
         if self._overlay is None:
             try:
-                publish([data], path, self._tmp)
+                publish([data], path, self._tmp, durable=False)
                 return digest
             except OSError as e:
                 if not self._unwritable(e):
@@ -101,7 +103,7 @@ class Store:
                 return self.put_bytes(f.read())
         with open(path, "rb") as f:
             try:
-                tmp, digest = write_temp(read_chunks(f), self._tmp)
+                tmp, digest = write_temp(read_chunks(f), self._tmp, durable=False)
             except OSError as e:
                 if not self._unwritable(e):
                     raise
@@ -217,12 +219,19 @@ class Store:
             raise CacheError(f"put_action({key}): objects not in the store: {missing}")
         if self._overlay is None:
             try:
-                publish([data], path, self._tmp)
+                publish([data], path, self._tmp, durable=False)
                 return
             except OSError as e:
                 if not self._unwritable(e):
                     raise
         self._overlay.put_action(key, data)
+
+    def sync(self) -> None:
+        """Flush what this store's file system holds in memory to disk, once (syncfs;
+        os.sync where that is missing). Nothing to do for a store that cannot be written."""
+        if self._overlay is not None:
+            return
+        _syncfs(self.root)
 
     @contextmanager
     def lock(self, key: str):
@@ -349,6 +358,22 @@ def _touch_existing(path: Path) -> bool:
         return False
     except OSError:            # read-only store, or not ours to touch: it is there
         return path.exists()
+
+
+def _syncfs(root: Path) -> None:
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        if getattr(libc, "syncfs", None) is None or libc.syncfs(fd) != 0:
+            os.sync()
+    except OSError:
+        os.sync()
+    finally:
+        os.close(fd)
 
 
 def _drop_if_present(path: Path) -> None:

@@ -415,6 +415,7 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
     _finish(out, opts, records, set(outputs), t0, why, phases.edges)
     store.put_action(pkey, {"outputs": outputs, "executable": sorted(executable),
                             "tasks": [[r.name, r.stage] for r in records], "meta": meta})
+    store.sync()                       # this build's results, durable once
     return Build(out, records, phases.read(meta["frontend"]).decode("utf-8"))
 
 
@@ -469,7 +470,11 @@ def build_partial(prog_name: str, source: bytes, opts: BuildOptions, output_dir:
                              f"files: pypto build <file> --list")
     records = phases.records()
     write_report(out, records, time.perf_counter() - t0)
+    store.sync()
     return Build(out, records, "")
+
+
+_COMPILERS = ("kernel", "orchestration")
 
 
 class _Phases:
@@ -490,7 +495,10 @@ class _Phases:
         self._records: dict[str, object] = {}
 
     def run(self, steps: list[Step], bad=(), again: int | None = None) -> dict:
-        r = self.run_steps(steps, store=self.store, db_path=self.db, jobs=self.jobs,
+        # Python stages hold the GIL: threads only pay off where a step waits on the
+        # C++ compiler; elsewhere they would only add hand-offs
+        jobs = self.jobs if any(s.stage in _COMPILERS for s in steps) else 1
+        r = self.run_steps(steps, store=self.store, db_path=self.db, jobs=jobs,
                            progress=self.progress, deep=self.deep, bad=bad)
         self.deep = self.deep or r.damaged
         for rec in r.records:          # a rebuild supersedes the earlier record
