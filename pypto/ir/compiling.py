@@ -114,27 +114,18 @@ def compile(program, *, output_dir=None, strategy=OptimizationStrategy.Default, 
             dump_ptoas_passes=False, runtime=None):
     """Compile an `ir.Program` through the build graph; returns a CompiledProgram."""
     from pypto.ir.nodes import Program
-    from pypto.ir.printer import print_program
     if not isinstance(program, Program):
         raise TypeError(f"ir.compile expects an ir.Program (a @pl.program class), got "
                         f"{type(program).__name__}; for a @pl.jit function call .compile(...)")
-    _check_identifier(program.name, "the program")
-    for f in program.functions:
-        _check_identifier(f.name, f"function of program {program.name!r}")
-    _refuse_lowered(program)
-    opts = build_options(strategy=strategy, dump_passes=dump_passes, backend_type=backend_type,
-                         platform=platform, skip_ptoas=skip_ptoas,
-                         verification_level=verification_level, diagnostic_phase=diagnostic_phase,
-                         disabled_diagnostics=disabled_diagnostics, memory_planner=memory_planner,
-                         enable_pypto_l0c_double_buffer=enable_pypto_l0c_double_buffer,
-                         profiling=profiling, distributed_config=distributed_config,
-                         analyze_auto_scopes_for_deps=analyze_auto_scopes_for_deps,
-                         emit_source_loc=emit_source_loc, dump_ptoas_passes=dump_ptoas_passes,
-                         runtime=runtime)
-    if not opts.skip_ptoas:
-        _need_orchestration(program)
-    source = print_program(program).encode("utf-8")
-    return _run(program.name, source, opts, output_dir, program=program, from_spec=False)
+    name, source, opts, _ = _program_input(
+        program, strategy=strategy, dump_passes=dump_passes, backend_type=backend_type,
+        platform=platform, skip_ptoas=skip_ptoas, verification_level=verification_level,
+        diagnostic_phase=diagnostic_phase, disabled_diagnostics=disabled_diagnostics,
+        memory_planner=memory_planner, enable_pypto_l0c_double_buffer=enable_pypto_l0c_double_buffer,
+        profiling=profiling, distributed_config=distributed_config,
+        analyze_auto_scopes_for_deps=analyze_auto_scopes_for_deps,
+        emit_source_loc=emit_source_loc, dump_ptoas_passes=dump_ptoas_passes, runtime=runtime)
+    return _run(name, source, opts, output_dir, program=program, from_spec=False)
 
 
 def _check_identifier(name, what: str) -> None:
@@ -307,3 +298,34 @@ def lower_jit(spec: dict, *, config=None):
                                           memory_planner=opts.memory_planner,
                                           l0c_double_buffer=opts.l0c_double_buffer),
                         verify=opts.verify != "none")
+
+
+@_user_error
+def graph_input(entry, **options):
+    """(name, graph input bytes, BuildOptions, starts at specialize?) of a @pl.program or a
+    fully annotated @pl.jit entry, checked as ir.compile and .compile() check them: what
+    the CLI, a project's dodo.py and the pytest helper lay the graph out from."""
+    import json
+    from pypto.ir.nodes import Program
+    from pypto.jit.decorator import JITFunction
+    if isinstance(entry, JITFunction):
+        spec = entry.spec()
+        return (spec["program"], json.dumps(spec, sort_keys=True).encode("utf-8"),
+                build_options(**options), True)
+    if not isinstance(entry, Program):
+        raise TypeError(f"expected a @pl.program class or a @pl.jit function, got "
+                        f"{type(entry).__name__}")
+    return _program_input(entry, **options)
+
+
+def _program_input(program, **options):
+    """ir.compile's checks of a program, its options, and its printed text."""
+    from pypto.ir.printer import print_program
+    _check_identifier(program.name, "the program")
+    for f in program.functions:
+        _check_identifier(f.name, f"function of program {program.name!r}")
+    _refuse_lowered(program)
+    opts = build_options(**options)
+    if not opts.skip_ptoas:
+        _need_orchestration(program)
+    return program.name, print_program(program).encode("utf-8"), opts, False
