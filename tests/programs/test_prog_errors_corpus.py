@@ -1917,6 +1917,110 @@ def test_region_writes_that_leave_the_tensor_on_the_last_iteration(w):
 
 
 
+@pl.jit
+def tile_loaded_in_the_orchestration(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    t = pl.load(a, [0, 0], [64, 64])  # BAD-C124
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(t, [0, 0], o)
+    return o
+
+
+def test_tile_loaded_in_the_orchestration_body(w):
+    with pytest.raises(E.MisplacedTensorOpError) as e:
+        w.jit(tile_loaded_in_the_orchestration, A, O)
+    check(w, e, E.MisplacedTensorOpError, "BAD-C124", r"inside `with pl\.at\(level=pl\.Level\.CORE_GROUP\):`",
+          r"pl\.load \(tile\.load\) at line \d+ is written directly in the orchestration body", "frontend")
+
+
+@pl.jit
+def chained_comparison(a: pl.Tensor, o: pl.Out[pl.Tensor], n: pl.INDEX):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(n):
+            if 0 < i < 3:  # BAD-C125
+                pl.store(pl.load(a, [0, 0], [64, 64]), [0, 0], o)
+    return o
+
+
+def test_chained_comparison(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(chained_comparison, A, O, n=pl.RUNTIME)
+    check(w, e, E.ParserError, "BAD-C125", r"nest ifs", r"chained comparisons are not supported", "frontend")
+
+
+@pl.jit
+def scalar_min_of_tiles(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [64, 64])
+        pl.store(pl.min(t, pl.exp(t)), [0, 0], o)  # BAD-C126
+    return o
+
+
+def test_scalar_min_on_tiles(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(scalar_min_of_tiles, A, O)
+    check(w, e, E.ParserError, "BAD-C126", r"pl\.minimum\(a, b\)", r"pl\.min works on scalars, got Tile", "frontend")
+
+
+@pl.jit
+def fractional_offset(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(2):
+            pl.store(pl.load(a, [i * 32.0, 0], [32, 64]), [0, 0], o)  # BAD-C127
+    return o
+
+
+def test_index_times_a_float(w):
+    with pytest.raises(E.TypeCheckError) as e:
+        w.jit(fractional_offset, A, O)
+    check(w, e, E.TypeCheckError, "BAD-C127", r"no implicit promotion", r"`\*`: dtype mismatch index vs fp32",
+          "frontend")
+
+
+@pl.jit
+def yield_outside_a_loop(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [64, 64])
+        r = pl.yield_(t)  # BAD-C128
+    return o
+
+
+def test_yield_outside_a_loop_or_if(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(yield_outside_a_loop, A, O)
+    check(w, e, E.ParserError, "BAD-C128", r"move it to the end of the body",
+          r"pl\.yield_ must be the last statement of a loop body or an if/else branch", "frontend")
+
+
+@pl.jit
+def range_kept_in_a_variable(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    rows = pl.range(4)  # BAD-C129
+    with pl.at(level=pl.Level.CORE_GROUP):
+        o[:] = pl.exp(a)
+    return o
+
+
+def test_pl_range_outside_a_for(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(range_kept_in_a_variable, A, O)
+    check(w, e, E.ParserError, "BAD-C129", r"for i in pl\.range\(n\)",
+          r"pl\.range\(\.\.\.\) is only allowed as the iterable of a for loop", "frontend")
+
+
+@pl.jit
+def const_of_a_word(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [64, 64])
+        pl.store(pl.muls(t, pl.const("two", pl.FP32)), [0, 0], o)  # BAD-C130
+    return o
+
+
+def test_pl_const_of_a_word(w):
+    with pytest.raises(E.ParserError) as e:
+        w.jit(const_of_a_word, A, O)
+    check(w, e, E.ParserError, "BAD-C130", r"pl\.const\(2\.0, pl\.FP32\)", r"pl\.const: 'two' is not a number",
+          "frontend")
+
+
 # =========================================================== decorators evaluated by Python (AttributeError/TypeError)
 def test_misspelled_function_type(w):
     with pytest.raises(AttributeError) as e:

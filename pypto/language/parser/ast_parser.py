@@ -1085,9 +1085,9 @@ class Parser:
             try:
                 v = float(v)
             except ValueError:
-                self.error(f"pl.const: {v!r} is not a number", node)
+                self.error(f"pl.const: {v!r} is not a number", node, _CONST_HINT)
         if not isinstance(v, (int, float, bool)):
-            self.error(f"pl.const: {v!r} is not a number", node)
+            self.error(f"pl.const: {v!r} is not a number", node, _CONST_HINT)
         if d.is_float:
             v = float(v)
         elif d == dt.BOOL:
@@ -1705,6 +1705,9 @@ def _recursion_message(chain: list[str]) -> str:
     if len(chain) == 2 and chain[0] == chain[1]:
         return f"recursion is not supported: {chain[0]!r} calls itself"
     return f"recursion is not supported: {chain[0]!r} calls itself through {' -> '.join(chain)}"
+
+
+_CONST_HINT = "the value is a number literal or a module-level number: pl.const(2.0, pl.FP32)"
 
 
 def _const_range(start, stop, step):
