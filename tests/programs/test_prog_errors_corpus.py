@@ -2020,6 +2020,48 @@ def test_pl_const_of_a_word(w):
     check(w, e, E.ParserError, "BAD-C130", r"pl\.const\(2\.0, pl\.FP32\)", r"pl\.const: 'two' is not a number",
           "frontend")
 
+def test_helper_with_regions_next_to_the_orchestration(w):
+    with pytest.raises(E.ParserError) as e:
+        @pl.program
+        class Bad:
+            @pl.function
+            def stage(self, a: pl.Tensor[[64, 64], pl.FP32],  # BAD-C131
+                      o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+                with pl.at(level=pl.Level.CORE_GROUP):
+                    o[:] = pl.exp(a)
+                return o
+
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, a: pl.Tensor[[64, 64], pl.FP32],
+                     o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+                o = self.stage(a, o)
+                return o
+    check(w, e, E.ParserError, "BAD-C131", r"make stage an Inline function",
+          r"'stage' has pl\.at regions, which makes it an orchestration, but 'main' already is", None)
+
+
+def test_program_kernel_moving_a_vec_tile_straight_to_left(w):
+    @pl.program
+    class SkipsMat:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[64, 64], pl.FP32],
+              o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+            lhs = pl.move(pl.load(a, [0, 0], [64, 64]), target_memory=pl.Mem.Left)  # BAD-C132
+            rhs = pl.move(pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+            o = pl.store(pl.matmul(lhs, rhs), [0, 0], o)
+            return o
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, a: pl.Tensor[[64, 64], pl.FP32],
+                 o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+            o = self.k(a, o)
+            return o
+    with pytest.raises(E.CodegenError) as e:
+        w.program(SkipsMat)
+    check(w, e, E.CodegenError, "BAD-C132", r"move it through Mat", r"no data path from Vec to Left on a2a3",
+          "pass:InferTileMemorySpace")
+
+
 
 # =========================================================== decorators evaluated by Python (AttributeError/TypeError)
 def test_misspelled_function_type(w):

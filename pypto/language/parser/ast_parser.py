@@ -196,6 +196,15 @@ class Parser:
         """What needs every body parsed: one orchestration, kernels called only from the
         orchestration."""
         orch = [s for s in self.sigs.values() if s.func_type is FunctionType.Orchestration]
+        regions = [s for s in self.sigs.values() if s.func_type is FunctionType.Opaque and s.function
+                   and any(isinstance(x, InCoreScope) for x in walk(s.function.body))]
+        if orch and regions:        # outlining makes such a function an orchestration too
+            raise ParserError(
+                f"{regions[0].name!r} has pl.at regions, which makes it an orchestration, but "
+                f"{orch[0].name!r} already is the orchestration of program {cdef.name!r}",
+                regions[0].span,
+                f"make {regions[0].name} an Inline function (@pl.function(type=pl.FunctionType.Inline)) "
+                f"that {orch[0].name} calls, or move its regions into {orch[0].name}")
         if len(orch) > 1:
             raise ParserError(
                 f"program {cdef.name!r} has {len(orch)} orchestration functions "
