@@ -223,12 +223,14 @@ def measure_size(tmp: Path, n: int, repeat: int, row) -> dict:
         f"{count(d / 'warm0')[0]}/{count(d / 'warm0')[1]} tasks ran")
     noop_in = min(r[0][1] for r in noop)
     row(f"{n} kernels: no-op again in-process", noop_in, None, "2nd ir.compile, same dir")
-    # the same one-token edit of k3 at every size (fresh process, same store), best of
-    # `repeat` alternating edits so each measured compile really has one kernel to redo
+    # the same one-token edits of k3 at every size (fresh process, same store), best of
+    # `repeat`; each edit gives k3 an op it never had in this store, so every measured
+    # compile really has one kernel to redo
     edits = []
+    fresh_ops = ["pl.sub(ta, tb)", "pl.mul(ta, tb)", "pl.add(ta, tb)", "pl.minimum(ta, tb)",
+                 "pl.exp(ta)", "pl.neg(ta)", "pl.abs(tb)"]
     for i in range(repeat):
-        op = "pl.sub(ta, tb)" if i % 2 == 0 else "pl.maximum(ta, tb)"
-        write_program(prog, n, ops={"k3": op})
+        write_program(prog, n, ops={"k3": fresh_ops[i % len(fresh_ops)]})
         edits.append(compile_child(prog, [d / f"edit{i}"], store))
     write_program(prog, n)
     edit_s, edit_w = min(edits, key=lambda r: r[0][0])
@@ -244,7 +246,8 @@ def measure_size(tmp: Path, n: int, repeat: int, row) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=3, help="repeats of the cheap rows (best of)")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="repeats of the cheap rows and of the edit (best of; at most 7)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
     ap.add_argument("--sizes", default="8,32,96",
                     help="kernel counts of the generated program (default 8,32,96)")
