@@ -369,6 +369,7 @@ class JITFunction:
         dyns = dict(dynamic)
         dyns.update(src["local_dyns"])
         arg_spec, run_args, omitted_out = {}, [], []
+        extents: dict[str, tuple[int, str]] = {}     # dynamic dim -> (size, first argument)
         for name, p in sig.parameters.items():
             ann = anns[name]
             if name in bound.arguments:
@@ -377,7 +378,7 @@ class JITFunction:
                 value = p.default
             else:
                 value = _MISSING
-            arg_spec[name] = self._classify(name, ann, value, allow_runtime, dyns)
+            arg_spec[name] = self._classify(name, ann, value, allow_runtime, dyns, extents)
             if value is _MISSING:
                 if ann.direction == "Out":
                     omitted_out.append(name)
@@ -401,7 +402,7 @@ class JITFunction:
                                 f"({', '.join(given_out + omitted_out)}) or none of them")
         return arg_spec, [v for _, v in run_args if v is not _MISSING]
 
-    def _classify(self, name, ann: A.Ann, value, allow_runtime, dyns) -> dict:
+    def _classify(self, name, ann: A.Ann, value, allow_runtime, dyns, extents) -> dict:
         fname = self.__name__
         if value is RUNTIME:
             if not allow_runtime:
@@ -428,7 +429,11 @@ class JITFunction:
                                 f"(pl.Out[pl.Tensor[[rows, cols], pl.FP32]])")
             raise TypeError(f"{fname}() missing required argument: '{name}' (a bare "
                             f"pl.Tensor annotation takes its shape from a sample tensor)")
-        info = _tensor_info(value)
+        try:
+            info = _tensor_info(value)
+        except _UnsupportedDtype as e:
+            raise TypeError(f"{fname}(): '{name}' has dtype {e.name}: {e} (convert it first, "
+                            f"e.g. .float() for float32)") from None
         if info is not None:
             if ann.kind == "scalar":
                 raise TypeError(f"{fname}(): '{name}' is a scalar parameter, got a tensor")
@@ -437,6 +442,13 @@ class JITFunction:
                 for i, node in enumerate(ann.shape):
                     dyn = self._dim_dyn(node, dyns)
                     if dyn is not None:
+                        # one dynamic dim has one size per call, whichever tensor shows it
+                        size, first = extents.setdefault(dyn, (shape[i], name))
+                        if size != shape[i]:
+                            raise TypeError(
+                                f"{fname}(): dynamic dim '{dyn}' is {size} for '{first}' but "
+                                f"{shape[i]} for '{name}'; tensors that share a pl.dynamic dim "
+                                f"must agree on its size in a call (use two dims if they differ)")
                         shape[i] = dyn
             return {"kind": "tensor", "shape": shape, "dtype": dtype}
         if _is_scalar(value):
@@ -506,6 +518,13 @@ def _run(compiled, ordered, config):
     return compiled(*ordered, config=config) if accepts else compiled(*ordered)
 
 
+class _UnsupportedDtype(TypeError):
+    def __init__(self, name: str):
+        super().__init__(f"tensors of dtype {name} are not supported; use one of "
+                         f"{', '.join(sorted(_TENSOR_DTYPES))}")
+        self.name = name
+
+
 def _tensor_info(x) -> tuple[list, str] | None:
     """(shape, dtype text) of a torch tensor, numpy array or device tensor; else None."""
     if isinstance(x, (str, bytes, numbers.Number)) or not hasattr(x, "shape") \
@@ -523,8 +542,7 @@ def _tensor_info(x) -> tuple[list, str] | None:
         if text is None and name in {d.text for d in _dt.ALL}:
             text = name
         if text is None:
-            raise TypeError(f"tensors of dtype {dtype} are not supported; use one of "
-                            f"{', '.join(sorted(_TENSOR_DTYPES))}")
+            raise _UnsupportedDtype(name)
     try:
         shape = [int(d) for d in x.shape]
     except (TypeError, ValueError):

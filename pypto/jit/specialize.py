@@ -338,14 +338,19 @@ class _Specializer:
         text = ast.unparse(ann.inner)
         if len(want) != len(shape):
             fn.error(f"argument `{p.arg}` has {len(shape)} dims {list(shape)} but its "
-                     f"annotation `{text}` has {len(want)}", p.annotation)
+                     f"annotation `{text}` has {len(want)}", p.annotation,
+                     f"pass a tensor of rank {len(want)} as `{p.arg}`, or annotate it with "
+                     f"{len(shape)} dims")
         for got, w in zip(shape, want):
             if isinstance(got, int) and isinstance(w, int) and got != w:
                 fn.error(f"argument `{p.arg}` has shape {list(shape)} but its annotation "
-                         f"`{text}` says {[ast.unparse(d) for d in ann.shape]}", p.annotation)
+                         f"`{text}` says {[ast.unparse(d) for d in ann.shape]}", p.annotation,
+                         f"pass a tensor of that shape, or use a pl.dynamic dim where the "
+                         f"size may vary")
         if ann.dtype is not None and ann.dtype != dtype:
             fn.error(f"argument `{p.arg}` has dtype {dtype} but its annotation `{text}` says "
-                     f"{ann.dtype}", p.annotation)
+                     f"{ann.dtype}", p.annotation,
+                     f"convert the tensor to {ann.dtype}, or change the annotation's dtype")
 
     def param_text(self, fn: _Fn, p: ast.arg, meta) -> str:
         ann = fn.anns[p.arg]

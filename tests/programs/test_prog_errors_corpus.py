@@ -13,8 +13,7 @@ kernel author really makes. Every test asserts
    binding, option checks) must leave the store untouched.
 
 The failing step is known exactly: the graph runner reports every step whose stage
-raised through pypto_pipeline.run._fail, which the fixture wraps. Tests marked xfail are
-mistakes whose error is still wrong and whose fix belongs to pypto/jit.
+raised through pypto_pipeline.run._fail, which the fixture wraps.
 """
 import json
 import os
@@ -2085,7 +2084,7 @@ def test_misspelled_pl_function_keyword(w):
     check_py(w, e, TypeError, "BAD-C107", r"unexpected keyword argument 'typ'; did you mean type=\?")
 
 
-# ======================================================== left for pypto/jit (xfail: the fix belongs to the jit owner)
+# ======================================================== @pl.jit arguments
 @pl.jit
 def two_rows_of_m(x: pl.Tensor[[M, 64], pl.FP32], y: pl.Out[pl.Tensor[[M, 64], pl.FP32]]):  # BAD-C109
     with pl.at(level=pl.Level.CORE_GROUP):
@@ -2093,16 +2092,12 @@ def two_rows_of_m(x: pl.Tensor[[M, 64], pl.FP32], y: pl.Out[pl.Tensor[[M, 64], p
     return y
 
 
-@pytest.mark.xfail(strict=True, reason="pypto/jit binds each tensor's dynamic dims on its own: x with M=64 "
-                                       "and y with M=32 compile silently (fix belongs in pypto/jit)")
 def test_one_dynamic_dim_with_two_extents(w):
     with pytest.raises(TypeError) as e:
         w.jit(two_rows_of_m, torch.zeros(64, 64), torch.zeros(32, 64))  # BAD-C108
     check_py(w, e, TypeError, "BAD-C108", r"'M' is 64 for 'x' but 32 for 'y'")
 
 
-@pytest.mark.xfail(strict=True, reason="SpecializeError for a rank mismatch has no hint (fix belongs in "
-                                       "pypto/jit/specialize.py)")
 def test_tensor_of_another_rank_than_its_annotation(w):
     with pytest.raises(E.ParserError) as e:
         w.jit(two_rows_of_m, torch.zeros(4, 64, 64), torch.zeros(4, 64, 64))
@@ -2111,8 +2106,6 @@ def test_tensor_of_another_rank_than_its_annotation(w):
           "specialize")
 
 
-@pytest.mark.xfail(strict=True, reason="the TypeError for a float64 tensor names neither the function nor "
-                                       "the parameter (fix belongs in pypto/jit/decorator.py)")
 def test_float64_tensor(w):
     with pytest.raises(TypeError) as e:
         w.jit(exp_kernel, np.zeros((64, 64)), O)  # BAD-C110
