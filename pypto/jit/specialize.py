@@ -345,8 +345,8 @@ class _Specializer:
             if isinstance(got, int) and isinstance(w, int) and got != w:
                 fn.error(f"argument `{p.arg}` has shape {list(shape)} but its annotation "
                          f"`{text}` says {[ast.unparse(d) for d in ann.shape]}", p.annotation,
-                         f"pass a tensor of that shape, or use a pl.dynamic dim where the "
-                         f"size may vary")
+                         "pass a tensor of that shape, or use a pl.dynamic dim where the "
+                         "size may vary")
         if ann.dtype is not None and ann.dtype != dtype:
             fn.error(f"argument `{p.arg}` has dtype {dtype} but its annotation `{text}` says "
                      f"{ann.dtype}", p.annotation,

@@ -32,6 +32,8 @@ from pypto import ir
 from pypto.ir.compiling import UnsupportedOptionError
 from pypto.runtime import RunConfig
 
+from prog_helpers import tagged_line
+
 FILE = "test_prog_errors_corpus.py"
 A, O = torch.zeros(64, 64), torch.zeros(64, 64)
 H = torch.zeros(64, 64, dtype=torch.float16)
@@ -40,11 +42,7 @@ M = pl.dynamic("M")
 
 
 def line_of(tag: str) -> int:
-    with open(__file__) as f:
-        for i, ln in enumerate(f, 1):
-            if ln.rstrip().endswith(f"# {tag}"):
-                return i
-    raise AssertionError(f"no line tagged {tag}")
+    return tagged_line(__file__, tag)
 
 
 class Watch:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 
 import pytest
@@ -16,31 +15,17 @@ import pypto.errors as E
 import pypto.language as pl
 from pypto import ir
 
-from prog_helpers import CFG
+from prog_helpers import CFG, check_error, tagged_line
 
-FILE = "test_prog_errors_issue9.py"
 A, O = torch.zeros(64, 64), torch.zeros(64, 64)
 
 
 def line_of(tag: str) -> int:
-    with open(__file__) as f:
-        for i, ln in enumerate(f, 1):
-            if ln.rstrip().endswith(f"# {tag}"):
-                return i
-    raise AssertionError(f"no line tagged {tag}")
+    return tagged_line(__file__, tag)
 
 
 def check(exc_info, cls, tag, hint_re, msg_re):
-    e = exc_info.value
-    assert type(e) is cls or (cls is E.ParserError and isinstance(e, cls)), f"{type(e).__name__}: {e}"
-    assert isinstance(e, E.PyptoError)
-    line = line_of(tag)
-    assert e.span is not None and (e.span.file, e.span.line) == (FILE, line), f"{e.span} != {FILE}:{line}"
-    assert f"{FILE}:{line}:" in str(e) and "<ir>" not in str(e)
-    assert re.search(msg_re, e.message, re.I), e.message
-    assert e.hint and re.search(hint_re, e.hint, re.I), e.hint
-    assert "\n  hint: " in str(e)
-    assert e.__cause__ is None and e.__traceback__ is not None
+    check_error(exc_info, cls, __file__, tag, hint_re, msg_re)
 
 
 # ----------------------------------------------------------------------------- nothing cached
