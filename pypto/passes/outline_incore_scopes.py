@@ -7,6 +7,8 @@ returned. The parent, if Opaque, becomes the Orchestration.
 """
 from __future__ import annotations
 
+import re
+
 from pypto.errors import CodegenError
 from pypto.ir.nodes import (Assign, Call, Eval, For, Function, FunctionType, If, InCoreScope,
                             Param, ParamDirection, Program, Return, Var, Yield,
@@ -112,13 +114,15 @@ class _Outliner(Rewriter):
                     final[id(alias[id(v)])] = v
         rets = [final.get(id(v), mapping[id(v)]) for v in live_in if id(v) in written]
         kbody.append(Return(rets, scope.span))
+        outer_names = {id(v): v.name for v in live_out}     # the parent keeps its names
+        _renumber_versions([p.var for p in params], kbody)
         level, role = derived_level_role(FunctionType.InCore)
         self.kernels.append(Function(name, params, [r.type for r in rets], kbody,
                                      FunctionType.InCore, level, role, {}, scope.span))
         args = [self.expr(v) for v in live_in]
         call = Call("@" + name, args, {}, rets[0].type if len(rets) == 1 else None, {}, scope.span)
         if len(live_out) == 1 and len(rets) == 1:
-            outer = Var(live_out[0].name, live_out[0].type, live_out[0].span)
+            outer = Var(outer_names[id(live_out[0])], live_out[0].type, live_out[0].span)
             self.subst[id(live_out[0])] = outer
             return [Assign(outer, call, scope.span)]
         for v in live_out:        # several outputs: later uses read the written argument
@@ -133,6 +137,34 @@ class _Outliner(Rewriter):
             if name not in self.names:
                 self.names.add(name)
                 return name
+
+
+_VERSIONED = re.compile(r"(.+)__(ssa|tmp)_v(\d+)")
+
+
+def _renumber_versions(params: list[Var], body) -> None:
+    """Number the versioned names of a new kernel (`x__ssa_v<k>`, `t__tmp_v<k>`) from 0
+    within the kernel, in order of definition. Versions were counted over the whole
+    parent, so without this an edit of one region that adds a version would rename
+    values in every later region's kernel and rebuild each of them. The kernel's
+    Vars are its own (its parameters are copies; the region's values live on only in
+    the kernel), so they are renamed in place."""
+    order, seen = [], set()
+    for v in params + [d for s in walk(body) for d in defs(s)]:
+        if id(v) not in seen:
+            seen.add(id(v))
+            order.append(v)
+    versioned = [v for v in order if _VERSIONED.fullmatch(v.name)]
+    taken = {v.name for v in order if not _VERSIONED.fullmatch(v.name)}
+    counters: dict[tuple[str, str], int] = {}
+    for v in versioned:
+        base, tag, _ = _VERSIONED.fullmatch(v.name).groups()
+        k = counters.get((base, tag), 0)
+        while f"{base}__{tag}_v{k}" in taken:
+            k += 1
+        counters[(base, tag)] = k + 1
+        v.name = f"{base}__{tag}_v{k}"
+        taken.add(v.name)
 
 
 def _tensor_writes(body, live_in: set[int]):

@@ -1,0 +1,25 @@
+"""Issue 10: an edit of one kernel re-runs that kernel's tasks, not its neighbours'.
+Versions (`x__ssa_v<k>`, `t__tmp_v<k>`) are counted over the whole orchestration before
+outlining; each outlined kernel numbers its own from 0, so a version added in one region
+does not rename the values of the regions after it."""
+from graph_helpers import by_stage, import_file, kernel_of, ran, run_and_check, tasks, write_program
+
+
+def test_a_new_temporary_in_one_kernel_leaves_later_kernels_alone(iso):
+    from pypto import ir
+    n = 12                               # k1 and k9 both compute pl.sub(ta, tb)
+    prog = write_program(iso / "prog.py", n)
+    ir.compile(import_file(prog).PROGRAM, output_dir=str(iso / "before"), platform="a2a3sim")
+    # k3 now makes a pl.sub temporary too, ahead of k9's in the orchestration
+    write_program(prog, n, ops={"k3": "pl.sub(ta, tb)"})
+    compiled = ir.compile(import_file(prog).PROGRAM, output_dir=str(iso / "after"),
+                          platform="a2a3sim")
+    back = {(r["stage"], kernel_of(r, n)) for r in ran(by_stage(tasks(iso / "after"),
+                                                                "pto", "ptoas", "kernel"))}
+    assert back == {("pto", "k3"), ("ptoas", "k3"), ("kernel", "k3")}, sorted(back)
+    per_function = {kernel_of(r, n) for r in ran(by_stage(tasks(iso / "after"), "pass"))} - {None}
+    assert per_function == {"k3"}, sorted(per_function)
+    k9 = (iso / "after" / "ptoas" / "k9.pto").read_text()
+    assert k9 == (iso / "before" / "ptoas" / "k9.pto").read_text()
+    assert "sub__tmp_v0" in k9
+    run_and_check(compiled, n, ops={"k3": "pl.sub(ta, tb)"})
