@@ -16,6 +16,7 @@ stats the files instead of re-reading them.
 from __future__ import annotations
 
 import functools
+import json
 import importlib
 import os
 import sys
@@ -143,8 +144,41 @@ def _stage_impl(stage: str, extra: str) -> str:
 def impl_files(stage: str, extra: str = "") -> dict[str, str]:
     """What stage_impl(stage, extra) covers, part by part: each source file (named as
     in `Tree.label`) -> its digest, and the compiler's identity; to tell which file
-    made a step re-run."""
-    return dict(_impl_files(stage, extra))
+    made a step re-run. Kept on disk by the digest it breaks down (a digest names its
+    parts for good), so a build pays for the closure walk only after an edit."""
+    digest = stage_impl(stage, extra)
+    known = _files_cache()
+    if digest not in known:
+        known[digest] = _impl_files(stage, extra)
+        _save_files_cache(known)
+    return dict(known[digest])
+
+
+_FILES_KEPT = 256          # breakdowns kept on disk (a few tree states' worth)
+
+
+@functools.lru_cache(maxsize=None)
+def _files_cache() -> dict:
+    try:
+        data = json.loads(_files_path().read_text())
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _save_files_cache(known: dict) -> None:
+    path = _files_path()
+    keep = dict(list(known.items())[-_FILES_KEPT:])
+    try:
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(keep, separators=(",", ":")))
+        os.replace(tmp, path)
+    except OSError:
+        pass                 # an unwritable index folder: recomputed next time
+
+
+def _files_path() -> Path:
+    return _index().path.with_suffix(".files.json")
 
 
 @functools.lru_cache(maxsize=None)
