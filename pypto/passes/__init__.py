@@ -37,13 +37,15 @@ _REGISTRY = [
 ]
 
 
-# Passes that rewrite each function on its own (given the others' signatures). The
-# build graph runs and caches these per function, so a one-kernel edit re-runs one
-# function's chain; the others (outlining, call directions) see the whole program.
+# Passes that rewrite each function on its own. The build graph runs and caches these
+# per function, so a one-kernel edit re-runs one function's chain; the others
+# (inlining, outlining) see the whole program. A pass whose module sets CALLEES = True
+# also sees the signatures of the functions its function calls (e.g. call directions).
 FUNCTION_LOCAL = {"UnrollLoops", "ConvertToSSA", "Simplify", "FlattenCallExpr",
                   "ConvertTensorToTileOps", "FlattenTileNdTo2D", "InferTileMemorySpace",
                   "ExpandMixedKernel", "DoubleBufferAcc", "InitMemRef", "MemoryReuse",
-                  "AllocateMemoryAddr", "MaterializeRuntimeScopes"}
+                  "AllocateMemoryAddr", "DeriveCallDirections", "AutoDeriveTaskDependencies",
+                  "MaterializeRuntimeScopes"}
 
 
 class Pass:

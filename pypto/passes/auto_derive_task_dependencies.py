@@ -30,6 +30,7 @@ from pypto.ir.visit import bodies
 
 NAME = "AutoDeriveTaskDependencies"
 READS = ("analyze_auto_scopes_for_deps",)
+CALLEES = True      # function-local, given the signatures of the functions it calls
 
 _READ = {ArgDir.input, ArgDir.inout}
 _WRITE = {ArgDir.output, ArgDir.output_existing, ArgDir.inout}

@@ -9,6 +9,7 @@ from pypto.ir.visit import walk
 
 NAME = "DeriveCallDirections"
 READS = ()
+CALLEES = True      # function-local, given the signatures of the functions it calls
 
 _DIR = {ParamDirection.In: ArgDir.input, ParamDirection.Out: ArgDir.output_existing,
         ParamDirection.InOut: ArgDir.inout}
