@@ -271,10 +271,11 @@ def damage(store: Path, how: str, fraction: float, seed: int) -> int:
                           if data else b"\0")
         elif kind == "delete":
             p.unlink()
-        elif kind == "swap":            # another object's bytes under this name
-            other = next(q for q in objs if q != p and q.exists()
-                         and q.read_bytes() != data)
-            p.write_bytes(other.read_bytes())
+        elif kind == "swap":            # two objects exchange their bytes
+            other = next(q for q in objs if q != p and q.exists() and q.read_bytes() != data)
+            theirs = other.read_bytes()
+            other.write_bytes(data)
+            p.write_bytes(theirs)
     return len(picked)
 
 

@@ -45,22 +45,25 @@ def test_damaged_objects_are_rebuilt(seed2, tmp_path):
 
 
 def test_sigkill_mid_build_leaves_nothing_half_written(seed2, tmp_path):
-    store = tmp_path / "store"
     prog = tmp_path / "prog.py"
     shutil.copy(seed2.prog, prog)
     out = tmp_path / "out"
+    # kill points as fractions of how long a cold compile takes on this machine now,
+    # each in a store of its own (a store a killed build half filled finishes sooner)
+    cold = compile_in_subprocess(prog, tmp_path / "timed", tmp_path / "timed_store")
     killed = 0
-    for delay in (0.0, 0.5, 1.2):
+    for k, frac in enumerate((0.1, 0.4, 0.7)):
+        store = tmp_path / f"store{k}"
         proc = start_compile(prog, out, store)
         deadline = time.monotonic() + 120
         while not (out / "report").exists() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.01)
-        time.sleep(delay)
+            time.sleep(0.005)
+        time.sleep(frac * cold)
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)      # the compile and the compilers it started
             killed += 1
         proc.communicate()
-        assert bad_objects(store) == [], f"after a kill at +{delay}s"
+        assert bad_objects(store) == [], f"after a kill at {frac:.0%} of a cold compile"
     assert killed >= 2, "no compile was killed mid-build: the test proved nothing"
 
     # the next build, into the very directory the killed ones wrote to, is correct
