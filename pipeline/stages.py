@@ -141,6 +141,23 @@ def _stage_impl(stage: str, extra: str) -> str:
     return digest
 
 
+@functools.lru_cache(maxsize=None)
+def pass_reads() -> dict[str, tuple[str, ...]]:
+    """Each pass's READS (the options it reads, declared in its module), kept in the impl
+    index with the stage digests: a process keys a compile without importing a pass.
+    Like the digests, the table is dropped when any file of the tree changes."""
+    with _LOCK:
+        index = _index()
+        cached = index.stage("passes:reads")
+        if cached is not None:
+            return {k: tuple(v) for k, v in json.loads(cached).items()}
+        from pypto.passes import ALL_PASSES
+        table = {p.name: tuple(p.reads) for p in ALL_PASSES}
+        index.set_stage("passes:reads", json.dumps(table, sort_keys=True))
+        index.save()
+    return table
+
+
 def impl_files(stage: str, extra: str = "") -> dict[str, str]:
     """What stage_impl(stage, extra) covers, part by part: each source file (named as
     in `Tree.label`) -> its digest, and the compiler's identity; to tell which file

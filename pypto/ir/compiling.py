@@ -96,7 +96,9 @@ def build_options(*, strategy=OptimizationStrategy.Default, dump_passes=True,
     emit_loc = _truthy("PYPTO_EMIT_PTO_LOC", True) if emit_source_loc is None else bool(emit_source_loc)
     popts = PassOptions(backend_type=backend, memory_planner=planner.value,
                         l0c_double_buffer=bool(enable_pypto_l0c_double_buffer))
-    passes = tuple((p.name, p.module.__name__.rsplit(".", 1)[1], p.reads) for p in pipeline(popts))
+    from pypto_pipeline.stages import pass_reads     # kept with the impl index: no pass imported
+    reads = pass_reads()
+    passes = tuple((p.name, p.module_name, reads[p.name]) for p in pipeline(popts))
     return BuildOptions(platform=platform, backend_type=backend.value, arch=chip(backend).arch,
                         dump=dump.name.lower(), skip_ptoas=bool(skip_ptoas), verify=verify.value,
                         memory_planner=planner.value, emit_loc=emit_loc,
