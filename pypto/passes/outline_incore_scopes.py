@@ -50,17 +50,29 @@ class _Outliner(Rewriter):
         self.names = names
         self.kernels: list[Function] = []
         self.count = 0
-        self.rest: list = []           # statements after the current one, for live-out analysis
+        # for live-out analysis, per enclosing body: (var id -> index of the last statement
+        # of that body using it, index of the statement being rewritten). One pass per
+        # body, so a parent with N regions costs O(N), not a walk of the rest per region.
+        self.after: list[list] = []
         self.subst: dict[int, object] = {}
 
     def body(self, stmts):
+        last: dict[int, int] = {}
+        for idx, s in enumerate(stmts):
+            for t in walk([s]):
+                for v in stmt_uses(t):
+                    last[id(v)] = idx
         out = []
+        self.after.append([last, 0])
         for i, s in enumerate(stmts):
-            saved = self.rest
-            self.rest = stmts[i + 1:] + saved
+            self.after[-1][1] = i
             out.extend(self.stmt(s))
-            self.rest = saved
+        self.after.pop()
         return out
+
+    def used_later(self, v) -> bool:
+        """Is `v` read after the statement being rewritten (at any enclosing level)?"""
+        return any(last.get(id(v), -1) > i for last, i in self.after)
 
     def expr(self, e):
         if isinstance(e, Var):
@@ -81,8 +93,7 @@ class _Outliner(Rewriter):
                     seen.add(id(v))
                     live_in.append(v)
         alias, written = _tensor_writes(scope.body, seen)
-        used_after = {id(v) for s in walk(self.rest) for v in stmt_uses(s)}
-        live_out = [v for v in _inner_defs_in_order(scope.body) if id(v) in used_after]
+        live_out = [v for v in _inner_defs_in_order(scope.body) if self.used_later(v)]
         for v in live_out:
             if id(v) not in alias:
                 raise CodegenError(
