@@ -62,11 +62,9 @@ class Store:
         check_key(key)
         return self._locks / key[:2] / key
 
-    @property
-    def writable(self) -> bool:
-        """False once a write was refused (read-only mount, no permission, full disk):
-        the store is then read, and this process's results are kept in memory."""
-        return self._overlay is None
+    def _in_memory(self, digest: str) -> bytes | None:
+        """The object's bytes if this process keeps it in memory (unwritable store)."""
+        return self._overlay.get_object(digest) if self._overlay is not None else None
 
     def _unwritable(self, exc: BaseException) -> bool:
         """Switch to the in-memory overlay if `exc` says the directory cannot be
@@ -122,12 +120,11 @@ class Store:
 
     def has(self, digest: str) -> bool:
         path = self._object_path(digest)
-        return (self._overlay is not None and self._overlay.get_object(digest) is not None) \
-            or path.is_file()
+        return self._in_memory(digest) is not None or path.is_file()
 
     def get_bytes(self, digest: str) -> bytes | None:
         path = self._object_path(digest)
-        if self._overlay is not None and (data := self._overlay.get_object(digest)) is not None:
+        if (data := self._in_memory(digest)) is not None:
             return data
         try:
             f = open(path, "rb")
@@ -144,14 +141,15 @@ class Store:
         """True if the object is present and its bytes hash to `digest`; a damaged
         object is removed (the next put writes it again)."""
         path = self._object_path(digest)
-        if self._overlay is not None and self._overlay.get_object(digest) is not None:
-            return True
-        return self._check(path, digest)
+        return self._in_memory(digest) is not None or self._check(path, digest)
 
     def _holds(self, path: Path, digest: str, size: int) -> bool:
         try:
             if os.stat(path).st_size != size:
-                _drop_if_present(path)
+                try:
+                    _unlink(path)          # truncated or overgrown
+                except OSError:            # a store we cannot write
+                    pass
                 return False
         except FileNotFoundError:
             return False
@@ -174,7 +172,7 @@ class Store:
     def materialize(self, digest: str, dest, executable: bool = False) -> bool:
         path = self._object_path(digest)
         dest = Path(dest)
-        if self._overlay is not None and (data := self._overlay.get_object(digest)) is not None:
+        if (data := self._in_memory(digest)) is not None:
             publish([data], dest, dest.parent, mode=0o755 if executable else 0o644,
                     durable=False)
             return True
@@ -374,14 +372,6 @@ def _syncfs(root: Path) -> None:
         os.sync()
     finally:
         os.close(fd)
-
-
-def _drop_if_present(path: Path) -> None:
-    """Remove an object file of the wrong size (truncated or overgrown)."""
-    try:
-        os.unlink(path)
-    except OSError:            # gone already, or a store we cannot write
-        pass
 
 
 def _drop_damaged(path: Path, f) -> None:

@@ -352,23 +352,18 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
     Fast path: when the whole compile's key hits, its recorded artifacts are
     materialised without laying out the graph (every task would be a hit anyway),
     and the report lists each task as cached."""
-    from pypto_cache import open_store
-    store = store if store is not None else open_store()
-    jobs = jobs or jobs_default()
-    out = Path(output_dir)
-    (out / "report").mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    src = store.put_bytes(source)
+    store, out, t0, src = _begin(store, output_dir, source)
     pkey = program_key(src, opts, from_spec)
     hit = store.get_action(pkey)
     damaged = False
     if hit is not None:
-        if _materialize_all(store, out, hit) and store.verify(hit["meta"]["frontend"]):
+        frontend = store.get_bytes(hit["meta"]["frontend"])
+        if frontend is not None and _materialize_all(store, out, hit):
             records = [_Cached(name, stage) for name, stage in hit["tasks"]]
             if progress is not None:
                 progress.served_whole(len(records))
             _finish(out, opts, records, set(hit["outputs"]), t0, {"ran": [], "cached": len(records)})
-            return Build(out, records, _text(store, hit["meta"]["frontend"]))
+            return Build(out, records, frontend.decode("utf-8"))
         damaged = True                 # an object it names is gone: check every one
     from pypto_pipeline.run import run_steps        # doit, only when the graph must run
     from pypto_pipeline import explain
@@ -378,8 +373,7 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
     if own_progress:
         from pypto_pipeline.progress import Progress
         progress = Progress(sys.stderr)
-    phases = _Phases(run_steps, store, str(out / "report" / ".doit.db"), jobs,
-                     progress.record if progress else None, damaged)
+    phases = _Phases(run_steps, store, out, jobs, progress, damaged)
     gen = plan(prog_name, Ref.blob(src), opts, out, store, from_spec, read=phases.read)
     found: list = []                   # (step, output, digest) of diagnostics to report
     outputs: dict[str, str] = {}
@@ -419,6 +413,16 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
     return Build(out, records, phases.read(meta["frontend"]).decode("utf-8"))
 
 
+def _begin(store, output_dir, source: bytes):
+    """(store, output dir with its report/ folder, start time, the input's digest)."""
+    from pypto_cache import open_store
+    store = store if store is not None else open_store()
+    out = Path(output_dir)
+    (out / "report").mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    return store, out, t0, store.put_bytes(source)
+
+
 def _progress_env() -> bool:
     return os.environ.get("PYPTO_PROGRESS", "").strip() not in ("", "0")
 
@@ -436,17 +440,11 @@ def build_partial(prog_name: str, source: bytes, opts: BuildOptions, output_dir:
     the target's own ancestors; nothing after it. With `listing`, every phase's steps
     are appended to it as (name, stage, target files) and only what laying out the
     next phase needs is built. The whole-compile record is neither read nor written."""
-    from pypto_cache import open_store
     from pypto_pipeline.run import run_steps
-    store = store if store is not None else open_store()
-    out = Path(output_dir)
-    (out / "report").mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    src = store.put_bytes(source)
+    store, out, t0, src = _begin(store, output_dir, source)
     preload()
     want = os.path.abspath(target) if target else None
-    phases = _Phases(run_steps, store, str(out / "report" / ".doit.db"), jobs or jobs_default(),
-                     progress.record if progress else None, False)
+    phases = _Phases(run_steps, store, out, jobs, progress, False)
     gen = plan(prog_name, Ref.blob(src), opts, out, store, from_spec, read=phases.read)
     phase, hit = next(gen), None
     try:
@@ -483,9 +481,10 @@ class _Phases:
     phase that produced it again in deep mode (every output hashed, exactly the
     damaged ones rebuilt); from then on every phase runs deep."""
 
-    def __init__(self, run_steps, store, db: str, jobs: int, progress, deep: bool):
-        self.run_steps, self.store, self.db, self.jobs = run_steps, store, db, jobs
-        self.progress, self.deep = progress, deep
+    def __init__(self, run_steps, store, out: Path, jobs: int | None, progress, deep: bool):
+        self.run_steps, self.store = run_steps, store
+        self.db, self.jobs = str(out / "report" / ".doit.db"), jobs or jobs_default()
+        self.progress, self.deep = progress.record if progress else None, deep
         self.phases: list[list[Step]] = []
         self.producer: dict[str, int] = {}     # output digest -> index of its phase
         self.made_by: dict[str, str] = {}      # output digest -> the step that made it
@@ -506,11 +505,10 @@ class _Phases:
                 self._records.pop(rec.name, None)
                 self._records[rec.name] = rec
         k = again
-        if k is None:
+        if k is None:                  # a new phase (not a rebuild of an earlier one)
             k = len(self.phases)
             self.phases.append(steps)
-        if again is None:              # before this phase's outputs count as makers
-            self._note(steps, r.digests)
+            self._note(steps, r.digests)   # before its own outputs count as makers
         for name, outs in r.digests.items():
             for d in outs.values():
                 self.producer.setdefault(d, k)
@@ -565,13 +563,8 @@ _MANAGED_FILES = ("kernel_config.py", "compiled_meta.json", "report/perf_hints.l
 
 def _impl_files(impls) -> dict[str, dict[str, str]]:
     """impl digest -> {source file: digest}, for the impls of this build's steps."""
-    from pypto_pipeline import stages
-    files_of = getattr(stages, "impl_files", None)
-    out = {}
-    for impl in sorted(impls):
-        if files_of is not None and impl in _IMPL_OF:
-            out[impl] = files_of(*_IMPL_OF[impl])
-    return out
+    from pypto_pipeline.stages import impl_files
+    return {impl: impl_files(*_IMPL_OF[impl]) for impl in sorted(impls) if impl in _IMPL_OF}
 
 
 def _finish(out: Path, opts: BuildOptions, records, written: set[str], t0: float,
@@ -628,11 +621,6 @@ def remove_stale(out: Path, written: set[str]) -> list[str]:
             except OSError:
                 pass
     return sorted(stale)
-
-
-def _text(store, digest) -> str:
-    data = store.get_bytes(digest)
-    return data.decode("utf-8") if data is not None else ""
 
 
 @dataclass(frozen=True)
@@ -703,9 +691,7 @@ def write_profile(out: Path, records, total: float) -> None:
 def write_report(out: Path, records, total: float) -> None:
     rows = [{"name": r.name, "stage": r.stage, "status": r.status, "seconds": round(r.seconds, 6)}
             for r in records]
-    path = out / "report" / "tasks.json"
-    tmp = path.with_suffix(".json.tmp")
     # one task per line, each encoded by json's C encoder (indent= would use the
     # pure-Python one: milliseconds for a thousand tasks on every compile)
-    tmp.write_text("[\n" + ",\n".join(map(json.dumps, rows)) + ("\n]\n" if rows else "]\n"))
-    os.replace(tmp, path)
+    _write_text(out / "report" / "tasks.json",
+                "[\n" + ",\n".join(map(json.dumps, rows)) + ("\n]\n" if rows else "]\n"))
