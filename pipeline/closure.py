@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import xxhash
+from pypto_cache import digest_bytes as file_digest   # a file's digest is its object digest
 
 # import name -> folder under the project root
 PACKAGES = {"pypto": "pypto", "pypto_pipeline": "pipeline", "pypto_cache": "cache"}
@@ -37,10 +37,6 @@ class Facts:
     digest: str
     imports: tuple[str, ...] = ()
     dynamic: tuple[str, ...] = ()
-
-
-def file_digest(data: bytes) -> str:
-    return xxhash.xxh3_128_hexdigest(data)
 
 
 def python_facts(data: bytes, module: str, is_package: bool) -> Facts:

@@ -105,12 +105,16 @@ def stage_files(tree: Tree, stage: str, extra: str = "") -> dict[Path, str | Non
     return files
 
 
+def file_map(tree: Tree, stage: str, extra: str = "") -> dict[str, str]:
+    """Those files as label -> digest: named independently of where the tree lives."""
+    return {tree.label(p): tree.digest(p, m) for p, m in stage_files(tree, stage, extra).items()}
+
+
 def tree_impl(tree: Tree, stage: str, extra: str = "") -> str:
     """Digest of the sources that decide a stage's output (no toolchain): a pure
-    function of the tree's files, named independently of where the tree lives."""
-    files = stage_files(tree, stage, extra)
-    return impl_digest(SCHEMA, stage, extra, *sorted(f"{tree.label(p)}:{tree.digest(p, m)}"
-                                                     for p, m in files.items()))
+    function of the tree's files."""
+    return impl_digest(SCHEMA, stage, extra,
+                       *sorted(f"{k}:{v}" for k, v in file_map(tree, stage, extra).items()))
 
 
 _LOCK = threading.Lock()     # the index is one mutable object per process
@@ -204,8 +208,7 @@ def _impl_files(stage: str, extra: str) -> dict[str, str]:
         raise ValueError(f"unknown stage {stage}")
     with _LOCK:
         index = _index()
-        tree = Tree(index.packages, index)
-        out = {tree.label(p): tree.digest(p, m) for p, m in stage_files(tree, stage, extra).items()}
+        out = file_map(Tree(index.packages, index), stage, extra)
         if STAGES[stage].compiler:
             out["<C++ compiler>"] = impl_digest(_compiler(index))
         index.save()
