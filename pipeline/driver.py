@@ -111,12 +111,22 @@ def _split(store, text: bytes):
     return prog, refs
 
 
+def pass_phases(opts: BuildOptions) -> list[int]:
+    """For each pass of `opts.passes`, the phase of `plan` holding its steps and dump:
+    every run of per-function passes starts a new phase (plan lays it out from the
+    functions it sees); the whole-program passes after it stay in that phase."""
+    phases, k = [], 0
+    for i, p in enumerate(opts.passes):
+        if p[0] in _LOCAL and (i == 0 or opts.passes[i - 1][0] not in _LOCAL):
+            k += 1
+        phases.append(k)
+    return phases
+
+
 def phase_count(opts: BuildOptions) -> int:
-    """How many phases `plan` yields: one before each run of per-function passes (to
-    see the functions), one for what follows the last run, one for the backend."""
-    runs = sum(1 for k, p in enumerate(opts.passes)
-               if p[0] in _LOCAL and (k == 0 or opts.passes[k - 1][0] not in _LOCAL))
-    return runs + 2
+    """How many phases `plan` yields: the front, one per run of per-function passes,
+    and the backend (the last, `phase_count(opts) - 1`)."""
+    return (pass_phases(opts)[-1] if opts.passes else 0) + 2
 
 
 def plan(prog: str, source: Ref, opts: BuildOptions, out: Path, store, from_spec: bool,

@@ -75,24 +75,10 @@ def graph_inputs(patterns: str | Iterable[str], *, root: str | os.PathLike | Non
     return found
 
 
-def pass_phases(opts) -> list[int]:
-    """For each pass of `opts.passes`, the phase of `driver.plan` holding its steps and
-    dump: every run of per-function passes starts a new phase (plan lays it out from
-    the functions it sees), the whole-program passes after it stay in that phase. The
-    backend is the last phase, `phase_count(opts) - 1`."""
-    from pypto.passes import FUNCTION_LOCAL
-    phases, k = [], 0
-    for i, p in enumerate(opts.passes):
-        if p[0] in FUNCTION_LOCAL and (i == 0 or opts.passes[i - 1][0] not in FUNCTION_LOCAL):
-            k += 1
-        phases.append(k)
-    return phases
-
-
 def target_regexes(out: Path, opts) -> dict[int, str]:
     """Phase -> the regex doit matches a requested file against to pick that phase's
     creator (phases after the first; the first phase's files are known up front)."""
-    from pypto_pipeline.driver import phase_count
+    from pypto_pipeline.driver import pass_phases, phase_count
     last = phase_count(opts) - 1
     prefix = re.escape(str(out) + os.sep)
     dumps: dict[int, list[str]] = {}
