@@ -8,11 +8,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .counters import deferred as deferred_stats
 from .memory import MemoryStore
 from .names import CacheError, digest_bytes
 from .store import Store
 
-__all__ = ["Store", "MemoryStore", "open_store", "digest_bytes", "CacheError", "default_root"]
+__all__ = ["Store", "MemoryStore", "open_store", "digest_bytes", "CacheError", "default_root",
+           "deferred_stats"]
 
 
 def default_root() -> Path:

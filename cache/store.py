@@ -22,7 +22,7 @@ from pathlib import Path
 
 from . import locks
 from .overlay import Overlay, cannot_write, warn_once
-from .counters import Counters
+from .counters import Counters, deferred
 from .fsutil import Mismatch, discard, publish, read_chunks, write_temp
 from .gc import DEFAULT_GRACE, ActionInfo, ObjectInfo, collect
 from .names import (CacheError, check_digest, check_key, check_manifest, digest_bytes,

@@ -7,6 +7,8 @@ is laid out from it. Both phases go through the same doit runner and the same st
 """
 from __future__ import annotations
 
+import functools
+import gc
 import json
 import os
 import sys
@@ -98,8 +100,8 @@ def _split(store, text: bytes):
     from pypto.ir.nodes import Call, Program
     from pypto.ir.printer import print_program
     from pypto.ir.visit import stmt_exprs, walk, walk_expr
-    from pypto.language import parse
-    prog = parse(text.decode("utf-8"), filename="<ir>")
+    from pypto.stages.text import parse_bytes
+    prog = parse_bytes(text)
     stubs = {f.name: _signature_only(f) for f in prog.functions}
     refs = {}
     for f in prog.functions:
@@ -206,8 +208,8 @@ def plan(prog: str, source: Ref, opts: BuildOptions, out: Path, store, from_spec
     digests = yield _Phase(steps, (cur.step, f"frontend:{prog}"))
     frontend = frontend or digests[f"frontend:{prog}"]["program"]
     cur = digests[cur.step][cur.output]
-    from pypto.language import parse
-    final = parse(read(cur).decode("utf-8"), filename="<ir>")
+    from pypto.stages.text import parse_bytes
+    final = parse_bytes(read(cur))
     back, meta = back_steps(prog, final, opts, out, store)
     yield _Phase(back, None)
     return dict(meta, frontend=frontend)
@@ -300,7 +302,10 @@ def back_steps(prog: str, final, opts: BuildOptions, out: Path, store) -> tuple[
     cfg_opts: dict = {}
     cfg_outs = []
     if opts.diag_phase != "none":
-        cfg_inputs["final"] = Ref.blob(store.put_bytes(print_program(final).encode("utf-8")))
+        from pypto.stages.text import print_bytes, remember
+        text = print_bytes(final)
+        cfg_inputs["final"] = Ref.blob(store.put_bytes(text))
+        remember(text, final)          # the config step reads it as it is
         cfg_opts["diag"] = _diag(opts)
         cfg_outs = ["perf_hints"] + (["diagnostics"] if opts.diag_phase == "post_pipeline" else [])
     kernels_opt = None
@@ -354,6 +359,27 @@ def _relative(out: Path, target: str) -> str:
     return os.path.relpath(target, out)
 
 
+def _one_compile(fn):
+    """Run a compile with the cyclic garbage collector paused, and forget the
+    programs its stages handed on in memory (pypto.stages.text) when it ends. A
+    compile allocates hundreds of thousands of small IR objects that reference
+    counting frees; the collector's passes over them cost a tenth of an edit
+    rebuild. Any cycles left are collected after the compile as usual."""
+    @functools.wraps(fn)
+    def scoped(*args, **kwargs):
+        from pypto.stages.text import forget
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            forget()
+            if was:
+                gc.enable()
+    return scoped
+
+
+@_one_compile
 def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *,
           from_spec: bool = False, store=None, jobs: int | None = None,
           progress=None) -> Build:
@@ -441,6 +467,7 @@ class TargetNotFound(ValueError):
     """No task of the program writes the artifact asked for."""
 
 
+@_one_compile
 def build_partial(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *,
                   target: str | None = None, listing: list | None = None,
                   from_spec: bool = False, store=None, jobs: int | None = None,
@@ -508,7 +535,8 @@ class _Phases:
         # C++ compiler; elsewhere they would only add hand-offs
         jobs = self.jobs if any(s.stage in _COMPILERS for s in steps) else 1
         r = self.run_steps(steps, store=self.store, db_path=self.db, jobs=jobs,
-                           progress=self.progress, deep=self.deep, bad=bad)
+                           progress=self.progress, deep=self.deep, bad=bad,
+                           serve_hits=True)
         self.deep = self.deep or r.damaged
         for rec in r.records:          # a rebuild supersedes the earlier record
             if rec.status == "ran" or rec.name not in self._records:

@@ -31,7 +31,7 @@ from doit.exceptions import TaskError
 from doit.globals import Globals
 from doit.task import dict_to_task
 
-from pypto_cache import digest_bytes
+from pypto_cache import deferred_stats, digest_bytes
 
 from .graph import GraphError, Step, check_graph, step_key
 
@@ -447,9 +447,39 @@ def _merge(records: dict[str, TaskRecord], rec: TaskRecord) -> bool:
     return True
 
 
+def _serve_hits(ordered: list[Step], ctx: BuildContext,
+                on_record: Callable[[TaskRecord], None]) -> dict[str, dict[str, str]]:
+    """The steps whose key the store's action cache already holds, found in graph
+    order without doit: the same key, the same check of the outputs (the store
+    verifies them) and the same targets as a store hit inside doit, without a doit
+    task per step. Returns their outputs; what depends on a miss is left to doit."""
+    known: dict[str, dict[str, str]] = {}
+    for s in ordered:
+        digests = {}
+        for inp, ref in s.inputs.items():
+            if ref.step is None:
+                digests[inp] = ref.output
+            elif ref.step in known:
+                digests[inp] = known[ref.step][ref.output]
+            else:
+                break
+        else:
+            started, t0 = time.time(), time.perf_counter()
+            key = step_key(s, digests)
+            outputs = _usable(ctx.store.get_action(key), s)
+            if outputs is None or not ctx.bad.isdisjoint(outputs.values()) \
+                    or not _materialize(ctx.store, s, outputs):
+                continue
+            known[s.name] = outputs
+            ctx.keys[s.name] = key
+            on_record(TaskRecord(s.name, s.stage, "cached", time.perf_counter() - t0, started,
+                                 time.time(), threading.current_thread().name))
+    return known
+
+
 def run_steps(steps: list[Step], *, store, db_path: str | None, jobs: int = 1,
               verbosity: int = 0, progress: Callable[[TaskRecord], None] | None = None,
-              deep: bool = False, bad=()) -> RunResult:
+              deep: bool = False, bad=(), serve_hits: bool = False) -> RunResult:
     """Build `steps` with doit in this process. Returns every step's output digests
     and one TaskRecord per step in completion order. A failing stage's own exception
     is re-raised unchanged; anything else raises StepFailed.
@@ -458,7 +488,11 @@ def run_steps(steps: list[Step], *, store, db_path: str | None, jobs: int = 1,
     over once in deep mode, where the up-to-date check hashes every output object:
     all damaged objects of the graph are found at once and exactly their producers
     (and what reads them) run again. `deep` starts in that mode; `bad` names
-    digests already known to be damaged."""
+    digests already known to be damaged.
+
+    `serve_hits`: first serve every step whose key hits the store's action cache
+    (in graph order, outside doit) and give doit only the rest: the way to build
+    in a new output directory, where doit's own database knows nothing yet."""
     ordered = check_graph(steps)
     stages = {s.name: s.stage for s in ordered}
     level = getattr(_TLS, "level", 0)
@@ -469,7 +503,7 @@ def run_steps(steps: list[Step], *, store, db_path: str | None, jobs: int = 1,
             progress(rec)
 
     jobs = max(1, int(jobs))
-    with _level_lock(level):
+    with _level_lock(level), deferred_stats():
         bad: set[str] = set(bad)
         # A second run happens only when the first met a damaged object; a further
         # one only if objects keep disappearing under us (another process damaging
@@ -486,7 +520,12 @@ def run_steps(steps: list[Step], *, store, db_path: str | None, jobs: int = 1,
                 "par_type": "thread",
                 "continue": False,
             }
-            dicts = [to_task_dict(s, store, ctx) for s in ordered]
+            known = _serve_hits(ordered, ctx, on_record) if serve_hits else {}
+            rest = resolve_refs([s for s in ordered if s.name not in known], known)
+            if not rest:
+                loader = None
+                break
+            dicts = [to_task_dict(s, store, ctx) for s in rest]
             rc, loader, err_text = _run_doit(dicts, config, ["run"])
             if rc == 0:
                 break
@@ -507,6 +546,9 @@ def run_steps(steps: list[Step], *, store, db_path: str | None, jobs: int = 1,
 
     digests: dict[str, dict[str, str]] = {}
     for s in ordered:
+        if s.name in known:
+            digests[s.name] = known[s.name]
+            continue
         values = loader.tasks[s.name].values
         try:
             digests[s.name] = {o: values[o] for o in s.outputs}

@@ -16,7 +16,7 @@ from pypto.ir.equal import assert_structural_equal
 from pypto.ir.nodes import Program
 from pypto.passes import by_name, run_pass
 from pypto.passes.base import PassOptions
-from pypto.stages.text import parse_bytes, print_bytes, warnings_bytes
+from pypto.stages.text import parse_bytes, parse_text, print_bytes, remember, warnings_bytes
 
 
 def pass_stage(inputs: dict, options: dict) -> dict:
@@ -33,7 +33,7 @@ def pass_stage(inputs: dict, options: dict) -> dict:
     text = print_bytes(out)
     if options.get("verify") == "roundtrip":
         try:
-            assert_structural_equal(out, parse_bytes(text))
+            assert_structural_equal(out, parse_text(text))
         except AssertionError as e:
             raise VerificationError(f"after pass {options.get('pass')}: the printed IR does not "
                                     f"parse back to the same program: {e}") from None
@@ -44,6 +44,7 @@ def pass_stage(inputs: dict, options: dict) -> dict:
         fname = options.get("function")
         mine = Program(out.name, [out.get(fname)], out.source) if fname else out
         res["diagnostics"] = warnings_bytes(mine, options["diag"])
+    remember(text, out)            # done with `out`: the next step may take it
     return res
 
 

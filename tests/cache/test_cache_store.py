@@ -304,3 +304,17 @@ def test_open_store_disabled_is_memory_only(monkeypatch, tmp_path, value):
 def test_open_store_disable_zero_means_enabled(monkeypatch, tmp_path):
     monkeypatch.setenv("PYPTO_CACHE_DISABLE", "0")
     assert isinstance(open_store(tmp_path), Store)
+
+
+def test_counts_inside_deferred_are_written_once_at_its_end(tmp_path):
+    from pypto_cache import deferred_stats
+    store = Store(tmp_path / "s")
+    stats = tmp_path / "s" / "v1" / "stats" / "misses"
+    with deferred_stats():
+        with deferred_stats():
+            for _ in range(3):
+                store.get_action(KEY)
+        assert not stats.exists()                 # nothing written yet
+    assert Store(tmp_path / "s").stats()["misses"] == 3
+    store.get_action(KEY)                         # outside: written at once
+    assert int(stats.read_text()) == 4

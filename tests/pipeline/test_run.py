@@ -330,3 +330,34 @@ def test_doit_error_around_the_run_is_step_failed_with_its_text(toy):
     with pytest.raises(StepFailed, match=r"rc 3\)[\s\S]*corrupted"):
         run(toy, T.chain(toy.src("prog\n")), db="not-a-db")
     assert toy.calls() == {}
+
+
+def test_serve_hits_builds_only_the_misses_in_doit(toy):
+    """In a new build dir (fresh db), hits are served before doit: same digests,
+    same targets, nothing recomputed; an edit runs exactly what it changes."""
+    src = toy.src("prog\n")
+    cold = run(toy, T.chain(src, targets_dir=toy.dir / "a"), db="a")
+    hits = toy.store.stats()["hits"]
+    warm = run(toy, T.chain(src, targets_dir=toy.dir / "b"), db="b", serve_hits=True)
+    assert warm.digests == cold.digests
+    assert set(T.statuses(warm).values()) == {"cached"}
+    assert toy.store.stats()["hits"] == hits + 4          # one lookup per step
+    assert (toy.dir / "b" / "main.so").read_bytes() == b"so:PROG\n"
+    assert (toy.dir / "b" / "main.so").stat().st_mode & stat.S_IXUSR
+    assert not os.path.exists(toy.db("b"))                 # doit was never started
+    res = run(toy, T.chain(src, sfx="?", targets_dir=toy.dir / "c"), db="c", serve_hits=True)
+    assert T.statuses(res) == {"frontend:main": "cached", "pass:main:01_upper": "cached",
+                               "pass:main:02_suffix": "ran", "kernel:main": "ran"}
+    assert (toy.dir / "c" / "main.so").read_bytes() == b"so:PROG\n?"
+    assert toy.calls() == {"strip_comments:fe": 1, "upper:up": 1, "suffix:sx": 2, "sleepy:k": 2}
+
+
+def test_serve_hits_rebuilds_a_damaged_object(toy):
+    src = toy.src("prog\n")
+    first = run(toy, T.chain(src), db="a")
+    digest = first.digests["pass:main:01_upper"]["text"]
+    (toy.store.root / "v1" / "objects" / digest[:2] / digest).write_bytes(b"ROT\n")
+    res = run(toy, T.chain(src), db="b", serve_hits=True)
+    assert T.statuses(res)["pass:main:01_upper"] == "ran"
+    assert T.statuses(res)["pass:main:02_suffix"] == "cached"
+    assert toy.store.get_bytes(digest) == b"PROG\n"

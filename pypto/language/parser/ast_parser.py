@@ -1201,6 +1201,11 @@ class Parser:
             call = s.value
         if not isinstance(call, ast.Call):
             return False
+        root = call.func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not (isinstance(root, ast.Name) and root.id in self.statics):
+            return False           # e.g. self.kernel(...): not a module-level name
         try:
             return _kind(self.static(call.func)) == "yield_"
         except PyptoError:
