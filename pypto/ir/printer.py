@@ -34,6 +34,7 @@ class _Printer:
         self.explicit = explicit
         self.names: dict[int, str] = {}
         self.used: dict[str, object] = {}      # printed name -> type of the Var it last named
+        self.dyns: set[str] = set()            # dynamic dims the printed types name
 
     # ------------------------------------------------------------------ naming
     def bind(self, v: Var) -> str:
@@ -86,6 +87,9 @@ class _Printer:
         return f'pl.TileView(blayout="{bl}", slayout="{sl}", fractal={fr})'
 
     def shape(self, shape) -> str:
+        for d in shape:
+            if isinstance(d, DynDim):
+                self.dyns.add(d.name)
         return "[" + ", ".join(str(d) for d in shape) + "]"
 
     def memref(self, m) -> str:
@@ -254,32 +258,21 @@ class _Printer:
         self.block(f.body, 2, out)
 
     def program(self, p: Program) -> str:
-        out = [f"# pypto.program: {p.name}", "import pypto.language as pl", ""]
-        dyns = sorted({d.name for d in _dyn_dims(p)})
-        for d in dyns:
-            out.append(f'{d} = pl.dynamic("{d}")')
-        if dyns:
-            out.append("")
-        out.append("@pl.program")
-        out.append(f"class {p.name}:")
+        body = ["@pl.program", f"class {p.name}:"]
         for i, f in enumerate(p.functions):
             if i:
-                out.append("")
-            self.function(f, out)
-        return "\n".join(out) + "\n"
+                body.append("")
+            self.function(f, body)
+        # the module-level declarations of the dynamic dims the text names
+        out = [f"# pypto.program: {p.name}", "import pypto.language as pl", ""]
+        out += [f'{d} = pl.dynamic("{d}")' for d in sorted(self.dyns)]
+        if self.dyns:
+            out.append("")
+        return "\n".join(out + body) + "\n"
 
 
 def _is_const(e, v) -> bool:
     return isinstance(e, Const) and e.value == v and not isinstance(e.value, bool)
-
-
-def _dyn_dims(p: Program):
-    from pypto.ir.visit import all_types
-    for t in all_types(p):
-        if isinstance(t, TensorType):
-            for d in t.shape:
-                if isinstance(d, DynDim):
-                    yield d
 
 
 __all__ = ["print_program", "print_type", "Param"]
