@@ -466,7 +466,9 @@ def _serve_hits(ordered: list[Step], ctx: BuildContext,
         else:
             started, t0 = time.time(), time.perf_counter()
             key = step_key(s, digests)
-            outputs = _usable(ctx.store.get_action(key), s)
+            # only found, not hashed: materialising a target checks its bytes, and a
+            # step that reads an object checks it there (deep mode hashes here too)
+            outputs = _usable(ctx.store.get_action(key, verify=ctx.deep), s)
             if outputs is None or not ctx.bad.isdisjoint(outputs.values()) \
                     or not _materialize(ctx.store, s, outputs):
                 continue

@@ -129,6 +129,17 @@ def test_damaged_object_fails_its_action(store, how):
     assert (s["hits"], s["misses"]) == (1, 1)
 
 
+def test_unverified_lookup_only_looks_for_the_objects(tmp_path):
+    """get_action(verify=False) trusts what it finds; the copy out checks the bytes."""
+    store = Store(tmp_path / "s")
+    bad = store.put_bytes(b"about to be damaged" * 10)
+    store.put_action(KEY, {"outputs": {"b": bad}})
+    damage(store, bad, "flip")
+    assert store.get_action(KEY, verify=False) == {"outputs": {"b": bad}}
+    assert not store.materialize(bad, tmp_path / "b")
+    assert store.get_action(KEY, verify=False) is None          # gone now: a miss
+
+
 @pytest.mark.parametrize("how", ["truncate", "flip"])
 def test_materialize_refuses_damaged(store, tmp_path, how):
     d = store.put_bytes(b"payload" * 100)

@@ -352,12 +352,18 @@ def test_serve_hits_builds_only_the_misses_in_doit(toy):
     assert toy.calls() == {"strip_comments:fe": 1, "upper:up": 1, "suffix:sx": 2, "sleepy:k": 2}
 
 
-def test_serve_hits_rebuilds_a_damaged_object(toy):
+def test_serve_hits_rebuilds_a_damaged_object_when_a_step_reads_it(toy):
     src = toy.src("prog\n")
     first = run(toy, T.chain(src), db="a")
     digest = first.digests["pass:main:01_upper"]["text"]
-    (toy.store.root / "v1" / "objects" / digest[:2] / digest).write_bytes(b"ROT\n")
+    obj = toy.store.root / "v1" / "objects" / digest[:2] / digest
+    obj.write_bytes(b"ROT\n")
+    # nothing reads it: served as found (whoever reads it later checks its bytes)
     res = run(toy, T.chain(src), db="b", serve_hits=True)
-    assert T.statuses(res)["pass:main:01_upper"] == "ran"
-    assert T.statuses(res)["pass:main:02_suffix"] == "cached"
+    assert set(T.statuses(res).values()) == {"cached"}
+    # the suffix step must read it: the run notices, rebuilds it and carries on
+    res = run(toy, T.chain(src, sfx="!"), db="c", serve_hits=True)
+    assert T.statuses(res) == {"frontend:main": "cached", "pass:main:01_upper": "ran",
+                               "pass:main:02_suffix": "ran", "kernel:main": "ran"}
     assert toy.store.get_bytes(digest) == b"PROG\n"
+    assert toy.store.get_bytes(res.digests["pass:main:02_suffix"]["text"]) == b"PROG\n!"
