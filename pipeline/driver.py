@@ -102,7 +102,7 @@ def _split(store, text: bytes):
     from pypto.ir.visit import stmt_exprs, walk, walk_expr
     from pypto.stages.text import parse_bytes, remember
     prog = parse_bytes(text)
-    stubs = {f.name: _signature_only(f) for f in prog.functions}
+    stubs = {f.name: f.signature_only() for f in prog.functions}
     calls = {f.name: {e.callee for s in walk(f.body) for x in stmt_exprs(s)
                       for e in walk_expr(x) if isinstance(e, Call) and e.callee}
              for f in prog.functions}
@@ -159,6 +159,7 @@ def plan(prog: str, source: Ref, opts: BuildOptions, out: Path, store, from_spec
                        doc=f"{prog}: parse and print the program before any pass"))
     cur = Ref(f"frontend:{prog}", "program")       # the whole program, as it stands
     frontend = None
+    last = None                        # (heads, order, program name) if it ends per function
     passes = list(opts.passes)
     done: list[str] = []
     i = 0
@@ -205,19 +206,35 @@ def plan(prog: str, source: Ref, opts: BuildOptions, out: Path, store, from_spec
             i = j + 1
         else:                            # the pipeline ends with per-function passes
             name = f"pass:{prog}:{j:02d}_{passes[j - 1][0]}"
-            if opts.dump == "none":
-                name = f"join:{prog}"
-                steps.append(_pass_step(name, joined, opts, None, None, (), done, "join", common, {}))
+            last = (heads, order, program.name)
             i = j
         cur = Ref(name, "program")
-    digests = yield _Phase(steps, (cur.step, f"frontend:{prog}"))
+    if last is None:                     # it ends with a whole-program pass: split it first
+        digests = yield _Phase(steps, (cur.step, f"frontend:{prog}"))
+        frontend = frontend or digests[f"frontend:{prog}"]["program"]
+        program, heads = _split(store, read(digests[cur.step][cur.output]))
+        last, steps = (heads, [f.name for f in program.functions], program.name), []
+    heads, order, pname = last
+    lay = [layout_step(prog, f, heads[f], opts) for f in order]
+    digests = yield _Phase(steps + lay, tuple(s.name for s in lay) + (f"frontend:{prog}",))
     frontend = frontend or digests[f"frontend:{prog}"]["program"]
-    cur = digests[cur.step][cur.output]
-    from pypto.stages.text import parse_bytes
-    final = parse_bytes(read(cur))
-    back, meta = back_steps(prog, final, opts, out, store)
+    functions = []
+    for s in lay:
+        info = json.loads(read(digests[s.name]["layout"]))
+        functions.append(dict(info, kernel_text=digests[s.name]["kernel"], sig=digests[s.name]["sig"]))
+    back, meta = back_steps(prog, pname, functions, opts, out, store, read)
     yield _Phase(back, None)
     return dict(meta, frontend=frontend)
+
+
+def layout_step(prog: str, f: str, head: Ref, opts: BuildOptions) -> Step:
+    options: dict = {"function": f}
+    outs = ["layout", "kernel", "sig"]
+    if opts.diag_phase != "none":
+        options.update(diag=_diag(opts), backend_type=opts.backend_type)
+        outs += ["perf_hints"] + (["diagnostics"] if opts.diag_phase == "post_pipeline" else [])
+    return _step(f"layout:{prog}:{_safe(f)}", "layout", {"program": head}, outs, options,
+                 doc=f"{prog}: what the backend needs of {f} (kernel text, signature, hints)")
 
 
 class _Phase(list):
@@ -252,27 +269,28 @@ def _read_or_fail(store, digest: str) -> bytes:
     return data
 
 
-def back_steps(prog: str, final, opts: BuildOptions, out: Path, store) -> tuple[list[Step], dict]:
-    """Per kernel pto -> ptoas -> kernel; the orchestration; config. `final` is the
-    post-pass Program; each kernel's steps read only that kernel's text."""
-    from pypto.ir.nodes import FunctionType, Program
-    from pypto.ir.printer import print_program
+def back_steps(prog: str, name: str, functions: list[dict], opts: BuildOptions, out: Path,
+               store, read) -> tuple[list[Step], dict]:
+    """Per kernel pto -> ptoas -> kernel; the orchestration; config. `functions`: the
+    final program's functions in order, as their layout steps describe them (with the
+    digests of their kernel text and signature); each kernel's steps read only its
+    own text, the orchestration and config only the signatures."""
+    from pypto.stages.text import join_functions
     steps: list[Step] = []
-    kernels = [f for f in final.functions if f.is_kernel]
-    orch = [f for f in final.functions if f.func_type is FunctionType.Orchestration]
-    kernel_ids = {k.name: i for i, k in enumerate(kernels)}
+    kernels = [f for f in functions if f["kernel"]]
+    orch = [f for f in functions if f["orchestration"]]
+    kernel_ids = {k["name"]: i for i, k in enumerate(kernels)}
     info = []
     for k in kernels:
-        text = print_program(Program(final.name, [k], final.source)).encode("utf-8")
-        blob = Ref.blob(store.put_bytes(text))
-        core = "aic" if k.func_type is FunctionType.AIC else "aiv"
-        kn = _safe(k.name)
+        blob = Ref.blob(k["kernel_text"])
+        core, kname = k["core"], k["name"]
+        kn = _safe(kname)
         steps.append(_step(f"pto:{prog}:{kn}", "pto", {"kernel": blob}, ["pto"],
-                           {"kernel": k.name, "arch": opts.arch, "emit_loc": opts.emit_loc,
+                           {"kernel": kname, "arch": opts.arch, "emit_loc": opts.emit_loc,
                             "memory_planner": opts.memory_planner},
                            {"pto": str(out / "ptoas" / f"{kn}.pto")},
-                           doc=f"{prog}: PTO (MLIR) for kernel {k.name}"))
-        info.append({"func_id": kernel_ids[k.name], "name": k.name, "core_type": core,
+                           doc=f"{prog}: PTO (MLIR) for kernel {kname}"))
+        info.append({"func_id": kernel_ids[kname], "name": kname, "core_type": core,
                      "source": f"ptoas/{kn}.cpp", "binary": f"kernels/{core}/{kn}.so"})
         if opts.skip_ptoas:
             continue
@@ -286,16 +304,15 @@ def back_steps(prog: str, final, opts: BuildOptions, out: Path, store) -> tuple[
                 tg[f"pass_{d}"] = str(out / "ptoas_passes" / kn / f"{d}.{ext}")
         steps.append(_step(f"ptoas:{prog}:{kn}", "ptoas", {"pto": Ref(f"pto:{prog}:{kn}", "pto")},
                            outs, {"arch": opts.arch, "level": level, "dump": opts.dump_ptoas_passes},
-                           tg, doc=f"{prog}: ptoas {k.name}.pto -> {k.name}.cpp"))
+                           tg, doc=f"{prog}: ptoas {kname}.pto -> {kname}.cpp"))
         steps.append(_step(f"kernel:{prog}:{kn}", "kernel", {"cpp": Ref(f"ptoas:{prog}:{kn}", "cpp")},
                            ["so"], {"arch": opts.arch, "core_type": core, "platform": opts.platform},
                            {"so": str(out / "kernels" / core / f"{kn}.so")}, ("so",),
-                           doc=f"{prog}: build kernel {k.name} ({core})"))
+                           doc=f"{prog}: build kernel {kname} ({core})"))
     # the orchestration sees kernel signatures, not their bodies
-    sigs = [_signature_only(k) for k in kernels] + orch
-    sig_blob = Ref.blob(store.put_bytes(
-        print_program(Program(final.name, sigs, final.source)).encode("utf-8")))
-    orch_name = orch[0].name if orch else ""
+    sig_blob = Ref.blob(store.put_bytes(join_functions(
+        name, [(f["name"], read(f["sig"])) for f in kernels + orch])))
+    orch_name = orch[0]["name"] if orch else ""
     if orch and not opts.skip_ptoas:
         on = _safe(orch_name)
         tg = {"cpp": str(out / "orchestration" / f"{on}.cpp"),
@@ -304,38 +321,21 @@ def back_steps(prog: str, final, opts: BuildOptions, out: Path, store) -> tuple[
                            ["cpp", "so"], {"name": orch_name, "kernel_ids": sorted(kernel_ids.items())},
                            tg, ("so",), doc=f"{prog}: host orchestration {orch_name}"))
     cfg_inputs = {"program": sig_blob}
-    cfg_opts: dict = {}
-    cfg_outs = []
-    if opts.diag_phase != "none":
-        from pypto.stages.text import print_bytes, remember
-        text = print_bytes(final)
-        cfg_inputs["final"] = Ref.blob(store.put_bytes(text))
-        remember(text, final)          # the config step reads it as it is
-        cfg_opts["diag"] = _diag(opts)
-        cfg_outs = ["perf_hints"] + (["diagnostics"] if opts.diag_phase == "post_pipeline" else [])
     kernels_opt = None
     if not opts.skip_ptoas and orch:
         kernels_opt = info
         for k in info:
             cfg_inputs[f"so:{k['name']}"] = Ref(f"kernel:{prog}:{_safe(k['name'])}", "so")
-    outs = (["meta", "config"] if kernels_opt is not None else ["meta"]) + cfg_outs
+    outs = ["meta", "config"] if kernels_opt is not None else ["meta"]
     tg = {"meta": str(out / "compiled_meta.json")}
     if kernels_opt is not None:
         tg["config"] = str(out / "kernel_config.py")
     steps.append(_step(f"config:{prog}", "config", cfg_inputs, outs,
                        {"orchestration": orch_name, "platform": opts.platform,
                         "backend_type": opts.backend_type, "runtime": opts.runtime,
-                        "kernels": kernels_opt, **cfg_opts},
+                        "kernels": kernels_opt},
                        tg, doc=f"{prog}: kernel_config.py and compiled_meta.json"))
     return steps, {"orchestration": orch_name, "kernels": info}
-
-
-def _signature_only(f):
-    """A function's signature with no body and no location: what callers need, and
-    nothing that changes when only its body (or its position in the file) does."""
-    from pypto.ir.nodes import Function
-    return Function(f.name, f.params, f.return_types, [], f.func_type, f.level, f.role,
-                    dict(f.attrs), None)
 
 
 def jobs_default() -> int:
@@ -353,7 +353,7 @@ def program_key(source_digest: str, opts: BuildOptions, from_spec: bool) -> str:
     A hit means every task of the graph would be a cache hit."""
     from dataclasses import asdict
     from pypto_pipeline.graph import impl_digest
-    impls = [stage_impl(s) for s in ("specialize", "frontend", "pto", "ptoas", "kernel",
+    impls = [stage_impl(s) for s in ("specialize", "frontend", "layout", "pto", "ptoas", "kernel",
                                      "orchestration", "config")]
     impls += [stage_impl("pass", module) for _, module, _ in opts.passes]
     return impl_digest("pypto-program/1", source_digest, str(from_spec),

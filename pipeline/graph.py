@@ -23,7 +23,7 @@ import xxhash
 # old action entry then simply stops matching.
 KEY_SCHEMA = "pypto-step-key/1"
 
-STAGES = ("specialize", "frontend", "pass", "pto", "ptoas", "kernel",
+STAGES = ("specialize", "frontend", "pass", "layout", "pto", "ptoas", "kernel",
           "orchestration", "config")
 
 # doit command names: a step (or its dodo basename) must not shadow one.

@@ -49,6 +49,7 @@ STAGES = {
     "kernel": StageCode("kernel", "kernel_stage", ("pto_sim.hpp",), compiler=True),
     "orchestration": StageCode("orchestration", "orchestration_stage", ("pypto_abi.h",),
                                compiler=True),
+    "layout": StageCode("layout", "layout_stage"),
     "config": StageCode("config", "config_stage"),
 }
 

@@ -347,6 +347,12 @@ class Function:
     def is_kernel(self) -> bool:
         return self.func_type in KERNEL_TYPES
 
+    def signature_only(self) -> "Function":
+        """This function with no body and no location: what its callers need, and
+        nothing that changes when only its body (or its place in the file) does."""
+        return Function(self.name, self.params, self.return_types, [], self.func_type,
+                        self.level, self.role, dict(self.attrs), None)
+
 
 @dataclass(eq=False)
 class Program:

@@ -16,7 +16,8 @@ from pypto.ir.equal import assert_structural_equal
 from pypto.ir.nodes import Program
 from pypto.passes import by_name, run_pass
 from pypto.passes.base import PassOptions
-from pypto.stages.text import parse_bytes, parse_text, print_bytes, remember, warnings_bytes
+from pypto.stages.text import (join_functions, parse_bytes, parse_text, print_bytes, remember,
+                               warnings_bytes)
 
 
 def pass_stage(inputs: dict, options: dict) -> dict:
@@ -24,7 +25,8 @@ def pass_stage(inputs: dict, options: dict) -> dict:
     if mode == "join" and options.get("pass") is None and not options.get("explicit") \
             and "diag" not in options:
         # only the whole program for the dump: splice the printed functions, no parse
-        return {"program": _text_join(inputs, options["order"], options["program_name"])}
+        return {"program": join_functions(options["program_name"],
+                                          [(f, inputs[f"fn:{f}"]) for f in options["order"]])}
     if mode == "join":
         prog = _join(inputs, options["order"], options["program_name"], options["source"])
     else:
@@ -72,33 +74,6 @@ def _run(prog, mode: str, options: dict):
         one = run_pass(p, alone, opts, verify, done, private=True).functions[0]
     return Program(prog.name, [one if f.name == fname else f for f in prog.functions],
                    prog.source)
-
-
-def _blocks(text: str) -> tuple[list[str], dict[str, str]]:
-    """(dynamic-dim lines, function name -> its printed block) of a printed program.
-    The printer prints each function on its own (names, indentation), so a block
-    means the same in any program that holds it."""
-    head, _, body = text.partition("\n@pl.program\nclass ")
-    dyns = [ln for ln in head.splitlines() if " = pl.dynamic(" in ln]
-    blocks = {}
-    for part in body.split("\n    @pl.function")[1:]:
-        block = "    @pl.function" + part.rstrip("\n")
-        name = block.split("\n    def ", 1)[1].split("(", 1)[0]
-        blocks[name] = block
-    return dyns, blocks
-
-
-def _text_join(inputs: dict, order: list, name: str) -> bytes:
-    dyns, blocks = set(), {}
-    for fname in order:
-        d, b = _blocks(inputs[f"fn:{fname}"].decode("utf-8"))
-        dyns.update(d)
-        blocks[fname] = b[fname]
-    out = [f"# pypto.program: {name}", "import pypto.language as pl", ""]
-    if dyns:
-        out += sorted(dyns, key=lambda ln: ln.split(" = ", 1)[0]) + [""]
-    out += ["@pl.program", f"class {name}:", "\n\n".join(blocks[f] for f in order)]
-    return ("\n".join(out) + "\n").encode("utf-8")
 
 
 def _join(inputs: dict, order: list, name: str, source: str):

@@ -56,5 +56,34 @@ def print_bytes(prog, explicit: bool = False) -> bytes:
     return print_program(prog, explicit=explicit).encode("utf-8")
 
 
+def function_blocks(text: str) -> tuple[list[str], dict[str, str]]:
+    """(dynamic-dim lines, function name -> its printed block) of a printed program.
+    The printer prints each function on its own (names, indentation), so a block
+    means the same in any program that holds it."""
+    head, _, body = text.partition("\n@pl.program\nclass ")
+    dyns = [ln for ln in head.splitlines() if " = pl.dynamic(" in ln]
+    blocks = {}
+    for part in body.split("\n    @pl.function")[1:]:
+        block = "    @pl.function" + part.rstrip("\n")
+        name = block.split("\n    def ", 1)[1].split("(", 1)[0]
+        blocks[name] = block
+    return dyns, blocks
+
+
+def join_functions(name: str, parts: list[tuple[str, bytes]]) -> bytes:
+    """The text of program `name` holding, in order, function f of each printed
+    program (f, text): what printing the joined program gives, without a parse."""
+    dyns, blocks = set(), []
+    for fname, text in parts:
+        d, b = function_blocks(text.decode("utf-8"))
+        dyns.update(d)
+        blocks.append(b[fname])
+    out = [f"# pypto.program: {name}", "import pypto.language as pl", ""]
+    if dyns:
+        out += sorted(dyns, key=lambda ln: ln.split(" = ", 1)[0]) + [""]
+    out += ["@pl.program", f"class {name}:", "\n\n".join(blocks)]
+    return ("\n".join(out) + "\n").encode("utf-8")
+
+
 def warnings_bytes(prog, diag: dict) -> bytes:
     return render(warnings(prog, frozenset(diag["disabled"]))).encode("utf-8")

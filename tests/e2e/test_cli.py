@@ -128,7 +128,7 @@ def test_target_builds_only_what_the_artifact_needs(proj):
     assert (out / "ptoas" / "left.pto").is_file()
     assert not (out / "ptoas" / "right.pto").exists()
     stages = {t["stage"] for t in tasks(out)}
-    assert stages == {"frontend", "pass", "pto"}, stages
+    assert stages == {"frontend", "pass", "layout", "pto"}, stages
     assert [t["name"] for t in tasks(out) if t["stage"] == "pto"] == ["pto:Pair:left"]
 
     r = pypto(proj, "build", "kernels/pair.py", "-o", "build", "--target", "build/Pair/nope.pto")

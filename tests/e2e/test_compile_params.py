@@ -216,14 +216,14 @@ def test_diagnostics_gated_by_phase_and_disabled(iso, hints_mod):
     ir.compile(hints_mod.Hints, output_dir=iso / "none", dump_passes=False,
                diagnostic_phase=ir.DiagnosticPhase.NONE)
     assert not list((iso / "none" / "report").glob("*.log"))
-    assert _stages_ran(iso / "none") <= {"frontend", "config", "pass", "pto", "ptoas", "kernel",
-                                         "orchestration"}
+    assert _stages_ran(iso / "none") <= {"frontend", "config", "pass", "layout", "pto", "ptoas",
+                                         "kernel", "orchestration"}
     ir.compile(hints_mod.Hints, output_dir=iso / "dis", dump_passes=False,
                disabled_diagnostics={ir.DiagnosticCheck.UnusedVariable, "SmallKernel"})
     assert "UnusedVariable" not in (iso / "dis" / "report" / "diagnostics.log").read_text()
     assert "SmallKernel" not in (iso / "dis" / "report" / "perf_hints.log").read_text()
-    # only the frontend and config read the diagnostic options
-    assert _stages_ran(iso / "dis") <= {"frontend", "config"}
+    # only the frontend and the layout steps (perf hints per function) read them
+    assert _stages_ran(iso / "dis") <= {"frontend", "layout"}
     ir.compile(hints_mod.Hints, output_dir=iso / "pp", diagnostic_phase="POST_PASS")
     logs = sorted(p.name for p in (iso / "pp" / "passes_dump").glob("*.log"))
     assert logs and all("_after_" in n for n in logs)

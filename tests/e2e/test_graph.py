@@ -11,7 +11,8 @@ from pypto.errors import MemoryOverflowError, MisplacedTensorOpError, UnknownOpE
 
 from e2e_helpers import artifacts, run_py, tasks
 
-STAGES = {"specialize", "frontend", "pass", "pto", "ptoas", "kernel", "orchestration", "config"}
+STAGES = {"specialize", "frontend", "pass", "layout", "pto", "ptoas", "kernel", "orchestration",
+          "config"}
 
 PROGRAM = textwrap.dedent('''
     import sys
@@ -60,7 +61,8 @@ def test_cold_then_warm_in_new_process(iso, source):
     cold = tasks(iso / "cold")
     assert cold and {t["status"] for t in cold} == {"ran"}
     assert {t["stage"] for t in cold} <= STAGES
-    assert {"frontend", "pass", "pto", "ptoas", "kernel", "orchestration", "config"} <= {t["stage"] for t in cold}
+    assert {"frontend", "pass", "layout", "pto", "ptoas", "kernel", "orchestration", "config"} \
+        <= {t["stage"] for t in cold}
     for t in cold:
         assert set(t) == {"name", "stage", "status", "seconds"} and t["seconds"] >= 0
     run_py(script, env, iso, [str(iso / "warm")])

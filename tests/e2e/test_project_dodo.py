@@ -107,7 +107,7 @@ def test_one_target_runs_only_its_chain(proj):
     assert not (proj / "build" / "Pair" / "ptoas" / "right.pto").exists()
     assert not (proj / "build" / "scale_exp").exists()
     assert {n.split(":")[1] for n in ran} == {"Pair"}
-    assert {n.split(":")[0] for n in ran} == {"frontend", "pass", "pto"}
+    assert {n.split(":")[0] for n in ran} == {"frontend", "pass", "layout", "pto"}
     assert [n for n in ran if n.startswith("pto:")] == ["pto:Pair:left"]
     # exactly what `pypto build --target` runs for it
     r = subprocess.run([sys.executable, "-m", "pypto", "build", "kernels/pair.py", "-o", "cli",

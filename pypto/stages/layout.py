@@ -1,0 +1,37 @@
+"""layout: one function of the final program -> what the backend's steps are laid
+out from. One step per function, so after an edit only the functions it changed are
+laid out again and nothing parses the whole final program.
+
+Outputs: `layout` (JSON: name, kernel?, core, orchestration?), `kernel` (the kernel
+alone as a program: the pto step's input; empty for other functions), `sig` (what
+the orchestration and config see of it: a kernel's signature, the orchestration in
+full; empty otherwise), and its perf hints and post-pipeline warnings when asked.
+"""
+from __future__ import annotations
+
+import json
+
+from pypto.backend import BackendType
+from pypto.diagnostics import perf_hints, render
+from pypto.ir.nodes import FunctionType, Program
+from pypto.stages.text import parse_bytes, print_bytes, warnings_bytes
+
+
+def layout_stage(inputs: dict, options: dict) -> dict:
+    part = parse_bytes(inputs["program"])
+    f = part.get(options["function"])
+    alone = Program(part.name, [f], part.source)
+    orch = f.func_type is FunctionType.Orchestration
+    info = {"name": f.name, "kernel": f.is_kernel, "orchestration": orch,
+            "core": "aic" if f.func_type is FunctionType.AIC else "aiv"}
+    out = {"layout": json.dumps(info, sort_keys=True).encode("utf-8"),
+           "kernel": print_bytes(alone) if f.is_kernel else b"",
+           "sig": (print_bytes(Program(part.name, [f.signature_only()], part.source)) if f.is_kernel
+                   else print_bytes(alone) if orch else b"")}
+    if "diag" in options:
+        diag = options["diag"]
+        out["perf_hints"] = render(perf_hints(alone, BackendType(options["backend_type"]),
+                                              frozenset(diag["disabled"]))).encode("utf-8")
+        if diag["phase"] == "post_pipeline":
+            out["diagnostics"] = warnings_bytes(alone, diag)
+    return out
