@@ -5,14 +5,30 @@ never a prefix, even if the writer is killed at any instruction.
 """
 from __future__ import annotations
 
+import itertools
 import os
-import tempfile
+import threading
 from pathlib import Path
 from typing import Iterable
 
 from .names import new_hasher
 
 CHUNK = 1 << 20
+# temp names unique across processes and hosts sharing a store: a random token per
+# process (re-drawn in a forked child) and a counter; cheaper than tempfile's retries
+_token = os.urandom(6).hex()
+_pid = os.getpid()
+_count = itertools.count()
+_lock = threading.Lock()
+
+
+def _temp_name(tmp_dir) -> str:
+    global _token, _pid
+    with _lock:
+        if os.getpid() != _pid:
+            _token, _pid = os.urandom(6).hex(), os.getpid()
+        n = next(_count)
+    return os.path.join(tmp_dir, f".tmp-{_token}-{n}")
 
 
 class Mismatch(Exception):
@@ -23,8 +39,12 @@ def write_temp(chunks: Iterable[bytes], tmp_dir: Path, mode: int = 0o644,
                durable: bool = True) -> tuple[str, str]:
     """Write `chunks` to a fresh temp file in `tmp_dir` (fsynced if durable); return
     (path, digest)."""
-    tmp_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=tmp_dir, prefix=".tmp-")
+    tmp = _temp_name(tmp_dir)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except FileNotFoundError:
+        os.makedirs(tmp_dir, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
         h = new_hasher()
         with os.fdopen(fd, "wb") as f:
@@ -32,7 +52,7 @@ def write_temp(chunks: Iterable[bytes], tmp_dir: Path, mode: int = 0o644,
                 h.update(chunk)
                 f.write(chunk)
             f.flush()
-            os.fchmod(f.fileno(), mode)  # mkstemp creates 0o600
+            os.fchmod(f.fileno(), mode)  # exactly `mode`, whatever the umask
             if durable:
                 os.fsync(f.fileno())
         return tmp, h.hexdigest()
@@ -52,8 +72,11 @@ def publish(chunks: Iterable[bytes], dest: Path, tmp_dir: Path, mode: int = 0o64
     try:
         if expect is not None and digest != expect:
             raise Mismatch(digest)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(tmp, dest)
+        try:
+            os.replace(tmp, dest)
+        except FileNotFoundError:           # the destination's folder is not there yet
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            os.replace(tmp, dest)
     except BaseException:
         discard(tmp)
         raise

@@ -41,6 +41,7 @@ class Store:
         base = self.root / LAYOUT
         self._objects = base / "objects"
         self._actions = base / "actions"
+        self._objects_s, self._actions_s = f"{self._objects}{os.sep}", f"{self._actions}{os.sep}"
         self._locks = base / "locks"
         self._tmp = base / "tmp"
         self._counters = Counters(base / "stats")
@@ -61,6 +62,16 @@ class Store:
     def _lock_path(self, key: str) -> Path:
         check_key(key)
         return self._locks / key[:2] / key
+
+    # the same paths as str, for the lookups a build makes thousands of (pathlib's
+    # joins were a tenth of serving a warm graph)
+    def _obj(self, digest: str) -> str:
+        check_digest(digest)
+        return f"{self._objects_s}{digest[:2]}{os.sep}{digest}"
+
+    def _act(self, key: str) -> str:
+        check_key(key)
+        return f"{self._actions_s}{key[:2]}{os.sep}{key}"
 
     def _in_memory(self, digest: str) -> bytes | None:
         """The object's bytes if this process keeps it in memory (unwritable store)."""
@@ -119,11 +130,11 @@ class Store:
         return digest
 
     def has(self, digest: str) -> bool:
-        path = self._object_path(digest)
-        return self._in_memory(digest) is not None or path.is_file()
+        path = self._obj(digest)
+        return self._in_memory(digest) is not None or os.path.isfile(path)
 
     def get_bytes(self, digest: str) -> bytes | None:
-        path = self._object_path(digest)
+        path = self._obj(digest)
         if (data := self._in_memory(digest)) is not None:
             return data
         try:
@@ -140,7 +151,7 @@ class Store:
     def verify(self, digest: str) -> bool:
         """True if the object is present and its bytes hash to `digest`; a damaged
         object is removed (the next put writes it again)."""
-        path = self._object_path(digest)
+        path = self._obj(digest)
         return self._in_memory(digest) is not None or self._check(path, digest)
 
     def _holds(self, path: Path, digest: str, size: int) -> bool:
@@ -170,7 +181,7 @@ class Store:
         return False
 
     def materialize(self, digest: str, dest, executable: bool = False) -> bool:
-        path = self._object_path(digest)
+        path = self._obj(digest)
         dest = Path(dest)
         if (data := self._in_memory(digest)) is not None:
             publish([data], dest, dest.parent, mode=0o755 if executable else 0o644,
@@ -197,7 +208,7 @@ class Store:
         """The manifest under `key` if every object it names is in the store: hashed
         (`verify`), or only found, for a caller that reads or copies each object with
         a check of its own (get_bytes, materialize) and would notice damage there."""
-        path = self._action_path(key)
+        path = self._act(key)
         if self._overlay is not None and (raw := self._overlay.get_action(key)) is not None:
             return json.loads(raw)
         manifest, mtime = _load_manifest(path)
