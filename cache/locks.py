@@ -16,9 +16,12 @@ from pathlib import Path
 
 def acquire(path: Path, blocking: bool = True) -> int | None:
     """Return an fd holding an exclusive lock on `path`, or None if busy (non-blocking)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except FileNotFoundError:          # its folder is not there yet
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            continue
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
         except BlockingIOError:

@@ -291,7 +291,8 @@ def back_steps(prog: str, name: str, functions: list[dict], opts: BuildOptions, 
                            {"pto": str(out / "ptoas" / f"{kn}.pto")},
                            doc=f"{prog}: PTO (MLIR) for kernel {kname}"))
         info.append({"func_id": kernel_ids[kname], "name": kname, "core_type": core,
-                     "source": f"ptoas/{kn}.cpp", "binary": f"kernels/{core}/{kn}.so"})
+                     "source": f"ptoas/{kn}.cpp", "binary": f"kernels/{core}/{kn}.so",
+                     "signature": k["signature"]})
         if opts.skip_ptoas:
             continue
         level = "level2" if opts.memory_planner == "PTOAS" else "level3"
@@ -309,18 +310,18 @@ def back_steps(prog: str, name: str, functions: list[dict], opts: BuildOptions, 
                            ["so"], {"arch": opts.arch, "core_type": core, "platform": opts.platform},
                            {"so": str(out / "kernels" / core / f"{kn}.so")}, ("so",),
                            doc=f"{prog}: build kernel {kname} ({core})"))
-    # the orchestration sees kernel signatures, not their bodies
-    sig_blob = Ref.blob(store.put_bytes(join_functions(
-        name, [(f["name"], read(f["sig"])) for f in kernels + orch])))
     orch_name = orch[0]["name"] if orch else ""
     if orch and not opts.skip_ptoas:
+        # the orchestration sees kernel signatures, not their bodies
+        sig_blob = Ref.blob(store.put_bytes(join_functions(
+            name, [(f["name"], read(f["sig"])) for f in kernels + orch])))
         on = _safe(orch_name)
         tg = {"cpp": str(out / "orchestration" / f"{on}.cpp"),
               "so": str(out / "orchestration" / f"{on}.so")}
         steps.append(_step(f"orchestration:{prog}:{on}", "orchestration", {"program": sig_blob},
                            ["cpp", "so"], {"name": orch_name, "kernel_ids": sorted(kernel_ids.items())},
                            tg, ("so",), doc=f"{prog}: host orchestration {orch_name}"))
-    cfg_inputs = {"program": sig_blob}
+    cfg_inputs = {}
     kernels_opt = None
     if not opts.skip_ptoas and orch:
         kernels_opt = info
@@ -331,9 +332,11 @@ def back_steps(prog: str, name: str, functions: list[dict], opts: BuildOptions, 
     if kernels_opt is not None:
         tg["config"] = str(out / "kernel_config.py")
     steps.append(_step(f"config:{prog}", "config", cfg_inputs, outs,
-                       {"orchestration": orch_name, "platform": opts.platform,
-                        "backend_type": opts.backend_type, "runtime": opts.runtime,
-                        "kernels": kernels_opt},
+                       {"program": name, "orchestration": orch_name,
+                        "orch": {k: orch[0][k] for k in ("signature", "params", "num_return_types")}
+                        if orch else None,
+                        "platform": opts.platform, "backend_type": opts.backend_type,
+                        "runtime": opts.runtime, "kernels": kernels_opt},
                        tg, doc=f"{prog}: kernel_config.py and compiled_meta.json"))
     return steps, {"orchestration": orch_name, "kernels": info}
 

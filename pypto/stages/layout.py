@@ -2,7 +2,9 @@
 out from. One step per function, so after an edit only the functions it changed are
 laid out again and nothing parses the whole final program.
 
-Outputs: `layout` (JSON: name, kernel?, core, orchestration?), `kernel` (the kernel
+Outputs: `layout` (JSON: name, kernel?, core, orchestration?, the directions of its
+tensor parameters; for the orchestration its parameters as compiled_meta.json
+describes them), `kernel` (the kernel
 alone as a program: the pto step's input; empty for other functions), `sig` (what
 the orchestration and config see of it: a kernel's signature, the orchestration in
 full; empty otherwise), and its perf hints and post-pipeline warnings when asked.
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 
 from pypto.backend import BackendType
+from pypto.codegen.config import meta_params, signature
 from pypto.diagnostics import perf_hints, render
 from pypto.ir.nodes import FunctionType, Program
 from pypto.stages.text import parse_bytes, print_bytes, warnings_bytes
@@ -23,7 +26,10 @@ def layout_stage(inputs: dict, options: dict) -> dict:
     alone = Program(part.name, [f], part.source)
     orch = f.func_type is FunctionType.Orchestration
     info = {"name": f.name, "kernel": f.is_kernel, "orchestration": orch,
-            "core": "aic" if f.func_type is FunctionType.AIC else "aiv"}
+            "core": "aic" if f.func_type is FunctionType.AIC else "aiv",
+            "signature": signature(f)}
+    if orch:                       # what compiled_meta.json says of the caller's side
+        info.update(params=meta_params(f), num_return_types=len(f.return_types))
     out = {"layout": json.dumps(info, sort_keys=True).encode("utf-8"),
            "kernel": print_bytes(alone) if f.is_kernel else b"",
            "sig": (print_bytes(Program(part.name, [f.signature_only()], part.source)) if f.is_kernel

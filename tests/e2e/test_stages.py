@@ -79,12 +79,28 @@ def test_stage_impl_digests_differ_per_pass():
     assert a != b and len(a) == 32
 
 
-def test_config_stage_reads_so_digests():
+def test_layout_then_config_from_its_facts():
     final = _through_passes()
-    out = STAGE_FNS["config"]({"program": final}, {"orchestration": "main", "platform": "a2a3sim",
-                                                    "backend_type": "Ascend910B",
-                                                    "runtime": "tensormap_and_ringbuffer",
-                                                    "kernels": None})
+    infos = {}
+    from pypto.language import parse
+    for f in parse(final.decode()).functions:
+        out = STAGE_FNS["layout"]({"program": final}, {"function": f.name})
+        infos[f.name] = json.loads(out["layout"])
+    main = infos["main"]
+    kern = [i for i in infos.values() if i["kernel"]]
+    kernels = [{"func_id": n, "name": k["name"], "core_type": k["core"], "signature": k["signature"]}
+               for n, k in enumerate(kern)]
+    opts = {"program": "TileAdd", "orchestration": "main", "platform": "a2a3sim",
+            "backend_type": "Ascend910B", "runtime": "tensormap_and_ringbuffer",
+            "orch": {k: main[k] for k in ("signature", "params", "num_return_types")},
+            "kernels": kernels}
+    so = {f"so:{k['name']}": f"binary of {k['name']}".encode() for k in kern}
+    out = STAGE_FNS["config"](so, opts)
+    assert out == STAGE_FNS["config"](so, opts)
     meta = json.loads(out["meta"])
     assert [p["name"] for p in meta["params"]] == ["a", "b", "c"]
     assert meta["platform"] == "a2a3sim"
+    from pypto_cache import digest_bytes
+    config = out["config"].decode()
+    assert all(digest_bytes(b) in config for b in so.values())
+    assert '"name": "main"' in config and main["signature"] == ["in", "in", "out"]

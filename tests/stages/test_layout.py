@@ -46,13 +46,16 @@ def test_layout_of_a_kernel_and_of_the_orchestration(tmp_path):
            for f in final.functions}
     k3 = got["k3"]
     assert json.loads(k3["layout"]) == {"name": "k3", "kernel": True, "orchestration": False,
-                                        "core": "aiv"}
+                                        "core": "aiv", "signature": ["in", "in", "out"]}
     assert k3["kernel"] == _part(final, "k3")
     stub = parse_text(k3["sig"]).get("k3")
     assert stub.body == [] and [p.var.name for p in stub.params] == \
         [p.var.name for p in final.get("k3").params]
     main = got["main"]
-    assert json.loads(main["layout"])["orchestration"] and main["kernel"] == b""
+    info = json.loads(main["layout"])
+    assert info["orchestration"] and main["kernel"] == b""
+    assert [p["name"] for p in info["params"]][:3] == ["a", "b", "o0"]
+    assert info["num_return_types"] == 1
     assert main["sig"] == _part(final, "main")
     # per-function hints, in program order, are the whole program's hints
     whole = render(perf_hints(final, BackendType.Ascend910B)).encode()
