@@ -87,6 +87,16 @@ def canonical_options(options: dict) -> str:
                          f"lists and str-keyed dicts of them): {e}") from None
 
 
+def options_json(step: "Step") -> str:
+    """The step's canonical options, computed once per Step object: a build checks
+    and keys each step more than once, and a laid-out step is never changed (a
+    changed graph is made of new Steps, e.g. resolve_refs' copies)."""
+    text = step.__dict__.get("_options_json")
+    if text is None:
+        text = step._options_json = canonical_options(step.options)
+    return text
+
+
 def fn_id(fn: Callable) -> str:
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
@@ -100,7 +110,7 @@ def step_key(step: Step, input_digests: dict[str, str]) -> str:
     _field(h, step.stage)
     _field(h, fn_id(step.fn))
     _field(h, step.impl)
-    _field(h, canonical_options(step.options))
+    _field(h, options_json(step))
     _field(h, str(len(step.outputs)))
     for out in sorted(step.outputs):
         _field(h, out)
@@ -157,7 +167,7 @@ def check_step(step: Step) -> None:
         raise GraphError(f"step {step.name}: impl must be a non-empty digest string")
     if not isinstance(step.options, dict):
         raise GraphError(f"step {step.name}: options must be a dict")
-    canonical_options(step.options)
+    options_json(step)
     outs = tuple(step.outputs)
     if len(set(outs)) != len(outs):
         raise GraphError(f"step {step.name}: duplicate output names {outs}")

@@ -67,9 +67,9 @@ def depths(nodes: list[str], edges: list[tuple[str, str]]) -> dict[str, int]:
 
 
 def critical_path(nodes: list[str], edges: list[tuple[str, str]],
-                  seconds: dict[str, float]) -> list[str]:
+                  seconds: dict[str, float], depth: dict[str, int] | None = None) -> list[str]:
     """The chain of tasks with the largest total time (cached tasks weigh nothing)."""
-    order = sorted(nodes, key=depths(nodes, edges).get)
+    order = sorted(nodes, key=(depth or depths(nodes, edges)).get)
     ups: dict[str, list[str]] = {n: [] for n in nodes}
     for a, b in edges:
         if a in ups and b in ups:
@@ -97,7 +97,7 @@ def graph_svg(records, edges: list[tuple[str, str]]) -> str:
     nodes = list(recs)
     depth = depths(nodes, edges)
     crit = critical_path(nodes, edges, {n: r.seconds for n, r in recs.items()
-                                        if r.status == "ran"})
+                                        if r.status == "ran"}, depth)
     on_path = set(crit)
     crit_edges = set(zip(crit, crit[1:]))
     columns: dict[int, list[str]] = {}
