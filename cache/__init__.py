@@ -9,12 +9,19 @@ import os
 from pathlib import Path
 
 from .counters import deferred as deferred_stats
-from .memory import MemoryStore
 from .names import CacheError, digest_bytes
 from .store import Store
 
 __all__ = ["Store", "MemoryStore", "open_store", "digest_bytes", "CacheError", "default_root",
            "deferred_stats"]
+
+
+def __getattr__(name: str):
+    # the in-memory store is for PYPTO_CACHE_DISABLE and tests: imported when used
+    if name == "MemoryStore":
+        from .memory import MemoryStore
+        return MemoryStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def default_root() -> Path:
@@ -31,7 +38,9 @@ def _disabled() -> bool:
     return os.environ.get("PYPTO_CACHE_DISABLE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def open_store(root: str | os.PathLike | None = None) -> Store | MemoryStore:
+def open_store(root: str | os.PathLike | None = None):
+    """The store at `root` (default_root()), or an in-memory one when disabled."""
     if _disabled():
+        from .memory import MemoryStore
         return MemoryStore()
     return Store(root if root is not None else default_root())

@@ -24,7 +24,6 @@ from . import locks
 from .overlay import Overlay, cannot_write, warn_once
 from .counters import Counters, deferred
 from .fsutil import Mismatch, discard, publish, read_chunks, write_temp
-from .gc import DEFAULT_GRACE, ActionInfo, ObjectInfo, collect
 from .names import (CacheError, check_digest, check_key, check_manifest, digest_bytes,
                     is_digest, is_key, new_hasher)
 
@@ -281,7 +280,9 @@ class Store:
             "root": str(self.root),
         }
 
-    def gc(self, max_size: int, grace: float = DEFAULT_GRACE) -> dict:
+    def gc(self, max_size: int, grace: float | None = None) -> dict:
+        from .gc import DEFAULT_GRACE, collect
+        grace = DEFAULT_GRACE if grace is None else grace
         result = collect(self, max_size, grace)
         cutoff = time.time() - grace
         # Leftovers of killed writers, and lock files of keys that have no entry.
@@ -303,6 +304,7 @@ class Store:
 
     # -- primitives for gc.collect --
     def _gc_scan(self):
+        from .gc import ActionInfo, ObjectInfo
         actions = []
         for p in _files(self._actions):
             manifest, mtime = _load_manifest(p)

@@ -618,11 +618,12 @@ def _finish(out: Path, opts: BuildOptions, records, written: set[str], t0: float
     """The report files, then the removal of what an earlier compile left behind.
     Without `edges` (a compile served whole from the store) there are no pictures of
     the build (nothing ran); those of an earlier build here are removed."""
-    from pypto_pipeline import explain, picture
+    from pypto_pipeline import explain
     total = time.perf_counter() - t0
     write_report(out, records, total)
     explain.write_explain(out, why)
     if edges is not None:         # the pictures of a build that ran (the C encoder: no indent)
+        from pypto_pipeline import picture
         _write_text(out / "report" / "build_trace.json",
                     json.dumps(picture.chrome_trace(records, _start(records))))
         _write_text(out / "report" / "build_graph.svg", picture.graph_svg(records, sorted(set(edges))))

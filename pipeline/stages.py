@@ -25,7 +25,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from pypto_pipeline.closure import Tree
 from pypto_pipeline.graph import impl_digest
 
 SCHEMA = "pypto-impl/1"
@@ -90,7 +89,7 @@ def ptoas_dump_names(level: str) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- code digests
-def stage_files(tree: Tree, stage: str, extra: str = "") -> dict[Path, str | None]:
+def stage_files(tree: "Tree", stage: str, extra: str = "") -> dict[Path, str | None]:
     """The source files that decide a stage's output in a tree: file -> its module
     (None for a header)."""
     code = STAGES[stage]
@@ -106,12 +105,12 @@ def stage_files(tree: Tree, stage: str, extra: str = "") -> dict[Path, str | Non
     return files
 
 
-def file_map(tree: Tree, stage: str, extra: str = "") -> dict[str, str]:
+def file_map(tree: "Tree", stage: str, extra: str = "") -> dict[str, str]:
     """Those files as label -> digest: named independently of where the tree lives."""
     return {tree.label(p): tree.digest(p, m) for p, m in stage_files(tree, stage, extra).items()}
 
 
-def tree_impl(tree: Tree, stage: str, extra: str = "") -> str:
+def tree_impl(tree: "Tree", stage: str, extra: str = "") -> str:
     """Digest of the sources that decide a stage's output (no toolchain): a pure
     function of the tree's files."""
     return impl_digest(SCHEMA, stage, extra,
@@ -136,6 +135,7 @@ def _stage_impl(stage: str, extra: str) -> str:
     digest = index.stage(key)
     if digest is None:
         # every stage at once: one index write, and the next process finds them all
+        from pypto_pipeline.closure import Tree
         tree = Tree(index.packages, index)
         for k in _all_keys() | {key}:
             index.set_stage(k, tree_impl(tree, *k.split(":", 1)))
@@ -209,6 +209,7 @@ def _impl_files(stage: str, extra: str) -> dict[str, str]:
         raise ValueError(f"unknown stage {stage}")
     with _LOCK:
         index = _index()
+        from pypto_pipeline.closure import Tree
         out = file_map(Tree(index.packages, index), stage, extra)
         if STAGES[stage].compiler:
             out["<C++ compiler>"] = impl_digest(_compiler(index))
@@ -223,9 +224,11 @@ def _all_keys() -> set[str]:
 
 @functools.lru_cache(maxsize=None)
 def _index():
-    from pypto_pipeline import closure, impl_index
-    # the code behind the index's facts and digests: this module's stage roots too
-    code = impl_digest(*(Path(m.__file__) for m in (closure, impl_index, sys.modules[__name__])))
+    from pypto_pipeline import impl_index
+    # the code behind the index's facts and digests: this module's stage roots too (the
+    # closure walker is only imported when the index must be rebuilt)
+    here = Path(__file__).parent
+    code = impl_digest(*(here / f for f in ("closure.py", "impl_index.py", "stages.py")))
     return impl_index.ImplIndex(_packages(), code=code)
 
 

@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 
 DEFAULT_CXX = "g++"
 
 
 def find_compiler(cxx: str | None = None) -> str | None:
-    """The compiler's real file, or None if it is not on PATH."""
-    path = shutil.which(cxx or DEFAULT_CXX)
-    return os.path.realpath(path) if path else None
+    """The compiler's real file, or None if it is not on PATH (what shutil.which finds,
+    without importing shutil and its compression modules into every compile)."""
+    name = cxx or DEFAULT_CXX
+    dirs = [""] if os.path.dirname(name) else os.environ.get("PATH", os.defpath).split(os.pathsep)
+    for d in dirs:
+        path = os.path.join(d, name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return os.path.realpath(path)
+    return None
 
 
 @functools.lru_cache(maxsize=None)

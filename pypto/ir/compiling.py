@@ -5,7 +5,6 @@ This module only normalises options; every stage runs as a task of `pipeline`
 """
 from __future__ import annotations
 
-import datetime
 import os
 from pathlib import Path
 
@@ -36,6 +35,7 @@ def default_output_dir(name: str) -> Path:
     """`<base>/<name>_<YYYYmmdd_HHMMSS>`; a clash in the same second gets `_2`, `_3`...
     claimed atomically with mkdir, so concurrent compiles never share a directory."""
     base = Path(os.environ.get("PYPTO_PROG_BUILD_DIR") or "build_output")
+    import datetime
     stamp = datetime.datetime.now().strftime("%Y%m%d_%H%M%S")
     base.mkdir(parents=True, exist_ok=True)
     k = 1

@@ -9,19 +9,14 @@ from __future__ import annotations
 import ast
 
 from pypto import pyast
-import atexit
-import ctypes
 import itertools
 import json
 import os
-import shutil
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import abi
 from .errors import ArtifactError, DigestMismatchError
 
 KERNEL_CONFIG = "kernel_config.py"
@@ -101,7 +96,11 @@ _LOAD_LOCK = threading.Lock()
 _LOAD_IDS = itertools.count()
 
 
-def _load_bytes(data: bytes, label: str) -> ctypes.CDLL:
+def _load_bytes(data: bytes, label: str) -> "ctypes.CDLL":
+    import atexit
+    import ctypes
+    import shutil
+    import tempfile
     """dlopen the given bytes (not the original file, which could change after it was
     verified).
 
@@ -196,6 +195,7 @@ def kernel_table(output_dir: Path, kernels: list) -> list[dict]:
 
 
 def load_chip_callable(output_dir: Path, config: dict[str, Any]) -> ChipCallable:
+    from . import abi          # ctypes: only once something is loaded to run
     output_dir = Path(output_dir)
     orch = config["ORCHESTRATION"]
     if isinstance(orch, list):

@@ -7,7 +7,6 @@ caller already imported it or asked for torch outputs.
 """
 from __future__ import annotations
 
-import ctypes
 import sys
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -15,7 +14,6 @@ from typing import Any, NamedTuple
 from pypto.dtype import DataType
 
 from . import dtypes
-from .orchestration import BufferSpec
 
 ALIGN = 64
 
@@ -217,6 +215,7 @@ def bind_arguments(params: list[Param], args: tuple, worker=None) -> Binding:
         addrs.append(view.addr)
         keep.append(a)
     groups = _alias_groups(addrs, [b[2] for b in buffers_raw])
+    from .orchestration import BufferSpec
     buffers = [BufferSpec(code, shape, nbytes, g, off)
                for (code, shape, nbytes), (g, off) in zip(buffers_raw, groups)]
     key = (tuple(buffers), tuple(scalars))
@@ -249,6 +248,7 @@ def _alias_groups(addrs: list, sizes: list) -> list:
 # -- explicit host <-> device copies ----------------------------------------------------
 def copy_bytes(dst_addr: int, src_addr: int, nbytes: int) -> None:
     if nbytes:
+        import ctypes
         ctypes.memmove(dst_addr, src_addr, nbytes)
 
 

@@ -225,3 +225,20 @@ def test_renamed_local_is_cut_off_after_ptoas(iso):
         (iso / "two" / "ptoas" / "main_incore_0.pto").read_bytes()
     for rel in ("ptoas/main_incore_0.cpp", "kernels/aiv/main_incore_0.so"):
         assert (iso / "one" / rel).read_bytes() == (iso / "two" / rel).read_bytes()
+
+
+def test_a_compile_served_whole_imports_no_build_machinery(iso):
+    """A warm compile in a fresh process is served from the store: doit, the closure
+    walker's rebuild, ctypes (loading binaries), the compression modules and the
+    picture of a build are never imported."""
+    script = iso / "prog.py"
+    script.write_text(PROGRAM + textwrap.dedent('''
+        heavy = {"doit", "ctypes", "shutil", "tempfile", "pypto_cache.memory", "pypto_cache.gc",
+                 "pypto_pipeline.picture", "pypto_pipeline.run", "torch"}
+        print("IMPORTED", sorted(heavy & set(sys.modules)))
+    '''))
+    env = {"PYPTO_CACHE_DIR": str(iso / "store")}
+    run_py(script, env, iso, [str(iso / "cold")])
+    out = run_py(script, env, iso, [str(iso / "warm")])
+    assert "IMPORTED []" in out, out
+    assert {t["status"] for t in tasks(iso / "warm")} == {"cached"}
