@@ -39,6 +39,11 @@ class TypeCheckError(PyptoError):
     """Wrong arity, shapes or dtypes for an operator."""
 
 
+class NotBuiltError(TypeCheckError):
+    """A keyword or form the reference's language has and this pypto does not build yet:
+    refused with what to write instead, never accepted and ignored."""
+
+
 class MisplacedTensorOpError(PyptoError):
     """A tensor/tile op written in an Orchestration body outside `pl.at`."""
 

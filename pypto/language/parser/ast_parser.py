@@ -907,21 +907,50 @@ class Parser:
             out.append(v)
         return out
 
-    def kwarg_values(self, node: ast.Call, allowed=None) -> dict:
+    def kwarg_values(self, node: ast.Call, allowed=None, operands=()) -> dict:
         out = {}
         for kw in node.keywords:
             if kw.arg is None:
                 self.error("**kwargs is not supported", node, _unsupported("Starred"))
-            if allowed is not None and kw.arg not in allowed:
+            if (allowed is not None and kw.arg not in allowed) or kw.arg in operands:
                 continue
             out[kw.arg] = self.static(kw.value, f"keyword argument {kw.arg}=")
         return out
 
     def op_call(self, node: ast.Call, name: str, ns: str | None):
-        args = self.arg_values(node)
-        kwargs = self.kwarg_values(node)
         display = f"pl.{ns}.{name}" if ns else f"pl.{name}"
+        args = self.arg_values(node)
+        params = _operand_params(name, ns)
+        args = self.keyword_operands(node, args, params, display)
+        kwargs = self.kwarg_values(node, operands=params)
         return self.op_call_values(name, ns, args, kwargs, node, display)
+
+    def keyword_operands(self, node: ast.Call, args: list, params: tuple, display: str) -> list:
+        """Operands passed by name, as the reference's signatures allow
+        (pl.load(t, offsets=[0, 0], shapes=[64, 64])): placed after the positional ones
+        in the op's operand order."""
+        given = {kw.arg: kw for kw in node.keywords if kw.arg in params}
+        if not given:
+            return args
+        slots = {}
+        for name, kw in given.items():
+            i = params.index(name)
+            if i < len(args):
+                self.error(f"{display} got two values for {name!r}: the argument in position "
+                           f"{i + 1} and {name}=", node, f"pass {name} once")
+            v = self.value(kw.value)
+            if _is_number(v) or isinstance(v, (bool, list, tuple)):
+                v = self.to_expr(v, kw.value)
+            slots[i] = v
+        out = list(args)
+        while len(out) in slots:
+            out.append(slots.pop(len(out)))
+        if slots:
+            missing = params[len(out)]
+            self.error(f"{display}: operand {missing!r} is missing (given by name: "
+                       f"{', '.join(params[i] for i in sorted(slots))})", node,
+                       f"pass {missing} too, by position or as {missing}=...")
+        return out
 
     def op_call_values(self, name, ns, args, kwargs, node, display=None):
         display = display or (f"pl.{ns}.{name}" if ns else f"pl.{name}")
@@ -936,6 +965,13 @@ class Parser:
             first = exprs[0].type if exprs else None
             raise TypeCheckError(f"{display} has no form for {ops._tname(first)} arguments "
                                  f"(no operator {op})", span, _sig_hint(name))
+        kwargs = dict(kwargs)
+        for alias, canon in d.aliases.items():     # the reference's name for an option
+            if alias in kwargs:
+                if canon in kwargs:
+                    raise TypeCheckError(f"{display}: {alias}= and {canon}= name the same option",
+                                         span, f"pass only one of them")
+                kwargs[canon] = kwargs.pop(alias)
         if ns is not None and op != "tile.load":
             want = TensorType if ns == "tensor" else TileType
             first = next((getattr(a, "type", None) for a in exprs
@@ -1057,7 +1093,7 @@ class Parser:
         first = args[0] if args else None
         t = getattr(first, "type", None)
         if isinstance(t, ScalarType) or isinstance(first, Const):
-            target = kwargs.get("dtype", args[1] if len(args) > 1 else None)
+            target = kwargs.get("dtype", kwargs.get("target_type", args[1] if len(args) > 1 else None))
             if isinstance(first, Const) and isinstance(target, dt.DataType):
                 return Const(float(first.value) if target.is_float else
                              (bool(first.value) if target == dt.BOOL else int(first.value)),
@@ -1801,6 +1837,16 @@ def _adoptable(c: Const, have, want) -> bool:
     if isinstance(v, float):
         return want.is_float
     return False
+
+
+def _operand_params(name: str, ns: str | None) -> tuple:
+    """The operand names of `pl.[ns.]name` (the same in both namespaces)."""
+    full = ops.TILE_ONLY.get(name) or ops.TENSOR_ONLY.get(name)
+    for op in ([f"{ns}.{name}"] if ns else ([full] if full else []) + [f"tile.{name}", f"tensor.{name}"]):
+        d = ops.OPS.get(op)
+        if d is not None and d.params:
+            return d.params
+    return ()
 
 
 def _pick_slot(d: ops.OpDef, a, kw: dict) -> str | None:

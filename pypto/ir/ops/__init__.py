@@ -1,0 +1,86 @@
+"""The operator table: which ops exist, how `pl.<name>` dispatches on its arguments,
+and the result type of each op (with typed errors for wrong arity, shapes, dtypes).
+
+One table drives the parser, the passes and the verifier. Each operator lives in its
+family's module (memory, elementwise, reduction, matmul, shape), registered with its
+operands' names, options, type rule and call form; this package puts them together.
+"""
+from __future__ import annotations
+
+from pypto import dtype as dt
+from pypto.errors import NotBuiltError, Span
+from pypto.ir.nodes import MemorySpace, ScalarType, TileType
+from pypto.ir.ops.base import OPS, OpDef, _err, _tname
+from pypto.ir.ops.elementwise import BINARY, SCALAR_FORM, UNARY, FLOAT_ONLY
+from pypto.ir.ops.reduction import ROW_REDUCE, COL_REDUCE, ROW_EXPAND, COL_EXPAND
+from pypto.ir.ops import matmul as _matmul, memory as _memory, shape as _shape  # noqa: F401 (register)
+
+# Names a user may write as pl.<name>, and which namespaces they exist in.
+TILE_ONLY = {"load": "tile.load", "store": "tile.store", "move": "tile.move",
+             "create_tile": "tile.create", "relu": None}
+TENSOR_ONLY = {"create_tensor": "tensor.create", "full": "tensor.full",
+               "assemble": "tensor.assemble"}
+
+
+def dsl_names() -> set[str]:
+    names = set(TILE_ONLY) | set(TENSOR_ONLY)
+    for k in OPS:
+        names.add(k.split(".", 1)[1])
+    names.discard("alloc")
+    names.discard("create")
+    return names
+
+
+def resolve(name: str, args: list, span: Span | None) -> str:
+    """`pl.<name>(*args)` -> IR op name, dispatching on the first shaped argument."""
+    if name in TILE_ONLY and TILE_ONLY[name]:
+        return TILE_ONLY[name]
+    if name in TENSOR_ONLY:
+        return TENSOR_ONLY[name]
+    first = getattr(args[0], "type", None) if args else None
+    ns = "tile" if isinstance(first, TileType) else "tensor"
+    if name in SCALAR_FORM and len(args) == 2 and isinstance(getattr(args[1], "type", None), ScalarType):
+        name = SCALAR_FORM[name]
+    return f"{ns}.{name}"
+
+
+def infer_type(op: str, args: list, kwargs: dict, span: Span | None):
+    d = OPS.get(op)
+    if d is None:
+        _err(f"unknown operator {op}", span)
+    lo, hi = d.nargs
+    if not lo <= len(args) <= hi:
+        want = str(lo) if lo == hi else f"{lo} to {hi}"
+        _err(f"{op} takes {want} arguments, got {len(args)}", span)
+    for k in kwargs:
+        if k in d.unbuilt:
+            raise NotBuiltError(f"{op}: {k}= is not supported by this pypto yet", span, d.unbuilt[k])
+        if k not in d.kwargs:
+            _err(f"{op} got an unexpected keyword argument {k!r}", span)
+        _check_kwarg_kind(op, k, kwargs[k], span)
+    return d.infer(args, kwargs, span)
+
+
+_KWARG_KINDS = {"target_memory": (MemorySpace, "a memory space", "target_memory=pl.Mem.Vec"),
+                "dtype": (dt.DataType, "a dtype", "dtype=pl.FP32"),
+                "out_dtype": (dt.DataType, "a dtype", "out_dtype=pl.FP32"),
+                "flatten": (bool, "True or False", "flatten=True")}
+
+
+def _check_kwarg_kind(op, key, value, span):
+    kind = _KWARG_KINDS.get(key)
+    if kind is None or value is None or isinstance(value, kind[0]):
+        return
+    got = f"the string {value!r}" if isinstance(value, str) else repr(value)
+    _err(f"{op}: {key}= must be {kind[1]}, got {got}", span, f"write {kind[2]}")
+
+
+def is_tensor_op(op: str) -> bool:
+    return op.startswith("tensor.") and op not in ("tensor.create", "tensor.full")
+
+
+def is_tile_op(op: str) -> bool:
+    return op.startswith("tile.")
+
+
+CUBE_OPS = {"tile.matmul", "tile.matmul_acc"}

@@ -1,0 +1,132 @@
+"""What every operator family shares: the op record and registry, and the checks of
+operand kinds, dtypes, shapes and windows that the families' type rules use.
+
+An operator has one home, its family's module (memory, elementwise, reduction,
+matmul, shape): there it is registered with its operands' names, its options, its
+type rule and the call form users see in errors and in docs/operators.md."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from pypto import dtype as dt
+from pypto.errors import TypeCheckError, Span
+from pypto.ir.nodes import (MemorySpace, PtrType, ScalarType, TensorType, TileType,
+                            Const, TupleExpr)
+
+
+@dataclass(frozen=True)
+class OpDef:
+    name: str                      # IR name, e.g. "tile.add"
+    nargs: tuple[int, int]         # min, max operands
+    infer: Callable                # (args, kwargs, span) -> type
+    kwargs: tuple[str, ...] = ()   # options: compile-time values
+    pure: bool = True              # no side effect on memory (store is not)
+    params: tuple[str, ...] = ()   # the operands' names, so they can be passed by keyword
+    sig: str = ""                  # the call form users see (hints, docs/operators.md)
+    aliases: dict = field(default_factory=dict)   # another keyword for an option: its name
+    unbuilt: dict = field(default_factory=dict)   # the reference's keywords not built yet: why
+
+
+OPS: dict[str, OpDef] = {}
+
+
+def reg(name, nargs, infer, kwargs=(), pure=True, params=(), sig="", aliases=None, unbuilt=None):
+    OPS[name] = OpDef(name, nargs, infer, tuple(kwargs), pure, tuple(params), sig,
+                      dict(aliases or {}), dict(unbuilt or {}))
+
+
+def _err(msg, span, hint=None):
+    raise TypeCheckError(msg, span, hint)
+
+
+def _shaped(op, x, span, kinds=(TensorType, TileType)):
+    t = getattr(x, "type", None)
+    if not isinstance(t, kinds):
+        want = " or ".join(k.__name__.replace("Type", "") for k in kinds)
+        _err(f"{op} expects a {want} argument, got {_tname(t)}", span)
+    return t
+
+
+def _tname(t) -> str:
+    if isinstance(t, TensorType):
+        return f"Tensor[{', '.join(map(str, t.shape))}] {t.dtype}"
+    if isinstance(t, TileType):
+        return f"Tile{list(t.shape)} {t.dtype}"
+    if isinstance(t, ScalarType):
+        return f"Scalar {t.dtype}"
+    return type(t).__name__ if t is not None else "nothing"
+
+
+def _same_kind(t, shape, dtype):
+    if isinstance(t, TensorType):
+        return TensorType(tuple(shape), dtype)
+    return TileType(tuple(shape), dtype, None)
+
+
+def _check_dtype(op, a, b, span):
+    if a.dtype != b.dtype:
+        _err(f"{op}: dtype mismatch {a.dtype} vs {b.dtype}", span,
+             "insert pl.cast(x, dtype) to convert one operand; there is no implicit promotion")
+
+
+MIX_HINT = ("operands are both tiles or both tensors: load the tensor's window into a tile first "
+             "(pl.load(tensor, offsets, shapes)), or use the tensors on both sides")
+
+
+
+def _ints(op, x, span, what):
+    if isinstance(x, TupleExpr):
+        return x.items
+    like = "[64, 64]" if what.startswith("shape") else "[0, 0]"
+    got = repr(x.value) if isinstance(x, Const) else _tname(getattr(x, "type", None))
+    _err(f"{op}: {what} must be a list like {like}, got {got}", span)
+
+
+def _static(op, items, span, what):
+    out = []
+    for i in items:
+        if not (isinstance(i, Const) and isinstance(i.value, int)):
+            _err(f"{op}: {what} must be integer constants", span)
+        out.append(i.value)
+    return out
+
+
+def _dims(op, x, span, what="shape"):
+    """A static shape: a list of positive integer constants."""
+    dims = _static(op, _ints(op, x, span, what), span, what)
+    for i, d in enumerate(dims):
+        if d <= 0:
+            _err(f"{op}: {what} {dims} has a non-positive dimension ({d} at index {i})", span,
+                 "every dimension is a positive integer, e.g. [64, 64]")
+    return dims
+
+
+def _indices(op, x, span):
+    """Offsets: a list of integer scalars (constants or index expressions)."""
+    items = _ints(op, x, span, "offsets")
+    for i in items:
+        t = getattr(i, "type", None)
+        if not (isinstance(t, ScalarType) and (t.dtype == dt.INDEX or
+                                              (not t.dtype.is_float and t.dtype != dt.BOOL))):
+            what = repr(i.value) if isinstance(i, Const) else _tname(t)
+            _err(f"{op}: offsets must be integers, got {what}", span,
+                 "offsets are element indices: integer constants or index expressions like i * 64")
+    return items
+
+
+def _check_window(op, offs, shape, dims, span):
+    """A window at constant offsets lies inside the tensor: 0 <= offset, offset + size <= dim."""
+    for i, (o, s, d) in enumerate(zip(offs, shape, dims)):
+        if not (isinstance(o, Const) and isinstance(o.value, int) and not isinstance(o.value, bool)):
+            continue
+        if o.value < 0:
+            _err(f"{op}: offset {o.value} in dim {i} is negative", span,
+                 "offsets count elements from the start of the tensor: 0 <= offset")
+        if isinstance(d, int) and isinstance(s, int) and o.value + s > d:
+            _err(f"{op}: the window [{o.value}, {o.value + s}) of dim {i} lies outside the tensor's "
+                 f"extent {d}", span,
+                 "keep offset + size <= the tensor's dim: use a smaller window or offset, or loop "
+                 "over chunks with pl.range")
+
+

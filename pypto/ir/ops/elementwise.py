@@ -1,0 +1,79 @@
+"""Element-wise operators: binary (and their tile-scalar forms), unary, cast."""
+from __future__ import annotations
+
+from pypto import dtype as dt
+from pypto.ir.nodes import MemorySpace, PtrType, ScalarType, TensorType, TileType, Const, TupleExpr
+from pypto.ir.ops.base import (MIX_HINT as _MIX_HINT, _check_dtype, _check_window, _dims, _err,
+                               _indices, _ints, _same_kind, _shaped, _static, _tname, reg)
+
+BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
+SCALAR_FORM = {"add": "adds", "sub": "subs", "mul": "muls", "div": "divs",
+               "maximum": "maximums", "minimum": "minimums"}
+UNARY = ("exp", "log", "sqrt", "rsqrt", "recip", "neg", "abs", "relu")
+
+
+def _binary(op):
+    def infer(args, kw, span):
+        a, b = _shaped(op, args[0], span), _shaped(op, args[1], span)
+        if type(a) is not type(b):
+            _err(f"{op}: cannot mix {_tname(a)} and {_tname(b)}", span, _MIX_HINT)
+        _check_dtype(op, a, b, span)
+        if tuple(a.shape) != tuple(b.shape):
+            bcast = op.split(".")[1] in ("add", "sub", "mul", "div") and len(a.shape) == 2 and \
+                len(b.shape) == 2 and ((b.shape[0] == a.shape[0] and b.shape[1] == 1) or
+                                       (b.shape[0] == 1 and b.shape[1] == a.shape[1]))
+            if not bcast:
+                _err(f"{op}: shape mismatch {list(a.shape)} vs {list(b.shape)}", span,
+                     "operands must have equal shapes (add/sub/mul/div also broadcast an [M,1] or [1,N] second operand)")
+        return _same_kind(a, a.shape, a.dtype)
+    return infer
+
+
+def _scalar_binary(op):
+    def infer(args, kw, span):
+        a = _shaped(op, args[0], span)
+        s = getattr(args[1], "type", None)
+        if not isinstance(s, ScalarType):
+            _err(f"{op}: second operand must be a scalar, got {_tname(s)}", span)
+        return _same_kind(a, a.shape, a.dtype)
+    return infer
+
+
+FLOAT_ONLY = ("exp", "log", "sqrt", "rsqrt", "recip")
+
+
+def _unary(op):
+    def infer(args, kw, span):
+        a = _shaped(op, args[0], span)
+        name = op.split(".")[1]
+        if name in FLOAT_ONLY and not a.dtype.is_float:
+            _err(f"{op} needs a floating-point operand, got {a.dtype}", span,
+                 f"convert it first: pl.{name}(pl.cast(x, pl.FP32))")
+        return _same_kind(a, a.shape, a.dtype)
+    return infer
+
+
+
+def _cast(args, kw, span):
+    a = _shaped("cast", args[0], span)
+    target = kw.get("dtype") if "dtype" in kw else None
+    if not isinstance(target, dt.DataType):
+        _err("cast: the target dtype is required: pl.cast(x, pl.FP16)", span)
+    return _same_kind(a, a.shape, target) if isinstance(a, TensorType) else \
+        TileType(a.shape, target, a.memory_space)
+
+
+
+for _ns in ("tensor", "tile"):
+    for _o in BINARY:
+        reg(f"{_ns}.{_o}", (2, 2), _binary(f"{_ns}.{_o}"), params=("lhs", "rhs"),
+            sig=f"pl.{_o}(a, b)  (same dtype; equal shapes, add/sub/mul/div also broadcast "
+                f"[M,1] or [1,N])")
+        _s = SCALAR_FORM[_o]
+        reg(f"{_ns}.{_s}", (2, 2), _scalar_binary(f"{_ns}.{_s}"), params=("lhs", "rhs"),
+            sig=f"pl.{_s}(x, scalar)")
+    for _o in UNARY:
+        reg(f"{_ns}.{_o}", (1, 1), _unary(f"{_ns}.{_o}"), params=("x",), sig=f"pl.{_o}(x)")
+    reg(f"{_ns}.cast", (1, 1), _cast, ("dtype", "mode"), params=("x",),
+        aliases={"target_type": "dtype"},
+        sig="pl.cast(x, pl.FP16)  (or target_type=pl.FP16; mode=\"round\" and the other round modes)")

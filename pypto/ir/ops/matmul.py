@@ -1,0 +1,50 @@
+"""The cube's operators: matmul and matmul_acc."""
+from __future__ import annotations
+
+from pypto import dtype as dt
+from pypto.ir.nodes import MemorySpace, PtrType, ScalarType, TensorType, TileType, Const, TupleExpr
+from pypto.ir.ops.base import (MIX_HINT as _MIX_HINT, _check_dtype, _check_window, _dims, _err,
+                               _indices, _ints, _same_kind, _shaped, _static, _tname, reg)
+
+
+def _matmul_acc_dtype(a, b, op, span):
+    _check_dtype(op, a, b, span)
+    if a.dtype in (dt.FP32, dt.FP16, dt.BF16):
+        return dt.FP32
+    if a.dtype == dt.INT8:
+        return dt.INT32
+    _err(f"{op}: no matmul for {a.dtype} inputs (fp16, bf16, fp32 or int8)", span)
+
+
+def _matmul(args, kw, span):
+    a, b = _shaped("matmul", args[0], span), _shaped("matmul", args[1], span)
+    if type(a) is not type(b):
+        _err(f"matmul: cannot mix {_tname(a)} and {_tname(b)}", span, _MIX_HINT)
+    if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
+        _err(f"matmul: shapes {list(a.shape)} x {list(b.shape)} do not chain", span)
+    acc = _matmul_acc_dtype(a, b, "matmul", span)
+    if isinstance(a, TensorType):
+        out = kw.get("out_dtype") or a.dtype
+        return TensorType((a.shape[0], b.shape[1]), out)
+    return TileType((a.shape[0], b.shape[1]), acc, MemorySpace.Acc)
+
+
+def _matmul_acc(args, kw, span):
+    acc = _shaped("matmul_acc", args[0], span, (TileType,))
+    a, b = _shaped("matmul_acc", args[1], span), _shaped("matmul_acc", args[2], span)
+    if a.shape[1] != b.shape[0] or (acc.shape[0], acc.shape[1]) != (a.shape[0], b.shape[1]):
+        _err(f"matmul_acc: {list(acc.shape)} += {list(a.shape)} x {list(b.shape)} does not chain", span)
+    want = _matmul_acc_dtype(a, b, "matmul_acc", span)
+    if acc.dtype != want:
+        _err(f"matmul_acc: the accumulator is {acc.dtype} but {a.dtype} x {b.dtype} accumulates in "
+             f"{want}", span, f"accumulate into a {want} tile: start it with pl.matmul of operands "
+                              f"of the same dtypes")
+    return acc
+
+
+
+for _ns in ("tensor", "tile"):
+    reg(f"{_ns}.matmul", (2, 2), _matmul, ("out_dtype",), params=("lhs", "rhs"),
+        sig="pl.matmul(lhs, rhs)  (tile level: Left x Right -> Acc)")
+    reg(f"{_ns}.matmul_acc", (3, 3), _matmul_acc, params=("acc", "lhs", "rhs"),
+        sig="pl.matmul_acc(acc, lhs, rhs)")

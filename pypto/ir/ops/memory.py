@@ -1,0 +1,173 @@
+"""Memory operators: moving data between DDR and on-chip tiles and between on-chip
+spaces, creating tiles and tensors, filling, assembling."""
+from __future__ import annotations
+
+from pypto import dtype as dt
+from pypto.ir.nodes import MemorySpace, PtrType, ScalarType, TensorType, TileType, Const, TupleExpr
+from pypto.ir.ops.base import (MIX_HINT as _MIX_HINT, _check_dtype, _check_window, _dims, _err,
+                               _indices, _ints, _same_kind, _shaped, _static, _tname, reg)
+
+
+def _load(args, kw, span):
+    t = _shaped("load", args[0], span, (TensorType,))
+    offs = _indices("load", args[1], span)
+    shapes = _dims("load", args[2], span, "shapes")
+    if len(offs) != len(t.shape) or len(shapes) != len(t.shape):
+        _err(f"load: tensor has rank {len(t.shape)} but offsets/shapes have "
+             f"{len(offs)}/{len(shapes)} entries", span)
+    space = kw.get("target_memory", MemorySpace.Vec)
+    if space not in (MemorySpace.Vec, MemorySpace.Mat):
+        _err(f"load: a load from DDR lands in Vec or Mat, not {space.name}", span,
+             "load into Mat and use pl.move(tile, target_memory=...) for Left/Right")
+    for d, s in zip(t.shape, shapes):
+        if isinstance(d, int) and s > d:
+            _err(f"load: window {shapes} exceeds tensor shape {list(t.shape)}", span)
+    _check_window("load", offs, shapes, t.shape, span)
+    if kw.get("flatten") and len(shapes) > 2:      # FlattenTileNdTo2D: an N-D window, a 2-D tile
+        lead = 1
+        for s in shapes[:-1]:
+            lead *= s
+        return TileType((lead, shapes[-1]), t.dtype, space)
+    return TileType(tuple(shapes), t.dtype, space)
+
+
+def _store(args, kw, span):
+    tile = _shaped("store", args[0], span, (TileType,))
+    if isinstance(args[2], TupleExpr) and isinstance(getattr(args[1], "type", None), TensorType):
+        _err("store: the offsets and the tensor are swapped", span,
+             "the tensor comes last: pl.store(tile, offsets, out_tensor)")
+    out = _shaped("store", args[2], span, (TensorType,))
+    _check_dtype("store", tile, out, span) if tile.memory_space != MemorySpace.Acc else None
+    offs = _indices("store", args[1], span)
+    if len(offs) != len(out.shape):
+        _err(f"store: tensor has rank {len(out.shape)} but offsets have {len(offs)} entries", span)
+    if len(args) > 3:          # the window in the tensor's rank, for a flattened 2-D tile
+        window = _static("store", _ints("store", args[3], span, "shapes"), span, "shapes")
+        n = 1
+        for w in window:
+            n *= w
+        if len(window) != len(out.shape) or n != tile.nbytes() // tile.dtype.nbytes:
+            _err(f"store: window {window} does not hold tile {list(tile.shape)} in a rank-"
+                 f"{len(out.shape)} tensor", span)
+    elif len(tile.shape) == len(out.shape):
+        _check_window("store", offs, list(tile.shape), out.shape, span)
+    return TensorType(out.shape, out.dtype)
+
+
+def _move(args, kw, span):
+    t = _shaped("move", args[0], span, (TileType,))
+    space = kw.get("target_memory")
+    if not isinstance(space, MemorySpace):
+        _err("move: target_memory=pl.Mem.<space> is required", span)
+    return TileType(t.shape, t.dtype, space)
+
+
+def _create_tile(args, kw, span):
+    shape = _dims("create_tile", args[0], span)
+    dtype = kw.get("dtype")
+    if not isinstance(dtype, dt.DataType):
+        _err("create_tile: dtype=pl.<DTYPE> is required", span)
+    if kw.get("target_memory") is MemorySpace.DDR:
+        _err("create_tile: a tile lives on chip, not in DDR", span,
+             "create DDR tensors with pl.create_tensor in the orchestration; a tile's target_memory "
+             "is Vec, Mat, Left, Right or Acc")
+    return TileType(tuple(shape), dtype, kw.get("target_memory", MemorySpace.Vec))
+
+
+def _create_tensor(args, kw, span):
+    shape = _dims("create_tensor", args[0], span)
+    dtype = kw.get("dtype")
+    if not isinstance(dtype, dt.DataType):
+        _err("create_tensor: dtype=pl.<DTYPE> is required", span)
+    return TensorType(tuple(shape), dtype)
+
+
+def _alloc(args, kw, span):
+    return PtrType()
+
+
+
+def _assemble(args, kw, span):
+    dst = _shaped("assemble", args[0], span, (TensorType,))
+    src = _shaped("assemble", args[1], span)
+    _check_dtype("assemble", dst, src, span)
+    if isinstance(args[2], TupleExpr) and len(src.shape) == len(dst.shape):
+        _check_window("assemble", args[2].items, list(src.shape), dst.shape, span)
+    return TensorType(dst.shape, dst.dtype)
+
+
+
+_INT_RANGE = {dt.INT8: (-2**7, 2**7 - 1), dt.INT16: (-2**15, 2**15 - 1), dt.INT32: (-2**31, 2**31 - 1),
+              dt.INT64: (-2**63, 2**63 - 1), dt.UINT8: (0, 2**8 - 1), dt.INDEX: (-2**63, 2**63 - 1)}
+_FULL_DTYPES = (dt.FP32, dt.FP16, dt.BF16, dt.INT8, dt.INT16, dt.INT32, dt.INT64, dt.UINT8)
+
+
+def _full_value(op, kw, span):
+    """pl.full's dtype and value: a number the dtype holds (an integer for int dtypes)."""
+    dtype = kw.get("dtype")
+    hint = "call it as pl.full([M, N], dtype=pl.FP32, value=0.0)"
+    if not isinstance(dtype, dt.DataType):
+        _err(f"{op}: dtype=pl.<DTYPE> is required", span, hint)
+    if dtype not in _FULL_DTYPES:
+        _err(f"{op}: cannot fill a {dtype} tile (a tile holds {', '.join(map(str, _FULL_DTYPES))})",
+             span, "pick one of those dtypes, e.g. dtype=pl.INT32 with value=1")
+    if "value" not in kw:
+        _err(f"{op}: value= is required", span, hint)
+    v = kw["value"]
+    if isinstance(v, Const):
+        v = v.value
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        what = f"the string {v!r}" if isinstance(v, str) else (repr(v) if isinstance(v, bool) or v is None
+                                                                else type(v).__name__)
+        _err(f"{op}: value must be a number, got {what}", span, hint)
+    if not dtype.is_float:
+        if isinstance(v, float):
+            _err(f"{op}: value {v!r} is a float but the dtype is {dtype}", span,
+                 f"write an integer value for {dtype} (value=1, not 1.0), or fill a float dtype "
+                 f"and pl.cast it")
+        lo, hi = _INT_RANGE[dtype]
+        if not lo <= v <= hi:
+            _err(f"{op}: value {v} does not fit {dtype} ([{lo}, {hi}])", span,
+                 "use a value in the dtype's range, or a wider dtype")
+    return dtype
+
+
+def _full(args, kw, span):
+    shape = _dims("full", args[0], span)
+    dtype = _full_value("full", kw, span)
+    return TensorType(tuple(shape), dtype)
+
+
+def _tile_full(args, kw, span):
+    shape = _dims("tile.full", args[0], span)
+    dtype = _full_value("tile.full", kw, span)
+    space = kw.get("target_memory", MemorySpace.Vec)
+    if space is not MemorySpace.Vec:
+        _err(f"tile.full: a filled tile lives in Vec, not {getattr(space, 'name', space)}", span,
+             "fill it in Vec and pl.move it (or load into Mat from a tensor)")
+    return TileType(tuple(shape), dtype, MemorySpace.Vec)
+
+
+
+reg("tile.load", (3, 4), _load, ("target_memory", "flatten"), params=("tensor", "offsets", "shapes"),
+    unbuilt={"valid_shape": "tiles here are always fully valid: load exactly the window you "
+                            "need (shapes=[...]), or load the full window and mask it yourself",
+             "clamp": "keep the window inside the tensor (offset + size <= dim)"},
+    sig="pl.load(tensor, offsets, shapes, target_memory=pl.Mem.Vec)  (Vec or Mat only)")
+reg("tile.store", (3, 4), _store, (), pure=False, params=("tile", "offsets", "output_tensor"),
+    unbuilt={"atomic": "store without atomic=: each kernel writes its own window"},
+    sig="pl.store(tile, offsets, output_tensor)")
+reg("tile.move", (1, 1), _move, ("target_memory",), params=("tile",),
+    sig="pl.move(tile, target_memory=pl.Mem.Left)")
+reg("tile.create", (1, 1), _create_tile, ("dtype", "target_memory"), params=("shape",),
+    sig="pl.create_tile([M, N], dtype=pl.FP32, target_memory=pl.Mem.Vec)")
+reg("tile.alloc", (1, 1), _alloc, ("target_memory",), params=("size",),
+    sig="pl.tile.alloc(pl.Mem.Vec, size_in_bytes)")
+reg("tensor.create", (1, 1), _create_tensor, ("dtype",), params=("shape",),
+    sig="pl.create_tensor([M, N], dtype=pl.FP32)  (orchestration only)")
+reg("tensor.full", (1, 1), _full, ("dtype", "value"), params=("shape",),
+    sig="pl.full([M, N], dtype=pl.FP32, value=0.0)")
+reg("tile.full", (1, 1), _tile_full, ("dtype", "value", "target_memory"), params=("shape",),
+    sig="pl.tile.full([M, N], dtype=pl.FP32, value=0.0)")
+reg("tensor.assemble", (3, 3), _assemble, (), pure=False, params=("dst", "src", "offset"),
+    sig="pl.assemble(dst, src, [row_offset, col_offset])  (or dst[i:i+m, :] = src)")

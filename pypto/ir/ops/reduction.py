@@ -1,0 +1,89 @@
+"""Reductions along a row or a column, and the row/column expand forms."""
+from __future__ import annotations
+
+from pypto import dtype as dt
+from pypto.ir.nodes import MemorySpace, PtrType, ScalarType, TensorType, TileType, Const, TupleExpr
+from pypto.ir.ops.base import (MIX_HINT as _MIX_HINT, _check_dtype, _check_window, _dims, _err,
+                               _indices, _ints, _same_kind, _shaped, _static, _tname, reg)
+
+ROW_REDUCE = ("row_sum", "row_max", "row_min")
+COL_REDUCE = ("col_sum", "col_max", "col_min")
+ROW_EXPAND = ("row_expand_add", "row_expand_sub", "row_expand_mul", "row_expand_div")
+COL_EXPAND = ("col_expand_add", "col_expand_sub", "col_expand_mul", "col_expand_div")
+
+
+def _row_reduce(op):
+    def infer(args, kw, span):
+        a = _shaped(op, args[0], span)
+        if len(a.shape) != 2:
+            _err(f"{op} expects a 2-D operand, got shape {list(a.shape)}", span)
+        if isinstance(a, TileType):
+            if len(args) < 2:
+                _err(f"{op} on a tile needs a scratch tile: {op.split('.')[1]}(t, tmp)", span,
+                     "pass tmp = pl.create_tile(shape_of_t, dtype=..., target_memory=pl.Mem.Vec)")
+            tmp = _shaped(op, args[1], span, (TileType,))
+            if len(tmp.shape) != 2 or tmp.shape[0] < a.shape[0] or tmp.shape[1] < a.shape[1] \
+                    or tmp.dtype != a.dtype:
+                _err(f"{op}: the scratch tile is {_tname(tmp)} but x is {_tname(a)}", span,
+                     f"the scratch tile has x's shape and dtype: tmp = pl.create_tile("
+                     f"{list(a.shape)}, dtype={a.dtype!r}, target_memory=pl.Mem.Vec)")
+        return _same_kind(a, (a.shape[0], 1), a.dtype)
+    return infer
+
+
+def _col_reduce(op):
+    def infer(args, kw, span):
+        a = _shaped(op, args[0], span)
+        if len(a.shape) != 2:
+            _err(f"{op} expects a 2-D operand", span)
+        return _same_kind(a, (1, a.shape[1]), a.dtype)
+    return infer
+
+
+def _expand(op, row):
+    def infer(args, kw, span):
+        a, v = _shaped(op, args[0], span), _shaped(op, args[1], span)
+        _check_dtype(op, a, v, span)
+        want = (a.shape[0], 1) if row else (1, a.shape[1])
+        if tuple(v.shape) != tuple(want):
+            _err(f"{op}: vector operand must have shape {list(want)}, got {list(v.shape)}", span)
+        return _same_kind(a, a.shape, a.dtype)
+    return infer
+
+
+def _broadcast(op, row):
+    """row_expand(target, v[M,1]) / col_expand(target, v[1,N]): v broadcast to target's
+    shape (target's values are not read)."""
+    def infer(args, kw, span):
+        a, v = _shaped(op, args[0], span), _shaped(op, args[1], span)
+        if type(a) is not type(v):
+            _err(f"{op}: cannot mix {_tname(a)} and {_tname(v)}", span)
+        _check_dtype(op, a, v, span)
+        if len(a.shape) != 2:
+            _err(f"{op} expects a 2-D target, got shape {list(a.shape)}", span)
+        want = (a.shape[0], 1) if row else (1, a.shape[1])
+        if tuple(v.shape) != tuple(want):
+            _err(f"{op}: vector operand must have shape {list(want)}, got {list(v.shape)}", span,
+                 f"{op.split('.')[1]}(target, v) broadcasts v to target's shape")
+        return _same_kind(a, a.shape, a.dtype)
+    return infer
+
+
+
+for _ns in ("tensor", "tile"):
+    for _o in ROW_REDUCE:
+        reg(f"{_ns}.{_o}", (1, 2), _row_reduce(f"{_ns}.{_o}"), params=("x", "tmp"),
+            sig=f"pl.{_o}(x, tmp)  ([M,N] -> [M,1]; a tile needs a scratch tile tmp of x's shape)")
+    for _o in COL_REDUCE:
+        reg(f"{_ns}.{_o}", (1, 2), _col_reduce(f"{_ns}.{_o}"), params=("x", "tmp"),
+            sig=f"pl.{_o}(x)  ([M,N] -> [1,N])")
+    for _o in ROW_EXPAND:
+        reg(f"{_ns}.{_o}", (2, 2), _expand(f"{_ns}.{_o}", True), params=("x", "v"),
+            sig=f"pl.{_o}(x, v)  (x [M,N], v [M,1])")
+    for _o in COL_EXPAND:
+        reg(f"{_ns}.{_o}", (2, 2), _expand(f"{_ns}.{_o}", False), params=("x", "v"),
+            sig=f"pl.{_o}(x, v)  (x [M,N], v [1,N])")
+    reg(f"{_ns}.row_expand", (2, 2), _broadcast(f"{_ns}.row_expand", True), params=("target", "v"),
+        sig="pl.row_expand(target, v)  (v [M,1] broadcast to target's [M,N])")
+    reg(f"{_ns}.col_expand", (2, 2), _broadcast(f"{_ns}.col_expand", False), params=("target", "v"),
+        sig="pl.col_expand(target, v)  (v [1,N] broadcast to target's [M,N])")
