@@ -80,27 +80,25 @@ from dataclasses import dataclass
 
 from pypto import dtype as dt
 from pypto.codegen.common import Names, c_string, fail, mlir_float
-from pypto.ir import layout as _layout
+from pypto.ir import layout as _layout, ops
 from pypto.ir.layout import tile_layout, tile_rows_cols
 from pypto.ir.nodes import (Assign, BinOp, Call, Const, DynDim, Eval, For, FunctionType, If,
                             MemorySpace, Program, PtrType, Return, ScalarType, TensorType,
                             TileType, TupleExpr, Var, Yield)
 
 # ----------------------------------------------------------------------------- op tables
-BINARY_OPS = {"tile.add": "tadd", "tile.sub": "tsub", "tile.mul": "tmul", "tile.div": "tdiv",
-              "tile.maximum": "tmax", "tile.minimum": "tmin"}
-SCALAR_OPS = {"tile.adds": "tadds", "tile.subs": "tsubs", "tile.muls": "tmuls",
-              "tile.divs": "tdivs", "tile.maximums": "tmaxs", "tile.minimums": "tmins"}
-UNARY_OPS = {"tile.exp": "texp", "tile.log": "tlog", "tile.sqrt": "tsqrt",
-             "tile.rsqrt": "trsqrt", "tile.recip": "trecip", "tile.neg": "tneg",
-             "tile.abs": "tabs", "tile.relu": "trelu"}
-ROW_REDUCE_OPS = {"tile.row_sum": "trowsum", "tile.row_max": "trowmax",
-                  "tile.row_min": "trowmin"}
-COL_REDUCE_OPS = {"tile.col_sum": "tcolsum", "tile.col_max": "tcolmax",
-                  "tile.col_min": "tcolmin"}
-EXPAND_OPS = {f"tile.{d}_expand_{o}": f"t{d}expand{o}"
-              for d in ("row", "col") for o in ("add", "sub", "mul", "div")}
-BROADCAST_OPS = {"tile.row_expand": "trowexpand", "tile.col_expand": "tcolexpand"}
+# each tile op's pto op is declared with the op (pypto.ir.ops, by family)
+def _pto(names) -> dict[str, str]:
+    return {f"tile.{n}": ops.OPS[f"tile.{n}"].pto for n in names}
+
+
+BINARY_OPS = _pto(ops.BINARY)
+SCALAR_OPS = _pto(ops.SCALAR_FORM.values())
+UNARY_OPS = _pto(ops.UNARY)
+ROW_REDUCE_OPS = _pto(ops.ROW_REDUCE)
+COL_REDUCE_OPS = _pto(ops.COL_REDUCE)
+EXPAND_OPS = _pto(ops.ROW_EXPAND + ops.COL_EXPAND)
+BROADCAST_OPS = _pto(("row_expand", "col_expand"))
 _BROADCAST = {"tile.add": "add", "tile.sub": "sub", "tile.mul": "mul", "tile.div": "div"}
 OTHER_OPS = ("tile.alloc", "tile.load", "tile.store", "tile.move", "tile.create", "tile.full",
              "tile.reshape", "tile.cast", "tile.matmul", "tile.matmul_acc")
@@ -646,11 +644,11 @@ class _Kernel:
         return val
 
     def op(self, name: str, ins: list, outs: _Tile, span, attr_first: str = ""):
-        ops = ", ".join(x.ssa for x in ins)
+        operands = ", ".join(x.ssa for x in ins)
         if attr_first:
-            ops = ops + attr_first
+            operands = operands + attr_first
         tys = ", ".join(x.ty for x in ins)
-        self.emit(f"pto.{name} ins({ops} : {tys}) outs({outs.ssa} : {outs.ty})", span)
+        self.emit(f"pto.{name} ins({operands} : {tys}) outs({outs.ssa} : {outs.ty})", span)
 
     def tile_op(self, v: Var, c: Call, span):
         op = c.op

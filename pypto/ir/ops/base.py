@@ -26,14 +26,23 @@ class OpDef:
     sig: str = ""                  # the call form users see (hints, docs/operators.md)
     aliases: dict = field(default_factory=dict)   # another keyword for an option: its name
     unbuilt: dict = field(default_factory=dict)   # the reference's keywords not built yet: why
+    pto: str = ""                  # the pto op a tile op lowers to (codegen reads it here)
 
 
 OPS: dict[str, OpDef] = {}
 
 
-def reg(name, nargs, infer, kwargs=(), pure=True, params=(), sig="", aliases=None, unbuilt=None):
+def reg(name, nargs, infer, kwargs=(), pure=True, params=(), sig="", aliases=None, unbuilt=None,
+        pto=""):
     OPS[name] = OpDef(name, nargs, infer, tuple(kwargs), pure, tuple(params), sig,
-                      dict(aliases or {}), dict(unbuilt or {}))
+                      dict(aliases or {}), dict(unbuilt or {}), pto)
+
+
+def int_only(op, t, span):
+    """Bitwise operators work on integer elements."""
+    if t.dtype.is_float or t.dtype == dt.BOOL:
+        _err(f"{op} works on integer elements, got {t.dtype}", span,
+             "cast to an integer dtype first, e.g. pl.cast(x, pl.INT32)")
 
 
 def _err(msg, span, hint=None):

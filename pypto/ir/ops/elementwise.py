@@ -4,12 +4,20 @@ from __future__ import annotations
 from pypto import dtype as dt
 from pypto.ir.nodes import MemorySpace, PtrType, ScalarType, TensorType, TileType, Const, TupleExpr
 from pypto.ir.ops.base import (MIX_HINT as _MIX_HINT, _check_dtype, _check_window, _dims, _err,
-                               _indices, _ints, _same_kind, _shaped, _static, _tname, reg)
+                               _indices, _ints, _same_kind, _shaped, _static, _tname, int_only, reg)
 
-BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
+BINARY = ("add", "sub", "mul", "div", "maximum", "minimum", "and_", "or_", "xor", "shl", "shr")
 SCALAR_FORM = {"add": "adds", "sub": "subs", "mul": "muls", "div": "divs",
-               "maximum": "maximums", "minimum": "minimums"}
-UNARY = ("exp", "log", "sqrt", "rsqrt", "recip", "neg", "abs", "relu")
+               "maximum": "maximums", "minimum": "minimums",
+               "and_": "ands", "or_": "ors", "xor": "xors", "shl": "shls", "shr": "shrs"}
+UNARY = ("exp", "log", "sqrt", "rsqrt", "recip", "neg", "abs", "relu", "not_")
+# bitwise: integer elements only, and no broadcast (a Python keyword gets a trailing _)
+INT_ONLY = ("and_", "or_", "xor", "shl", "shr", "not_")
+# the tile library's op for each (tile-scalar forms: the same name + "s")
+PTO = {"add": "tadd", "sub": "tsub", "mul": "tmul", "div": "tdiv", "maximum": "tmax",
+       "minimum": "tmin", "and_": "tand", "or_": "tor", "xor": "txor", "shl": "tshl",
+       "shr": "tshr", "exp": "texp", "log": "tlog", "sqrt": "tsqrt", "rsqrt": "trsqrt",
+       "recip": "trecip", "neg": "tneg", "abs": "tabs", "relu": "trelu", "not_": "tnot"}
 
 
 def _binary(op):
@@ -18,6 +26,8 @@ def _binary(op):
         if type(a) is not type(b):
             _err(f"{op}: cannot mix {_tname(a)} and {_tname(b)}", span, _MIX_HINT)
         _check_dtype(op, a, b, span)
+        if op.split(".")[1] in INT_ONLY:
+            int_only(op, a, span)
         if tuple(a.shape) != tuple(b.shape):
             bcast = op.split(".")[1] in ("add", "sub", "mul", "div") and len(a.shape) == 2 and \
                 len(b.shape) == 2 and ((b.shape[0] == a.shape[0] and b.shape[1] == 1) or
@@ -35,17 +45,24 @@ def _scalar_binary(op):
         s = getattr(args[1], "type", None)
         if not isinstance(s, ScalarType):
             _err(f"{op}: second operand must be a scalar, got {_tname(s)}", span)
+        if op.split(".")[1] in _INT_SCALAR:
+            int_only(op, a, span)
+            if s.dtype.is_float:
+                _err(f"{op}: the scalar must be an integer, got {s.dtype}", span)
         return _same_kind(a, a.shape, a.dtype)
     return infer
 
 
 FLOAT_ONLY = ("exp", "log", "sqrt", "rsqrt", "recip")
+_INT_SCALAR = {SCALAR_FORM[o] for o in INT_ONLY if o in SCALAR_FORM}
 
 
 def _unary(op):
     def infer(args, kw, span):
         a = _shaped(op, args[0], span)
         name = op.split(".")[1]
+        if name in INT_ONLY:
+            int_only(op, a, span)
         if name in FLOAT_ONLY and not a.dtype.is_float:
             _err(f"{op} needs a floating-point operand, got {a.dtype}", span,
                  f"convert it first: pl.{name}(pl.cast(x, pl.FP32))")
@@ -66,14 +83,17 @@ def _cast(args, kw, span):
 
 for _ns in ("tensor", "tile"):
     for _o in BINARY:
+        _rule = ("integer elements, equal shapes" if _o in INT_ONLY else
+                 "same dtype; equal shapes, add/sub/mul/div also broadcast [M,1] or [1,N]")
         reg(f"{_ns}.{_o}", (2, 2), _binary(f"{_ns}.{_o}"), params=("lhs", "rhs"),
-            sig=f"pl.{_o}(a, b)  (same dtype; equal shapes, add/sub/mul/div also broadcast "
-                f"[M,1] or [1,N])")
+            sig=f"pl.{_o}(a, b)  ({_rule})", pto=PTO[_o])
         _s = SCALAR_FORM[_o]
         reg(f"{_ns}.{_s}", (2, 2), _scalar_binary(f"{_ns}.{_s}"), params=("lhs", "rhs"),
-            sig=f"pl.{_s}(x, scalar)")
+            sig=f"pl.{_s}(x, scalar)" + ("  (integer elements and scalar)" if _o in INT_ONLY else ""),
+            pto=PTO[_o] + "s")
     for _o in UNARY:
-        reg(f"{_ns}.{_o}", (1, 1), _unary(f"{_ns}.{_o}"), params=("x",), sig=f"pl.{_o}(x)")
+        reg(f"{_ns}.{_o}", (1, 1), _unary(f"{_ns}.{_o}"), params=("x",),
+            sig=f"pl.{_o}(x)" + ("  (integer elements)" if _o in INT_ONLY else ""), pto=PTO[_o])
     reg(f"{_ns}.cast", (1, 1), _cast, ("dtype", "mode"), params=("x",),
         aliases={"target_type": "dtype"},
         sig="pl.cast(x, pl.FP16)  (or target_type=pl.FP16; mode=\"round\" and the other round modes)")

@@ -6,10 +6,15 @@ from pypto.ir.nodes import MemorySpace, PtrType, ScalarType, TensorType, TileTyp
 from pypto.ir.ops.base import (MIX_HINT as _MIX_HINT, _check_dtype, _check_window, _dims, _err,
                                _indices, _ints, _same_kind, _shaped, _static, _tname, reg)
 
-ROW_REDUCE = ("row_sum", "row_max", "row_min")
-COL_REDUCE = ("col_sum", "col_max", "col_min")
-ROW_EXPAND = ("row_expand_add", "row_expand_sub", "row_expand_mul", "row_expand_div")
-COL_EXPAND = ("col_expand_add", "col_expand_sub", "col_expand_mul", "col_expand_div")
+ROW_REDUCE = ("row_sum", "row_max", "row_min", "row_prod")
+COL_REDUCE = ("col_sum", "col_max", "col_min", "col_prod")
+ROW_EXPAND = tuple(f"row_expand_{o}" for o in ("add", "sub", "mul", "div", "max", "min"))
+COL_EXPAND = tuple(f"col_expand_{o}" for o in ("add", "sub", "mul", "div", "max", "min"))
+
+
+def _pto(name: str) -> str:
+    """row_sum -> trowsum, col_expand_max -> tcolexpandmax: the tile library's name."""
+    return "t" + name.replace("_", "")
 
 
 def _row_reduce(op):
@@ -73,17 +78,18 @@ def _broadcast(op, row):
 for _ns in ("tensor", "tile"):
     for _o in ROW_REDUCE:
         reg(f"{_ns}.{_o}", (1, 2), _row_reduce(f"{_ns}.{_o}"), params=("x", "tmp"),
-            sig=f"pl.{_o}(x, tmp)  ([M,N] -> [M,1]; a tile needs a scratch tile tmp of x's shape)")
+            sig=f"pl.{_o}(x, tmp)  ([M,N] -> [M,1]; a tile needs a scratch tile tmp of x's shape)",
+            pto=_pto(_o))
     for _o in COL_REDUCE:
         reg(f"{_ns}.{_o}", (1, 2), _col_reduce(f"{_ns}.{_o}"), params=("x", "tmp"),
-            sig=f"pl.{_o}(x)  ([M,N] -> [1,N])")
+            sig=f"pl.{_o}(x)  ([M,N] -> [1,N])", pto=_pto(_o))
     for _o in ROW_EXPAND:
         reg(f"{_ns}.{_o}", (2, 2), _expand(f"{_ns}.{_o}", True), params=("x", "v"),
-            sig=f"pl.{_o}(x, v)  (x [M,N], v [M,1])")
+            sig=f"pl.{_o}(x, v)  (x [M,N], v [M,1])", pto=_pto(_o))
     for _o in COL_EXPAND:
         reg(f"{_ns}.{_o}", (2, 2), _expand(f"{_ns}.{_o}", False), params=("x", "v"),
-            sig=f"pl.{_o}(x, v)  (x [M,N], v [1,N])")
+            sig=f"pl.{_o}(x, v)  (x [M,N], v [1,N])", pto=_pto(_o))
     reg(f"{_ns}.row_expand", (2, 2), _broadcast(f"{_ns}.row_expand", True), params=("target", "v"),
-        sig="pl.row_expand(target, v)  (v [M,1] broadcast to target's [M,N])")
+        sig="pl.row_expand(target, v)  (v [M,1] broadcast to target's [M,N])", pto="trowexpand")
     reg(f"{_ns}.col_expand", (2, 2), _broadcast(f"{_ns}.col_expand", False), params=("target", "v"),
-        sig="pl.col_expand(target, v)  (v [1,N] broadcast to target's [M,N])")
+        sig="pl.col_expand(target, v)  (v [1,N] broadcast to target's [M,N])", pto="tcolexpand")
