@@ -83,7 +83,7 @@ from pypto.codegen.common import Names, c_string, fail, mlir_float
 from pypto.ir import layout as _layout, ops
 from pypto.ir.layout import tile_layout, tile_rows_cols
 from pypto.ir.nodes import (Assign, BinOp, Call, Const, DynDim, Eval, For, FunctionType, If,
-                            MemorySpace, Program, PtrType, Return, ScalarType, TensorType,
+                            MemorySpace, PadValue, Program, PtrType, Return, ScalarType, TensorType,
                             TileType, TupleExpr, Var, Yield)
 
 # ----------------------------------------------------------------------------- op tables
@@ -101,6 +101,7 @@ EXPAND_OPS = _pto(ops.ROW_EXPAND + ops.COL_EXPAND)
 BROADCAST_OPS = _pto(("row_expand", "col_expand"))
 _BROADCAST = {"tile.add": "add", "tile.sub": "sub", "tile.mul": "mul", "tile.div": "div"}
 OTHER_OPS = ("tile.alloc", "tile.load", "tile.store", "tile.move", "tile.create", "tile.full",
+             "tile.fillpad",
              "tile.reshape", "tile.cast", "tile.matmul", "tile.matmul_acc")
 SUPPORTED_OPS = tuple(sorted(set(BINARY_OPS) | set(SCALAR_OPS) | set(UNARY_OPS)
                              | set(ROW_REDUCE_OPS) | set(COL_REDUCE_OPS) | set(EXPAND_OPS)
@@ -193,7 +194,8 @@ def ptoas_level(func, memory_planner: str | None = None) -> str:
     return "level3"
 
 
-def tile_buf_type(t: TileType, arch: str = "a2a3", *, static_valid: bool = False, span=None) -> str:
+def tile_buf_type(t: TileType, arch: str = "a2a3", *, static_valid: bool = False, span=None,
+                  pad: int = 0) -> str:
     if t.memory_space is None or t.memory_space is MemorySpace.DDR:
         fail(f"tile of shape {list(t.shape)} has no on-chip memory space "
              f"({t.memory_space.name if t.memory_space else 'none'})", span,
@@ -204,9 +206,10 @@ def tile_buf_type(t: TileType, arch: str = "a2a3", *, static_valid: bool = False
         fail(str(e), span)
     bl, sl, fr = tile_layout(t, arch)
     _check_alignment(t, rows, cols, bl, sl, fr, span)
-    vr, vc = (rows, cols) if static_valid else ("?", "?")
+    vr, vc = tile_rows_cols(t.valid_shape) if static_valid else ("?", "?")
     return (f"!pto.tile_buf<loc={t.memory_space.value}, dtype={t.dtype.mlir}, rows={rows}, "
-            f"cols={cols}, v_row={vr}, v_col={vc}, blayout={bl}, slayout={sl}, fractal={fr}, pad=0>")
+            f"cols={cols}, v_row={vr}, v_col={vc}, blayout={bl}, slayout={sl}, fractal={fr}, "
+            f"pad={pad}>")
 
 
 _ALIGN = 32     # bytes: a tile row (row-major) or column (col-major) is a whole number of blocks
@@ -330,8 +333,8 @@ class _Kernel:
             self.consts[key] = (name, str(value))
         return self.consts[key][0]
 
-    def tile_ty(self, t: TileType, span, static_valid=False) -> str:
-        return tile_buf_type(t, self.arch, static_valid=static_valid, span=span)
+    def tile_ty(self, t: TileType, span, static_valid=False, pad=0) -> str:
+        return tile_buf_type(t, self.arch, static_valid=static_valid, span=span, pad=pad)
 
     # ------------------------------------------------------------------ driver
     def generate(self) -> str:
@@ -619,11 +622,12 @@ class _Kernel:
                 fail(f"tile {v.name!r} is in {t.memory_space.name} but its buffer "
                      f"{base.name!r} was allocated in {self.ptrs[id(base)].name}", span)
 
-    def alloc(self, v: Var, span) -> _Tile:
-        """Emit `pto.alloc_tile` for tile variable `v` and bind it."""
+    def alloc(self, v: Var, span, pad: int = 0) -> _Tile:
+        """Emit `pto.alloc_tile` for tile variable `v` and bind it (valid over the tile's
+        valid shape; `pad`: the value tfillpad writes, carried by the type)."""
         self.check_tile_type(v, span)
         t: TileType = v.type
-        ty = self.tile_ty(t, span)
+        ty = self.tile_ty(t, span, pad=pad)
         key = None
         if self.level != "level3" and t.memref is not None:
             # without addresses, tiles the passes put in one buffer must be one SSA value
@@ -632,7 +636,7 @@ class _Kernel:
                 if key in region:
                     self.env[id(v)] = region[key]
                     return region[key]
-        rows, cols = tile_rows_cols(t.shape)
+        rows, cols = tile_rows_cols(t.valid_shape)
         name = "%" + self.names.fresh(_mlir_name(v.name))
         addr = f"addr = {self.const(t.memref.offset, 'i64')} " if self.level == "level3" else ""
         self.emit(f"{name} = pto.alloc_tile {addr}valid_row = {self.const(rows, 'index')} "
@@ -716,6 +720,11 @@ class _Kernel:
             vec = self.tile(c.args[1], span)
             self.op(BROADCAST_OPS[op], [vec], self.alloc(v, span), span)
             return
+        if op == "tile.fillpad":
+            a = self.tile(c.args[0], span)
+            pad = c.kwargs.get("pad_value", PadValue.zero)
+            self.op("tfillpad", [a], self.alloc(v, span, pad=pad.value), span)
+            return
         if op == "tile.cast":
             a = self.tile(c.args[0], span)
             mode = c.kwargs.get("mode") or DEFAULT_ROUND_MODE
@@ -791,13 +800,8 @@ class _Kernel:
         sizes = [_const_int(x) for x in c.args[2].items]
         if any(s is None for s in sizes):
             fail("tile.load: window shapes must be integer constants", span)
-        if len(c.args) > 3:
-            valid = c.args[3]
-            vs = [_const_int(x) for x in valid.items] if isinstance(valid, TupleExpr) else [None]
-            if vs != sizes:
-                fail("tile.load: partial tiles (valid shape smaller than the tile) are not supported yet",
-                     span)
         t: TileType = v.type
+        valid = list(t.valid_shape) if t.valid is not None else sizes
         if t.memory_space not in (_M.Vec, _M.Mat):
             fail(f"tile.load lands in Vec or Mat, not {t.memory_space.name if t.memory_space else None}",
                  span)
@@ -807,7 +811,8 @@ class _Kernel:
         if n != _numel(t.shape):
             fail(f"tile.load: window {sizes} does not match tile shape {list(t.shape)}", span)
         dst = self.alloc(v, span)
-        pview, pty = self.partition(src, c.args[1].items, sizes, span)
+        # only the valid region is read from GM; the rest of the tile is padding
+        pview, pty = self.partition(src, c.args[1].items, valid, span)
         self.emit(f"pto.tload ins({pview} : {pty}) outs({dst.ssa} : {dst.ty})", span)
 
     def store(self, c: Call, span) -> _Tensor:
@@ -816,7 +821,7 @@ class _Kernel:
         src = self.tile(c.args[0], span)
         dst = self.tensor(c.args[2], span)
         rank = len(dst.param.type.shape)
-        shape = list(src.tile.shape)
+        shape = list(src.tile.valid_shape)           # the valid region is written
         while len(shape) > rank and shape[0] == 1:
             shape.pop(0)
         shape = [1] * (rank - len(shape)) + shape

@@ -6,6 +6,7 @@
 // region; layout attributes only matter to the verifier. Every op checks its shapes and
 // throws pto::Error naming its call site instead of writing out of bounds.
 #pragma once
+#include <limits>
 #include "pto_sim_base.hpp"
 #include "pto_sim_gm.hpp"
 
@@ -181,6 +182,33 @@ template <class T> inline void tcolexpand(const Tile<T>& d, const Tile<T>& v, co
     if (v.vr != 1 || v.vc != d.vc) fail(site, "column expand needs a 1x%d source, got %dx%d", d.vc, v.vr, v.vc);
     for (int64_t i = 0; i < d.vr; ++i)
         for (int64_t j = 0; j < d.vc; ++j) d.row(i)[j] = v.p[j];
+}
+
+// pto.tfillpad: d holds s's valid region and the pad value everywhere else, and is valid
+// over its whole shape (pad: the `pad` attribute of d's tile_buf: 1 zero, 2 max, 3 min;
+// max/min are +inf/-inf for floats, the type's limits for integers). d and s may be one
+// buffer (an in-place fillpad).
+template <class T> inline T pad_value(int pad, const char* site) {
+    using C = calc_t<T>;
+    if (pad == 1) return T(C(0));
+    if (pad != 2 && pad != 3) fail(site, "tfillpad needs a pad value (zero, max or min), got pad=%d", pad);
+    if constexpr (is_int<T>) return pad == 2 ? std::numeric_limits<T>::max() : std::numeric_limits<T>::min();
+    else return T(C(pad == 2 ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity()));
+}
+template <class T> inline void tfillpad(const Tile<T>& d, const Tile<T>& s, int pad, const char* site) {
+    if (d.rows != s.rows || d.cols != s.cols)
+        fail(site, "tfillpad keeps the tile's shape: %dx%d -> %dx%d", s.rows, s.cols, d.rows, d.cols);
+    if (d.vr != d.rows || d.vc != d.cols)
+        fail(site, "tfillpad's result is valid over the whole %dx%d tile, not %dx%d", d.rows, d.cols, d.vr, d.vc);
+    const T v = pad_value<T>(pad, site);
+    for (int64_t i = 0; i < d.rows; ++i) {
+        T* dr = d.row(i);
+        const T* sr = s.row(i);
+        for (int64_t j = 0; j < d.cols; ++j) {
+            if (i < s.vr && j < s.vc) { if (dr != sr) dr[j] = sr[j]; }
+            else dr[j] = v;
+        }
+    }
 }
 
 // ---------------------------------------------------------------- reductions

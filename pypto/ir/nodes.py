@@ -42,6 +42,14 @@ class MemorySpace(enum.Enum, metaclass=_DslEnum):
     Acc = "acc"
 
 
+class PadValue(enum.Enum, metaclass=_DslEnum):
+    """What pl.fillpad writes outside a tile's valid region (max/min: +-inf for floats,
+    the dtype's limits for integers). The numbers are the tile_buf `pad` attribute."""
+    zero = 1
+    max = 2
+    min = 3
+
+
 class FunctionType(enum.Enum, metaclass=_DslEnum):
     Opaque = "Opaque"
     Orchestration = "Orchestration"
@@ -154,6 +162,13 @@ class TileType:
     dtype: DataType
     memory_space: MemorySpace | None = None
     memref: MemRef | None = None
+    # the region that holds data, when smaller than the tile (pl.load(..., valid_shape=));
+    # the rest is padding that ops do not read until pl.fillpad fills it. None: all of it
+    valid: tuple[int, ...] | None = None
+
+    @property
+    def valid_shape(self) -> tuple:
+        return self.valid if self.valid is not None else tuple(self.shape)
 
     def nbytes(self) -> int:
         n = self.dtype.nbytes
@@ -179,7 +194,7 @@ def with_memref(t, memref):
     if isinstance(t, TensorType):
         return TensorType(t.shape, t.dtype, memref)
     if isinstance(t, TileType):
-        return TileType(t.shape, t.dtype, t.memory_space, memref)
+        return TileType(t.shape, t.dtype, t.memory_space, memref, t.valid)
     return t
 
 

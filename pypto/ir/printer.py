@@ -12,7 +12,7 @@ import math
 from pypto import dtype as dt
 from pypto.ir.nodes import (ArgDir, Assign, BinOp, Call, Const, DynDim, Eval, For, ForKind,
                             Function, FunctionType, If, InCoreScope, MemorySpace, Param,
-                            ParamDirection, Program, PtrType, Return, Role, RuntimeScope,
+                            PadValue, ParamDirection, Program, PtrType, Return, Role, RuntimeScope,
                             ScalarType, TensorType, TileType, TupleExpr, TupleType, Var, Yield)
 
 _INDENT = "    "
@@ -72,6 +72,8 @@ class _Printer:
                 parts.append(f"pl.Mem.{t.memory_space.name}")
             if self.explicit and t.memory_space is not None:
                 parts.append(self.tile_view(t))
+            elif t.valid is not None:
+                parts.append(f"pl.TileView(valid_shape={self.shape(t.valid)})")
             return f"pl.Tile[{', '.join(parts)}]"
         if isinstance(t, ScalarType):
             return f"pl.Scalar[{t.dtype!r}]"
@@ -84,7 +86,8 @@ class _Printer:
     def tile_view(self, t: TileType) -> str:
         from pypto.ir.layout import tile_layout
         bl, sl, fr = tile_layout(t)
-        return f'pl.TileView(blayout="{bl}", slayout="{sl}", fractal={fr})'
+        valid = f"valid_shape={self.shape(t.valid)}, " if t.valid is not None else ""
+        return f'pl.TileView({valid}blayout="{bl}", slayout="{sl}", fractal={fr})'
 
     def shape(self, shape) -> str:
         for d in shape:
@@ -128,6 +131,8 @@ class _Printer:
         """A keyword/attribute constant."""
         if isinstance(v, MemorySpace):
             return f"pl.Mem.{v.name}"
+        if isinstance(v, PadValue):
+            return f"pl.PadValue.{v.name}"
         if isinstance(v, dt.DataType):
             return repr(v)
         if isinstance(v, ArgDir):

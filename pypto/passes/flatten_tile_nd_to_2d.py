@@ -61,7 +61,8 @@ def flat_shape(shape) -> tuple:
 
 
 def _flat(t: TileType) -> TileType:
-    return TileType(flat_shape(t.shape), t.dtype, t.memory_space, t.memref)
+    # valid shapes exist on 2-D tiles only (the load refuses others), which stay as they are
+    return TileType(flat_shape(t.shape), t.dtype, t.memory_space, t.memref, t.valid)
 
 
 def _ints(shape, span):

@@ -137,7 +137,7 @@ class _Infer(Rewriter):
         return v
 
     def move(self, v, target, s):
-        t = TileType(v.type.shape, v.type.dtype, target)
+        t = TileType(v.type.shape, v.type.dtype, target, None, v.type.valid)
         nv = Var(self.namer.fresh(v.name, target.value), t, s.span)
         self.emit.append(Assign(nv, Call("tile.move", [v], {"target_memory": target}, t, {}, s.span), s.span))
         return nv
@@ -161,5 +161,5 @@ def _space(v):
 def _set_space(v, space):
     t = v.type
     if isinstance(t, TileType) and space is not None:
-        v.type = TileType(t.shape, t.dtype, space, t.memref)
+        v.type = TileType(t.shape, t.dtype, space, t.memref, t.valid)
 

@@ -192,8 +192,8 @@ def _protect_overwritten(body, reread: set[int], names: Namer) -> list:
                     f"accumulator {a.init.name!r} is read after the loop that accumulates into it "
                     f"starts", s.span, "read the loop's result instead; the accumulator is "
                     "updated in place")
-            copy = Var(names.fresh(a.init.name, "copy"), TileType(t.shape, t.dtype, t.memory_space),
-                       s.span)
+            copy = Var(names.fresh(a.init.name, "copy"),
+                       TileType(t.shape, t.dtype, t.memory_space, None, t.valid), s.span)
             out.append(Assign(copy, Call("tile.move", [a.init], {"target_memory": t.memory_space},
                                          copy.type, {}, s.span), s.span))
             a.init = copy

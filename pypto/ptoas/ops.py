@@ -37,6 +37,7 @@ def _table() -> dict[str, OpSpec]:
     add("rowexpand", "trowexpand")
     add("colexpand", "tcolexpand")
     add("fill", "texpands")
+    add("fillpad", "tfillpad")
     add("cvt", "tcvt")
     add("mov", "tmov")
     add("trans", "ttrans")

@@ -33,11 +33,11 @@ ARITY = {
     "colexpand_binary": ((2,), 1), "rowexpand": ((1,), 1), "colexpand": ((1,), 1),
     "fill": ((1,), 1), "cvt": ((1,), 1), "mov": ((1,), 1), "trans": ((1, 2), 1),
     "load": ((1,), 1), "store": ((1,), 1), "matmul": ((2,), 1), "matmul_acc": ((3,), 1),
-    "matmul_bias": ((3,), 1),
+    "matmul_bias": ((3,), 1), "fillpad": ((1,), 1),
 }
 VECTOR_KINDS = {"binary", "binary_full", "scalar", "unary", "rowreduce", "colreduce",
                 "rowexpand_binary", "colexpand_binary", "rowexpand", "colexpand", "fill", "cvt",
-                "trans"}
+                "trans", "fillpad"}
 ACC_STORE_DTYPES = {"f32", "f16", "bf16", "i32"}
 
 
@@ -398,6 +398,15 @@ class Verifier:
             need(ds, (1, shapes[0][1]), "the result")
         elif kind == "trans":
             need(ds, (shapes[0][1], shapes[0][0]), "the result")
+        elif kind == "fillpad":
+            s = self.tile(op, tiles[0], "source")
+            if (s.rows, s.cols) != (d.rows, d.cols):
+                raise self.error(op, f"{op.name} keeps the tile's shape: {s.rows}x{s.cols} -> "
+                                     f"{d.rows}x{d.cols}")
+            if d.pad not in (1, 2, 3):
+                raise self.error(op, f"{op.name} needs a pad value on its result's type "
+                                     f"(pad=1 zero, 2 max, 3 min), got pad={d.pad}")
+            need(ds, (d.rows, d.cols), "the result's valid shape")
         elif kind == "cvt":
             try:
                 round_mode(op.attr("rmode"))

@@ -67,10 +67,39 @@ def _tname(t) -> str:
     return type(t).__name__ if t is not None else "nothing"
 
 
-def _same_kind(t, shape, dtype):
+def _same_kind(t, shape, dtype, valid=None):
     if isinstance(t, TensorType):
         return TensorType(tuple(shape), dtype)
-    return TileType(tuple(shape), dtype, None)
+    return TileType(tuple(shape), dtype, None, None, _partial(shape, valid))
+
+
+def _partial(shape, valid):
+    """`valid` if it is smaller than `shape`, else None (the whole tile)."""
+    return None if valid is None or tuple(valid) == tuple(shape) else tuple(valid)
+
+
+def valid_of(t):
+    """A tile's valid shape, a tensor's shape."""
+    return t.valid_shape if isinstance(t, TileType) else tuple(t.shape)
+
+
+def same_valid(op, a, b, span):
+    """Element-wise operands hold data over the same region."""
+    if isinstance(a, TileType) and isinstance(b, TileType) and a.shape == b.shape \
+            and a.valid_shape != b.valid_shape:
+        _err(f"{op}: the operands' valid shapes differ: {list(a.valid_shape)} vs "
+             f"{list(b.valid_shape)}", span,
+             "load both with the same valid_shape, or pl.fillpad the partial one first")
+
+
+def whole(op, t, span, what="operand"):
+    """Operators not built for partial tiles refuse them instead of reading padding."""
+    if isinstance(t, TileType) and t.valid is not None:
+        from pypto.errors import NotBuiltError
+        raise NotBuiltError(f"{op}: a tile with a valid shape smaller than the tile "
+                            f"({list(t.valid)} of {list(t.shape)}) as its {what} is not supported "
+                            f"by this pypto yet", span,
+                            "pl.fillpad it first (pl.fillpad(t, pad_value=pl.PadValue.zero))")
 
 
 def _check_dtype(op, a, b, span):

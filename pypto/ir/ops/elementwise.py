@@ -4,7 +4,7 @@ from __future__ import annotations
 from pypto import dtype as dt
 from pypto.ir.nodes import MemorySpace, PtrType, ScalarType, TensorType, TileType, Const, TupleExpr
 from pypto.ir.ops.base import (MIX_HINT as _MIX_HINT, _check_dtype, _check_window, _dims, _err,
-                               _indices, _ints, _same_kind, _shaped, _static, _tname, int_only, reg)
+                               _indices, _ints, _same_kind, _shaped, _static, _tname, same_valid, valid_of, whole, int_only, reg)
 
 BINARY = ("add", "sub", "mul", "div", "maximum", "minimum", "and_", "or_", "xor", "shl", "shr")
 SCALAR_FORM = {"add": "adds", "sub": "subs", "mul": "muls", "div": "divs",
@@ -28,6 +28,7 @@ def _binary(op):
         _check_dtype(op, a, b, span)
         if op.split(".")[1] in INT_ONLY:
             int_only(op, a, span)
+        same_valid(op, a, b, span)
         if tuple(a.shape) != tuple(b.shape):
             bcast = op.split(".")[1] in ("add", "sub", "mul", "div") and len(a.shape) == 2 and \
                 len(b.shape) == 2 and ((b.shape[0] == a.shape[0] and b.shape[1] == 1) or
@@ -35,7 +36,7 @@ def _binary(op):
             if not bcast:
                 _err(f"{op}: shape mismatch {list(a.shape)} vs {list(b.shape)}", span,
                      "operands must have equal shapes (add/sub/mul/div also broadcast an [M,1] or [1,N] second operand)")
-        return _same_kind(a, a.shape, a.dtype)
+        return _same_kind(a, a.shape, a.dtype, valid_of(a))
     return infer
 
 
@@ -49,7 +50,7 @@ def _scalar_binary(op):
             int_only(op, a, span)
             if s.dtype.is_float:
                 _err(f"{op}: the scalar must be an integer, got {s.dtype}", span)
-        return _same_kind(a, a.shape, a.dtype)
+        return _same_kind(a, a.shape, a.dtype, valid_of(a))
     return infer
 
 
@@ -66,7 +67,7 @@ def _unary(op):
         if name in FLOAT_ONLY and not a.dtype.is_float:
             _err(f"{op} needs a floating-point operand, got {a.dtype}", span,
                  f"convert it first: pl.{name}(pl.cast(x, pl.FP32))")
-        return _same_kind(a, a.shape, a.dtype)
+        return _same_kind(a, a.shape, a.dtype, valid_of(a))
     return infer
 
 
@@ -77,7 +78,7 @@ def _cast(args, kw, span):
     if not isinstance(target, dt.DataType):
         _err("cast: the target dtype is required: pl.cast(x, pl.FP16)", span)
     return _same_kind(a, a.shape, target) if isinstance(a, TensorType) else \
-        TileType(a.shape, target, a.memory_space)
+        TileType(a.shape, target, a.memory_space, None, a.valid)
 
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pypto import dtype as dt
 from pypto.ir.nodes import MemorySpace, PtrType, ScalarType, TensorType, TileType, Const, TupleExpr
 from pypto.ir.ops.base import (MIX_HINT as _MIX_HINT, _check_dtype, _check_window, _dims, _err,
-                               _indices, _ints, _same_kind, _shaped, _static, _tname, reg)
+                               _indices, _ints, _same_kind, _shaped, _static, _tname, same_valid, valid_of, whole, reg)
 
 
 def _matmul_acc_dtype(a, b, op, span):
@@ -18,6 +18,8 @@ def _matmul_acc_dtype(a, b, op, span):
 
 def _matmul(args, kw, span):
     a, b = _shaped("matmul", args[0], span), _shaped("matmul", args[1], span)
+    whole("matmul", a, span, "left operand")
+    whole("matmul", b, span, "right operand")
     if type(a) is not type(b):
         _err(f"matmul: cannot mix {_tname(a)} and {_tname(b)}", span, _MIX_HINT)
     if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
@@ -32,6 +34,8 @@ def _matmul(args, kw, span):
 def _matmul_acc(args, kw, span):
     acc = _shaped("matmul_acc", args[0], span, (TileType,))
     a, b = _shaped("matmul_acc", args[1], span), _shaped("matmul_acc", args[2], span)
+    for x, what in ((acc, "accumulator"), (a, "left operand"), (b, "right operand")):
+        whole("matmul_acc", x, span, what)
     if a.shape[1] != b.shape[0] or (acc.shape[0], acc.shape[1]) != (a.shape[0], b.shape[1]):
         _err(f"matmul_acc: {list(acc.shape)} += {list(a.shape)} x {list(b.shape)} does not chain", span)
     want = _matmul_acc_dtype(a, b, "matmul_acc", span)

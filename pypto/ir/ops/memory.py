@@ -3,9 +3,25 @@ spaces, creating tiles and tensors, filling, assembling."""
 from __future__ import annotations
 
 from pypto import dtype as dt
-from pypto.ir.nodes import MemorySpace, PtrType, ScalarType, TensorType, TileType, Const, TupleExpr
+from pypto.ir.nodes import (MemorySpace, PadValue, PtrType, ScalarType, TensorType, TileType, Const,
+                            TupleExpr)
 from pypto.ir.ops.base import (MIX_HINT as _MIX_HINT, _check_dtype, _check_window, _dims, _err,
-                               _indices, _ints, _same_kind, _shaped, _static, _tname, reg)
+                               _indices, _ints, _same_kind, _shaped, _static, _tname, same_valid, valid_of, whole, reg)
+
+
+def _valid_shape(op, x, shapes, span):
+    """A load's valid_shape: static and inside the window (None: the whole window)."""
+    items = _ints(op, x, span, "valid_shape")
+    if not all(isinstance(i, Const) and isinstance(i.value, int) for i in items):
+        from pypto.errors import NotBuiltError
+        raise NotBuiltError(f"{op}: a valid_shape computed in the kernel is not supported by this "
+                            f"pypto yet", span, "give it as integer constants (a @pl.jit scalar "
+                            "parameter is one: it is specialised to its value)")
+    valid = [i.value for i in items]
+    if len(valid) != len(shapes) or any(v <= 0 or v > s for v, s in zip(valid, shapes)):
+        _err(f"{op}: valid_shape {valid} does not lie inside the window {shapes}", span,
+             "each valid extent is between 1 and the window's extent in that dim")
+    return valid
 
 
 def _load(args, kw, span):
@@ -15,20 +31,26 @@ def _load(args, kw, span):
     if len(offs) != len(t.shape) or len(shapes) != len(t.shape):
         _err(f"load: tensor has rank {len(t.shape)} but offsets/shapes have "
              f"{len(offs)}/{len(shapes)} entries", span)
+    valid = _valid_shape("load", args[3], shapes, span) if len(args) > 3 else list(shapes)
+    partial = None if valid == list(shapes) else tuple(valid)
+    if partial is not None and len(shapes) != 2:
+        from pypto.errors import NotBuiltError
+        raise NotBuiltError(f"load: a valid_shape on a rank-{len(shapes)} window is not supported "
+                            f"by this pypto yet", span, "load 2-D windows when a valid shape is needed")
     space = kw.get("target_memory", MemorySpace.Vec)
     if space not in (MemorySpace.Vec, MemorySpace.Mat):
         _err(f"load: a load from DDR lands in Vec or Mat, not {space.name}", span,
              "load into Mat and use pl.move(tile, target_memory=...) for Left/Right")
-    for d, s in zip(t.shape, shapes):
+    for d, s in zip(t.shape, valid):        # only the valid region is read
         if isinstance(d, int) and s > d:
-            _err(f"load: window {shapes} exceeds tensor shape {list(t.shape)}", span)
-    _check_window("load", offs, shapes, t.shape, span)
+            _err(f"load: window {valid} exceeds tensor shape {list(t.shape)}", span)
+    _check_window("load", offs, valid, t.shape, span)
     if kw.get("flatten") and len(shapes) > 2:      # FlattenTileNdTo2D: an N-D window, a 2-D tile
         lead = 1
         for s in shapes[:-1]:
             lead *= s
         return TileType((lead, shapes[-1]), t.dtype, space)
-    return TileType(tuple(shapes), t.dtype, space)
+    return TileType(tuple(shapes), t.dtype, space, None, partial)
 
 
 def _store(args, kw, span):
@@ -46,11 +68,12 @@ def _store(args, kw, span):
         n = 1
         for w in window:
             n *= w
+        whole("store", tile, span, "flattened tile")
         if len(window) != len(out.shape) or n != tile.nbytes() // tile.dtype.nbytes:
             _err(f"store: window {window} does not hold tile {list(tile.shape)} in a rank-"
                  f"{len(out.shape)} tensor", span)
-    elif len(tile.shape) == len(out.shape):
-        _check_window("store", offs, list(tile.shape), out.shape, span)
+    elif len(tile.shape) == len(out.shape):         # the valid region is written
+        _check_window("store", offs, list(tile.valid_shape), out.shape, span)
     return TensorType(out.shape, out.dtype)
 
 
@@ -59,7 +82,17 @@ def _move(args, kw, span):
     space = kw.get("target_memory")
     if not isinstance(space, MemorySpace):
         _err("move: target_memory=pl.Mem.<space> is required", span)
-    return TileType(t.shape, t.dtype, space)
+    return TileType(t.shape, t.dtype, space, None, t.valid)
+
+
+def _fillpad(args, kw, span):
+    t = _shaped("fillpad", args[0], span, (TileType,))
+    pad = kw.get("pad_value", PadValue.zero)
+    if not isinstance(pad, PadValue):
+        _err(f"fillpad: pad_value must be pl.PadValue.zero, .max or .min, got {pad!r}", span)
+    if t.memory_space not in (None, MemorySpace.Vec):
+        _err(f"fillpad works on a Vec tile, not {t.memory_space.name}", span)
+    return TileType(t.shape, t.dtype, t.memory_space)
 
 
 def _create_tile(args, kw, span):
@@ -149,11 +182,15 @@ def _tile_full(args, kw, span):
 
 
 
-reg("tile.load", (3, 4), _load, ("target_memory", "flatten"), params=("tensor", "offsets", "shapes"),
-    unbuilt={"valid_shape": "tiles here are always fully valid: load exactly the window you "
-                            "need (shapes=[...]), or load the full window and mask it yourself",
-             "clamp": "keep the window inside the tensor (offset + size <= dim)"},
-    sig="pl.load(tensor, offsets, shapes, target_memory=pl.Mem.Vec)  (Vec or Mat only)")
+reg("tile.load", (3, 4), _load, ("target_memory", "flatten"),
+    params=("tensor", "offsets", "shapes", "valid_shape"),
+    unbuilt={"clamp": "keep the window inside the tensor (offset + size <= dim)"},
+    sig="pl.load(tensor, offsets, shapes, valid_shape=None, target_memory=pl.Mem.Vec)  "
+        "(Vec or Mat; valid_shape: the part of the window read, the rest is padding)",
+    pto="tload")
+reg("tile.fillpad", (1, 1), _fillpad, ("pad_value",), params=("tile",),
+    sig="pl.fillpad(tile, pad_value=pl.PadValue.zero)  (fills outside the valid region; the "
+        "result is valid over the whole tile)", pto="tfillpad")
 reg("tile.store", (3, 4), _store, (), pure=False, params=("tile", "offsets", "output_tensor"),
     unbuilt={"atomic": "store without atomic=: each kernel writes its own window"},
     sig="pl.store(tile, offsets, output_tensor)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pypto import dtype as dt
 from pypto.ir.nodes import MemorySpace, PtrType, ScalarType, TensorType, TileType, Const, TupleExpr
 from pypto.ir.ops.base import (MIX_HINT as _MIX_HINT, _check_dtype, _check_window, _dims, _err,
-                               _indices, _ints, _same_kind, _shaped, _static, _tname, reg)
+                               _indices, _ints, _same_kind, _shaped, _static, _tname, same_valid, valid_of, whole, reg)
 
 ROW_REDUCE = ("row_sum", "row_max", "row_min", "row_prod")
 COL_REDUCE = ("col_sum", "col_max", "col_min", "col_prod")
@@ -32,7 +32,7 @@ def _row_reduce(op):
                 _err(f"{op}: the scratch tile is {_tname(tmp)} but x is {_tname(a)}", span,
                      f"the scratch tile has x's shape and dtype: tmp = pl.create_tile("
                      f"{list(a.shape)}, dtype={a.dtype!r}, target_memory=pl.Mem.Vec)")
-        return _same_kind(a, (a.shape[0], 1), a.dtype)
+        return _same_kind(a, (a.shape[0], 1), a.dtype, (valid_of(a)[0], 1))
     return infer
 
 
@@ -41,7 +41,7 @@ def _col_reduce(op):
         a = _shaped(op, args[0], span)
         if len(a.shape) != 2:
             _err(f"{op} expects a 2-D operand", span)
-        return _same_kind(a, (1, a.shape[1]), a.dtype)
+        return _same_kind(a, (1, a.shape[1]), a.dtype, (1, valid_of(a)[1]))
     return infer
 
 
@@ -52,7 +52,8 @@ def _expand(op, row):
         want = (a.shape[0], 1) if row else (1, a.shape[1])
         if tuple(v.shape) != tuple(want):
             _err(f"{op}: vector operand must have shape {list(want)}, got {list(v.shape)}", span)
-        return _same_kind(a, a.shape, a.dtype)
+        whole(op, v, span, "vector operand")
+        return _same_kind(a, a.shape, a.dtype, valid_of(a))
     return infer
 
 
@@ -70,7 +71,8 @@ def _broadcast(op, row):
         if tuple(v.shape) != tuple(want):
             _err(f"{op}: vector operand must have shape {list(want)}, got {list(v.shape)}", span,
                  f"{op.split('.')[1]}(target, v) broadcasts v to target's shape")
-        return _same_kind(a, a.shape, a.dtype)
+        whole(op, v, span, "vector operand")
+        return _same_kind(a, a.shape, a.dtype, valid_of(a))
     return infer
 
 

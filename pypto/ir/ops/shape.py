@@ -4,11 +4,12 @@ from __future__ import annotations
 from pypto import dtype as dt
 from pypto.ir.nodes import MemorySpace, PtrType, ScalarType, TensorType, TileType, Const, TupleExpr
 from pypto.ir.ops.base import (MIX_HINT as _MIX_HINT, _check_dtype, _check_window, _dims, _err,
-                               _indices, _ints, _same_kind, _shaped, _static, _tname, reg)
+                               _indices, _ints, _same_kind, _shaped, _static, _tname, same_valid, valid_of, whole, reg)
 
 
 def _reshape(args, kw, span):
     a = _shaped("reshape", args[0], span)
+    whole("reshape", a, span)
     shape = _dims("reshape", args[1], span)
     n_old = 1
     for d in a.shape:

@@ -505,7 +505,7 @@ class Parser:
                                            f"or a pl.dynamic dim")
             shape.append(v)
         dtype = self.ann_dtype(elts[1], whole)
-        memref, space = None, None
+        memref, space, valid = None, None, None
         pl = _lang()
         for e in elts[2:]:
             if isinstance(e, ast.Call):
@@ -518,6 +518,11 @@ class Parser:
                 if f is pl.TileView:
                     if not is_tile:
                         self.bad_annotation(whole, "pl.TileView belongs in a pl.Tile type")
+                    # the layout fields are derived (explicit dumps print them); the valid
+                    # region is part of the type
+                    for kw in e.keywords:
+                        if kw.arg == "valid_shape":
+                            valid = self.static(kw.value, "a TileView valid_shape")
                     continue
                 self.bad_annotation(whole, f"unexpected {ast.unparse(e)}")
             v = self.static(e, "a type parameter")
@@ -530,7 +535,15 @@ class Parser:
                 self.bad_annotation(whole, "a tensor always lives in DDR; memory spaces belong to tiles")
             self.bad_annotation(whole, f"unexpected type parameter {ast.unparse(e)}")
         if is_tile:
-            return TileType(tuple(shape), dtype, space, memref)
+            if valid is not None:
+                valid = tuple(getattr(v, "value", v) for v in valid)
+                if len(valid) != len(shape) or not all(isinstance(v, int) and 0 < v <= s
+                                                       for v, s in zip(valid, shape)):
+                    self.bad_annotation(whole, f"valid_shape {list(valid)} does not lie inside "
+                                               f"the tile shape {shape}")
+                if valid == tuple(shape):
+                    valid = None
+            return TileType(tuple(shape), dtype, space, memref, valid)
         return TensorType(tuple(shape), dtype, memref)
 
     def memref_ann(self, call: ast.Call, whole) -> MemRef:
@@ -1391,10 +1404,15 @@ class Parser:
             elif vt.dtype != ann.dtype:
                 bad = f"the value has dtype {vt.dtype}"
             elif isinstance(ann, TileType):
-                if ann.memory_space is None:
-                    return TileType(ann.shape, ann.dtype, vt.memory_space, ann.memref)
-                if vt.memory_space is not None and vt.memory_space != ann.memory_space:
+                # the valid region comes from the value (an annotation may restate it)
+                if ann.valid is not None and ann.valid_shape != vt.valid_shape:
+                    bad = f"the value's valid shape is {list(vt.valid_shape)}"
+                elif ann.memory_space is None:
+                    return TileType(ann.shape, ann.dtype, vt.memory_space, ann.memref, vt.valid)
+                elif vt.memory_space is not None and vt.memory_space != ann.memory_space:
                     bad = f"the value lives in {vt.memory_space.name}, not {ann.memory_space.name}"
+                else:
+                    return TileType(ann.shape, ann.dtype, ann.memory_space, ann.memref, vt.valid)
         elif isinstance(ann, ScalarType):
             if not isinstance(vt, ScalarType):
                 bad = f"the value is {ops._tname(vt)}"
