@@ -38,10 +38,14 @@ INT16 = DataType("INT16", "int16", "i16", "int16_t", 2, 4, False)
 INT32 = DataType("INT32", "int32", "i32", "int32_t", 4, 5, False)
 INT64 = DataType("INT64", "int64", "i64", "int64_t", 8, 6, False)
 UINT8 = DataType("UINT8", "uint8", "ui8", "uint8_t", 1, 7, False)
+UINT16 = DataType("UINT16", "uint16", "ui16", "uint16_t", 2, 10, False)
+UINT32 = DataType("UINT32", "uint32", "ui32", "uint32_t", 4, 11, False)
+UINT64 = DataType("UINT64", "uint64", "ui64", "uint64_t", 8, 12, False)
 BOOL = DataType("BOOL", "bool", "i1", "bool", 1, 8, False)
 INDEX = DataType("INDEX", "index", "index", "int64_t", 8, 9, False)
 
-ALL = (FP32, FP16, BF16, INT8, INT16, INT32, INT64, UINT8, BOOL, INDEX)
+ALL = (FP32, FP16, BF16, INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64, BOOL, INDEX)
+UNSIGNED = (UINT8, UINT16, UINT32, UINT64)
 BY_NAME = {d.name: d for d in ALL}
 BY_CODE = {d.code: d for d in ALL}
 BY_MLIR = {d.mlir: d for d in ALL}

@@ -89,15 +89,15 @@ _MASK64 = (1 << 64) - 1
 def scalar_bits(value, dtype) -> int:
     """The uint64 bit pattern a scalar of `dtype` travels as (the runtime's convention):
     fp32 in the low 32 bits, fp16/bf16 in the low 16, integers two's complement
-    sign-extended to 64 bits (uint8 zero-extended), bool 0/1."""
+    sign-extended to 64 bits (unsigned ones zero-extended), bool 0/1."""
     if dtype.is_float:
         return float_bits(float(value), {"FP32": "f32", "FP16": "f16", "BF16": "bf16"}[dtype.name])
     if dtype.name == "BOOL":
         return 1 if value else 0
     v = int(value)
     bits = 8 * dtype.nbytes
-    if dtype.name == "UINT8":
-        return v & 0xFF
+    if dtype.name.startswith("UINT"):
+        return v & ((1 << bits) - 1)
     v &= (1 << bits) - 1
     if v >> (bits - 1):
         v -= 1 << bits

@@ -45,6 +45,7 @@ ENTRY = "pypto_orchestration_entry"
 
 _C_TYPE = {"FP32": "float", "FP16": "float", "BF16": "float", "INT8": "int8_t",
            "INT16": "int16_t", "INT32": "int32_t", "INT64": "int64_t", "UINT8": "uint8_t",
+           "UINT16": "uint16_t", "UINT32": "uint32_t", "UINT64": "uint64_t",
            "BOOL": "bool", "INDEX": "int64_t"}
 _DIR = {ArgDir.input: "PYPTO_DIR_INPUT", ArgDir.output: "PYPTO_DIR_OUTPUT",
         ArgDir.inout: "PYPTO_DIR_INOUT", ArgDir.output_existing: "PYPTO_DIR_OUTPUT_EXISTING",
@@ -294,8 +295,8 @@ class _Orch:
             return f"pypto_bits_bf16((float)({expr}))"
         if want.name == "BOOL":
             return f"(uint64_t)(({expr}) ? 1 : 0)"
-        if want.name == "UINT8":
-            return f"(uint64_t)(uint8_t)({expr})"
+        if want.name.startswith("UINT"):
+            return f"(uint64_t)({_C_TYPE[want.name]})({expr})"
         return f"pypto_bits_int((int64_t)({_C_TYPE[want.name]})({expr}))"
 
     # ------------------------------------------------------------------ driver
@@ -651,8 +652,8 @@ def _decode(d: dt.DataType, src: str) -> str:
         return f"pypto_f32_from_bf16({src})"
     if d.name == "BOOL":
         return f"{src} != 0"
-    if d.name == "UINT8":
-        return f"(uint8_t){src}"
+    if d.name.startswith("UINT"):
+        return f"({_C_TYPE[d.name]}){src}"
     if d.name in ("INT64", "INDEX"):
         return f"(int64_t){src}"
     return f"({_C_TYPE[d.name]})(int64_t){src}"

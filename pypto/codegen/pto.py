@@ -125,7 +125,7 @@ _FLOAT_BINOPS = {"+": "addf", "-": "subf", "*": "mulf", "/": "divf",
 _CMPI = {"==": "eq", "!=": "ne", "<": "slt", "<=": "sle", ">": "sgt", ">=": "sge"}
 _CMPF = {"==": "oeq", "!=": "one", "<": "olt", "<=": "ole", ">": "ogt", ">=": "oge"}
 _TYPE_RANK = {"i64": 0, "i32": 1, "i16": 2, "i8": 3, "ui8": 4, "i1": 5, "index": 6,
-              "f32": 7, "f16": 8, "bf16": 9}
+              "f32": 7, "f16": 8, "bf16": 9, "ui16": 10, "ui32": 11, "ui64": 12}
 _RESERVED = re.compile(r"^(arg\d+|cn?\d+_\w+|cst(_\d+)?|true|false|\d.*)$")
 
 
@@ -575,7 +575,8 @@ class _Kernel:
             return v
         src, dst = v.ty, want
         floats = ("f32", "f16", "bf16")
-        width = {"i1": 1, "i8": 8, "ui8": 8, "i16": 16, "i32": 32, "i64": 64, "index": 64,
+        width = {"i1": 1, "i8": 8, "ui8": 8, "i16": 16, "ui16": 16, "i32": 32, "ui32": 32,
+                 "i64": 64, "ui64": 64, "index": 64,
                  "f16": 16, "bf16": 16, "f32": 32}
         if src == "index" or dst == "index":
             other = dst if src == "index" else src

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include "pypto_abi.h"
 
@@ -148,12 +149,14 @@ template <class D, class S> inline D convert(S v, int mode) {
             case RM_TRUNC: x = __builtin_trunc(x); break;
             default: x = __builtin_nearbyint(x); break;
         }
-        // saturate like the hardware conversion units
-        constexpr double lo = double(is_signed_int<D> ? -(int64_t(1) << (8 * sizeof(D) - 1)) : 0);
-        constexpr double hi = double((uint64_t(1) << (8 * sizeof(D) - (is_signed_int<D> ? 1 : 0))) - 1);
-        if (x < lo) x = lo;
-        if (x > hi) x = hi;
-        return D(int64_t(x));
+        // saturate like the hardware conversion units (the bounds as doubles may round up:
+        // at or past them the result is the limit itself)
+        constexpr double lo = double(std::numeric_limits<D>::lowest());
+        constexpr double hi = double(std::numeric_limits<D>::max());
+        if (x <= lo) return std::numeric_limits<D>::lowest();
+        if (x >= hi) return std::numeric_limits<D>::max();
+        if constexpr (is_signed_int<D>) return D(int64_t(x));
+        else return D(uint64_t(x));
     }
 }
 

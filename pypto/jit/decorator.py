@@ -34,7 +34,8 @@ _RUN_ONLY = frozenset({"device_id", "rtol", "atol", "enable_chip_swimlane", "ena
 
 _TENSOR_DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bfloat16",
                   "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
-                  "uint8": "uint8", "bool": "bool"}
+                  "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
+                  "bool": "bool"}
 
 
 class _Runtime:

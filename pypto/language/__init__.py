@@ -9,7 +9,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 
-from pypto.dtype import BF16, BOOL, FP16, FP32, INDEX, INT8, INT16, INT32, INT64, UINT8, DataType
+from pypto.dtype import (BF16, BOOL, FP16, FP32, INDEX, INT8, INT16, INT32, INT64, UINT8, UINT16,
+                         UINT32, UINT64, DataType)
 from pypto.ir.nodes import ArgDir as adir
 from pypto.ir.nodes import (DynDim, ForKind, FunctionType, Level, MemorySpace, PadValue, ParamDirection,
                             Role)
@@ -25,7 +26,8 @@ Mem = MemorySpace
 globals().update(OPERATORS)
 
 __all__ = sorted(
-    ["FP32", "FP16", "BF16", "INT8", "INT16", "INT32", "INT64", "UINT8", "BOOL", "INDEX",
+    ["FP32", "FP16", "BF16", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32",
+     "UINT64", "BOOL", "INDEX",
      "DataType", "Tensor", "Tile", "Scalar", "Out", "InOut", "Ptr", "MemRef", "TileView",
      "Mem", "MemorySpace", "PadValue", "FunctionType", "Level", "Role", "ScopeMode", "ForKind",
      "ParamDirection", "DynDim", "Annotation", "adir", "dynamic", "program", "function", "at",

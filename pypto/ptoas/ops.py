@@ -60,7 +60,7 @@ MATMUL_DTYPES = {("i32", "i8", "i8"), ("f32", "f16", "f16"), ("f32", "bf16", "bf
 MATMUL_MAX = 4095
 
 # Element types a tile may hold.
-TILE_DTYPES = {"f32", "f16", "bf16", "i8", "ui8", "i16", "i32", "i64"}
+TILE_DTYPES = {"f32", "f16", "bf16", "i8", "ui8", "i16", "ui16", "i32", "ui32", "i64", "ui64"}
 FLOAT_DTYPES = {"f32", "f16", "bf16"}
 
 # tcvt round modes (#pto<round_mode X>) -> pto_sim RoundMode

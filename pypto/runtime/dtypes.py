@@ -16,9 +16,11 @@ BY_TEXT = {d.text: d for d in _dt.ALL}
 # DataType.name -> numpy dtype name (bf16 is stored as its raw 16-bit pattern)
 _NUMPY = {"FP32": "float32", "FP16": "float16", "BF16": "uint16", "INT8": "int8",
           "INT16": "int16", "INT32": "int32", "INT64": "int64", "UINT8": "uint8",
+          "UINT16": "uint16", "UINT32": "uint32", "UINT64": "uint64",
           "BOOL": "bool", "INDEX": "int64"}
 _TORCH = {"FP32": "float32", "FP16": "float16", "BF16": "bfloat16", "INT8": "int8",
           "INT16": "int16", "INT32": "int32", "INT64": "int64", "UINT8": "uint8",
+          "UINT16": "uint16", "UINT32": "uint32", "UINT64": "uint64",
           "BOOL": "bool", "INDEX": "int64"}
 
 
@@ -133,7 +135,7 @@ def scalar_bits(value: Any, d: DataType) -> int:
     if not isinstance(value, int):
         raise TypeError(f"expected an integer for a {d} scalar, got {type(value).__name__}")
     bits = 8 * d.nbytes
-    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if d.name != "UINT8" else (0, 255)
+    lo, hi = (0, (1 << bits) - 1) if d in _dt.UNSIGNED else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
     if not lo <= value <= hi:
         raise ValueError(f"scalar {value} does not fit in {d}")
     return value & _MASK64

@@ -131,8 +131,9 @@ def _assemble(args, kw, span):
 
 
 _INT_RANGE = {dt.INT8: (-2**7, 2**7 - 1), dt.INT16: (-2**15, 2**15 - 1), dt.INT32: (-2**31, 2**31 - 1),
-              dt.INT64: (-2**63, 2**63 - 1), dt.UINT8: (0, 2**8 - 1), dt.INDEX: (-2**63, 2**63 - 1)}
-_FULL_DTYPES = (dt.FP32, dt.FP16, dt.BF16, dt.INT8, dt.INT16, dt.INT32, dt.INT64, dt.UINT8)
+              dt.INT64: (-2**63, 2**63 - 1), dt.UINT8: (0, 2**8 - 1), dt.UINT16: (0, 2**16 - 1),
+              dt.UINT32: (0, 2**32 - 1), dt.UINT64: (0, 2**64 - 1), dt.INDEX: (-2**63, 2**63 - 1)}
+_FULL_DTYPES = (dt.FP32, dt.FP16, dt.BF16, dt.INT8, dt.INT16, dt.INT32, dt.INT64) + dt.UNSIGNED
 
 
 def _full_value(op, kw, span):

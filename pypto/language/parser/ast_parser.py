@@ -40,7 +40,7 @@ _FOLD = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
          ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
          ast.Pow: operator.pow, ast.LShift: operator.lshift, ast.RShift: operator.rshift,
          ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor}
-_INT_DTYPES = (dt.INDEX, dt.INT8, dt.INT16, dt.INT32, dt.INT64, dt.UINT8)
+_INT_DTYPES = (dt.INDEX, dt.INT8, dt.INT16, dt.INT32, dt.INT64) + dt.UNSIGNED
 _GENERIC_HINT = ("kernels are written with pl.* operators, pl.range/pl.parallel/pl.unroll loops, "
                  "if/else on scalars, `with pl.at(...)` and self.<function>(...) calls")
 _AT_HINT = "put it inside `with pl.at(level=pl.Level.CORE_GROUP):`"
