@@ -89,6 +89,16 @@ template <class C> inline C div_(C x, C y, const char* site) {
     if constexpr (is_int<C>) return divsi(x, y, site);
     else return x / y;
 }
+// fmod: the remainder with the dividend's sign (C's fmod / %); rem: with the divisor's
+// sign (floored, like torch.remainder)
+template <class C> inline C fmod_(C x, C y, const char* site) {
+    if constexpr (is_int<C>) return remsi(x, y, site);
+    else return C(__builtin_fmod(double(x), double(y)));
+}
+template <class C> inline C rem_(C x, C y, const char* site) {
+    C r = fmod_(x, y, site);
+    return (r != C(0) && ((r < C(0)) != (y < C(0)))) ? C(r + y) : r;
+}
 
 #define PTO_BINARY(NAME, ALLOWED, EXPR)                                                         \
     template <class T>                                                                          \
@@ -101,6 +111,8 @@ PTO_BINARY(tmul, B_ANY, x * y)
 PTO_BINARY(tdiv, B_ANY, div_(x, y, site))
 PTO_BINARY(tmax, B_ANY, max_(x, y))
 PTO_BINARY(tmin, B_ANY, min_(x, y))
+PTO_BINARY(tfmod, B_FULL, fmod_(x, y, site))
+PTO_BINARY(trem, B_FULL, rem_(x, y, site))
 PTO_BINARY(tand, B_FULL, x & y)
 PTO_BINARY(tor, B_FULL, x | y)
 PTO_BINARY(txor, B_FULL, x ^ y)
@@ -134,6 +146,8 @@ PTO_SCALAR(tmuls, x * y)
 PTO_SCALAR(tdivs, div_(x, y, site))
 PTO_SCALAR(tmaxs, max_(x, y))
 PTO_SCALAR(tmins, min_(x, y))
+PTO_SCALAR(tfmods, fmod_(x, y, site))
+PTO_SCALAR(trems, rem_(x, y, site))
 PTO_SCALAR(tlrelu, x > C(0) ? x : C(x * y))
 PTO_SCALAR(tands, x & y)
 PTO_SCALAR(tors, x | y)

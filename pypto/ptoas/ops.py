@@ -22,6 +22,8 @@ def _table() -> dict[str, OpSpec]:
     # tile (+) tile; the second operand may broadcast as [M,1] or [1,N]
     add("binary", "tadd tsub tmul tdiv tmax tmin")
     add("binary_full", "tand tor txor tshl tshr", "int")
+    add("binary_full", "tfmod trem")
+    add("scalar", "tfmods trems")
     add("scalar", "tadds tsubs tmuls tdivs tmaxs tmins")
     add("scalar", "tlrelu", "float")
     add("scalar", "tands tors txors tshls tshrs", "int")

@@ -6,16 +6,17 @@ from pypto.ir.nodes import MemorySpace, PtrType, ScalarType, TensorType, TileTyp
 from pypto.ir.ops.base import (MIX_HINT as _MIX_HINT, _check_dtype, _check_window, _dims, _err,
                                _indices, _ints, _same_kind, _shaped, _static, _tname, same_valid, valid_of, whole, int_only, reg)
 
-BINARY = ("add", "sub", "mul", "div", "maximum", "minimum", "and_", "or_", "xor", "shl", "shr")
+BINARY = ("add", "sub", "mul", "div", "maximum", "minimum", "fmod", "rem",
+          "and_", "or_", "xor", "shl", "shr")
 SCALAR_FORM = {"add": "adds", "sub": "subs", "mul": "muls", "div": "divs",
-               "maximum": "maximums", "minimum": "minimums",
+               "maximum": "maximums", "minimum": "minimums", "fmod": "fmods", "rem": "rems",
                "and_": "ands", "or_": "ors", "xor": "xors", "shl": "shls", "shr": "shrs"}
 UNARY = ("exp", "log", "sqrt", "rsqrt", "recip", "neg", "abs", "relu", "not_")
 # bitwise: integer elements only, and no broadcast (a Python keyword gets a trailing _)
 INT_ONLY = ("and_", "or_", "xor", "shl", "shr", "not_")
 # the tile library's op for each (tile-scalar forms: the same name + "s")
 PTO = {"add": "tadd", "sub": "tsub", "mul": "tmul", "div": "tdiv", "maximum": "tmax",
-       "minimum": "tmin", "and_": "tand", "or_": "tor", "xor": "txor", "shl": "tshl",
+       "minimum": "tmin", "fmod": "tfmod", "rem": "trem", "and_": "tand", "or_": "tor", "xor": "txor", "shl": "tshl",
        "shr": "tshr", "exp": "texp", "log": "tlog", "sqrt": "tsqrt", "rsqrt": "trsqrt",
        "recip": "trecip", "neg": "tneg", "abs": "tabs", "relu": "trelu", "not_": "tnot"}
 
@@ -85,7 +86,8 @@ def _cast(args, kw, span):
 for _ns in ("tensor", "tile"):
     for _o in BINARY:
         _rule = ("integer elements, equal shapes" if _o in INT_ONLY else
-                 "same dtype; equal shapes, add/sub/mul/div also broadcast [M,1] or [1,N]")
+                 "fmod: the dividend's sign, rem: the divisor's; equal shapes" if _o in ("fmod", "rem")
+                 else "same dtype; equal shapes, add/sub/mul/div also broadcast [M,1] or [1,N]")
         reg(f"{_ns}.{_o}", (2, 2), _binary(f"{_ns}.{_o}"), params=("lhs", "rhs"),
             sig=f"pl.{_o}(a, b)  ({_rule})", pto=PTO[_o])
         _s = SCALAR_FORM[_o]
