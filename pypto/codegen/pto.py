@@ -93,7 +93,7 @@ def _pto(names) -> dict[str, str]:
 
 
 BINARY_OPS = _pto(ops.BINARY)
-SCALAR_OPS = _pto(ops.SCALAR_FORM.values())
+SCALAR_OPS = _pto(tuple(ops.SCALAR_FORM.values()) + ops.SCALAR_ONLY)
 UNARY_OPS = _pto(ops.UNARY)
 ROW_REDUCE_OPS = _pto(ops.ROW_REDUCE)
 COL_REDUCE_OPS = _pto(ops.COL_REDUCE)
@@ -101,7 +101,7 @@ EXPAND_OPS = _pto(ops.ROW_EXPAND + ops.COL_EXPAND)
 BROADCAST_OPS = _pto(("row_expand", "col_expand"))
 _BROADCAST = {"tile.add": "add", "tile.sub": "sub", "tile.mul": "mul", "tile.div": "div"}
 OTHER_OPS = ("tile.alloc", "tile.load", "tile.store", "tile.move", "tile.create", "tile.full",
-             "tile.fillpad",
+             "tile.fillpad", "tile.tri",
              "tile.reshape", "tile.cast", "tile.matmul", "tile.matmul_acc")
 SUPPORTED_OPS = tuple(sorted(set(BINARY_OPS) | set(SCALAR_OPS) | set(UNARY_OPS)
                              | set(ROW_REDUCE_OPS) | set(COL_REDUCE_OPS) | set(EXPAND_OPS)
@@ -720,6 +720,11 @@ class _Kernel:
         if op in BROADCAST_OPS:       # the target only gives the shape: ins is the vector
             vec = self.tile(c.args[1], span)
             self.op(BROADCAST_OPS[op], [vec], self.alloc(v, span), span)
+            return
+        if op == "tile.tri":
+            diag = self.scalar(c.args[0], "i32", span)
+            upper = "true" if c.kwargs.get("upper") else "false"
+            self.op("ttri", [diag], self.alloc(v, span), span, attr_first=f"{{upper = {upper}}}")
             return
         if op == "tile.fillpad":
             a = self.tile(c.args[0], span)

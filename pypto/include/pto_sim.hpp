@@ -225,6 +225,17 @@ template <class T> inline void tfillpad(const Tile<T>& d, const Tile<T>& s, int 
     }
 }
 
+// pto.ttri: ones on and below (upper=0) or on and above (upper=1) the diagonal `diag`
+// (0 the main one, > 0 above it), zeros elsewhere, over the valid region.
+template <class T, class S> inline void ttri(const Tile<T>& d, S diag, int upper, const char* /*site*/) {
+    const int64_t k = int64_t(diag);
+    for (int64_t i = 0; i < d.vr; ++i)
+        for (int64_t j = 0; j < d.vc; ++j) {
+            const bool one = upper ? (j - i >= k) : (j - i <= k);
+            d.row(i)[j] = T(calc_t<T>(one ? 1 : 0));
+        }
+}
+
 // ---------------------------------------------------------------- reductions
 // Row reductions write [M,1]; column reductions write [1,N]. The tmp operand of the real
 // ISA is a scratch tile the hardware needs; here it is verified but unused.

@@ -313,6 +313,8 @@ class FuncEmitter:
             call = f"{fn}({d}, {ins[0]}, {s})"  # reductions/ttrans: the tmp operand is not needed here
         elif k == "cvt":
             call = f"{fn}({d}, {ins[0]}, {round_mode(op.attr('rmode'))}, {s})"
+        elif k == "tri":
+            call = f"{fn}({d}, {ins[0]}, {1 if op.attr('upper') == 'true' else 0}, {s})"
         elif k == "fillpad":          # the pad value is an attribute of the result's type
             call = f"{fn}({d}, {ins[0]}, {op.group('outs')[0].type.pad}, {s})"
         elif k == "load":

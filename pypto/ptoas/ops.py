@@ -40,6 +40,7 @@ def _table() -> dict[str, OpSpec]:
     add("colexpand", "tcolexpand")
     add("fill", "texpands")
     add("fillpad", "tfillpad")
+    add("tri", "ttri")
     add("cvt", "tcvt")
     add("mov", "tmov")
     add("trans", "ttrans")

@@ -11,13 +11,14 @@ from pypto import dtype as dt
 from pypto.errors import NotBuiltError, Span
 from pypto.ir.nodes import MemorySpace, ScalarType, TileType
 from pypto.ir.ops.base import OPS, OpDef, _err, _tname
-from pypto.ir.ops.elementwise import BINARY, SCALAR_FORM, UNARY, FLOAT_ONLY, INT_ONLY
+from pypto.ir.ops.elementwise import BINARY, SCALAR_FORM, SCALAR_ONLY, UNARY, FLOAT_ONLY, INT_ONLY
 from pypto.ir.ops.reduction import ROW_REDUCE, COL_REDUCE, ROW_EXPAND, COL_EXPAND
 from pypto.ir.ops import matmul as _matmul, memory as _memory, shape as _shape  # noqa: F401 (register)
 
 # Names a user may write as pl.<name>, and which namespaces they exist in.
 TILE_ONLY = {"load": "tile.load", "store": "tile.store", "move": "tile.move",
-             "create_tile": "tile.create", "fillpad": "tile.fillpad", "relu": None}
+             "create_tile": "tile.create", "fillpad": "tile.fillpad", "tri": "tile.tri",
+             "lrelu": "tile.lrelu", "relu": None}
 TENSOR_ONLY = {"create_tensor": "tensor.create", "full": "tensor.full",
                "assemble": "tensor.assemble"}
 

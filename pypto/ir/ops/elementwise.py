@@ -12,6 +12,8 @@ SCALAR_FORM = {"add": "adds", "sub": "subs", "mul": "muls", "div": "divs",
                "maximum": "maximums", "minimum": "minimums", "fmod": "fmods", "rem": "rems",
                "and_": "ands", "or_": "ors", "xor": "xors", "shl": "shls", "shr": "shrs"}
 UNARY = ("exp", "log", "sqrt", "rsqrt", "recip", "neg", "abs", "relu", "not_")
+SCRATCH = ("rsqrt", "recip")       # take an optional scratch tile and high_precision=
+SCALAR_ONLY = ("lrelu",)           # tile-scalar ops with no tile-tile form
 # bitwise: integer elements only, and no broadcast (a Python keyword gets a trailing _)
 INT_ONLY = ("and_", "or_", "xor", "shl", "shr", "not_")
 # the tile library's op for each (tile-scalar forms: the same name + "s")
@@ -63,6 +65,13 @@ def _unary(op):
     def infer(args, kw, span):
         a = _shaped(op, args[0], span)
         name = op.split(".")[1]
+        if len(args) > 1:
+            tmp = _shaped(op, args[1], span)
+            if type(tmp) is not type(a) or tuple(tmp.shape) != tuple(a.shape) or tmp.dtype != a.dtype:
+                _err(f"{op}: the scratch tile is {_tname(tmp)} but x is {_tname(a)}", span,
+                     "the scratch tile has x's shape and dtype")
+        if "high_precision" in kw and not isinstance(kw["high_precision"], bool):
+            _err(f"{op}: high_precision is True or False", span)
         if name in INT_ONLY:
             int_only(op, a, span)
         if name in FLOAT_ONLY and not a.dtype.is_float:
@@ -71,6 +80,17 @@ def _unary(op):
         return _same_kind(a, a.shape, a.dtype, valid_of(a))
     return infer
 
+
+
+def _lrelu(op):
+    scalar = _scalar_binary(op)
+
+    def infer(args, kw, span):
+        t = scalar(args, kw, span)
+        if not t.dtype.is_float:
+            _err(f"{op} needs a floating-point operand, got {t.dtype}", span)
+        return t
+    return infer
 
 
 def _cast(args, kw, span):
@@ -95,8 +115,17 @@ for _ns in ("tensor", "tile"):
             sig=f"pl.{_s}(x, scalar)" + ("  (integer elements and scalar)" if _o in INT_ONLY else ""),
             pto=PTO[_o] + "s")
     for _o in UNARY:
+        if _o in SCRATCH:          # a scratch tile the hardware's precise form uses
+            reg(f"{_ns}.{_o}", (1, 2), _unary(f"{_ns}.{_o}"), ("high_precision",), params=("x", "tmp"),
+                sig=f"pl.{_o}(x, tmp=None, high_precision=False)  (results are exact here either "
+                    f"way; tmp, a tile of x's shape, is checked)", pto=PTO[_o])
+            continue
         reg(f"{_ns}.{_o}", (1, 1), _unary(f"{_ns}.{_o}"), params=("x",),
             sig=f"pl.{_o}(x)" + ("  (integer elements)" if _o in INT_ONLY else ""), pto=PTO[_o])
     reg(f"{_ns}.cast", (1, 1), _cast, ("dtype", "mode"), params=("x",),
         aliases={"target_type": "dtype"},
         sig="pl.cast(x, pl.FP16)  (or target_type=pl.FP16; mode=\"round\" and the other round modes)")
+
+# tile level only, as in the reference (pl.lrelu is pl.tile.lrelu)
+reg("tile.lrelu", (2, 2), _lrelu("tile.lrelu"), params=("x", "slope"),
+    sig="pl.lrelu(x, slope)  (x if x > 0 else slope * x; float elements)", pto="tlrelu")

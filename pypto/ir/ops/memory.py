@@ -85,6 +85,23 @@ def _move(args, kw, span):
     return TileType(t.shape, t.dtype, space, None, t.valid)
 
 
+def _tri(args, kw, span):
+    diag = getattr(args[0], "type", None)
+    if not (isinstance(diag, ScalarType) and not diag.dtype.is_float and diag.dtype != dt.BOOL):
+        _err(f"tri: the diagonal is an integer, got {_tname(diag)}", span, "pl.tile.tri(0, [M, N], dtype=pl.FP32)")
+    shape = _dims("tri", args[1], span)
+    if len(shape) != 2:
+        _err(f"tri: the shape is 2-D, got {shape}", span)
+    dtype = kw.get("dtype")
+    if not isinstance(dtype, dt.DataType):
+        _err("tri: dtype=pl.<DTYPE> is required", span)
+    if not isinstance(kw.get("upper", False), bool):
+        _err("tri: upper is True or False", span)
+    valid = _valid_shape("tri", args[2], shape, span) if len(args) > 2 else None
+    return TileType(tuple(shape), dtype, MemorySpace.Vec, None,
+                    None if valid is None or valid == shape else tuple(valid))
+
+
 def _fillpad(args, kw, span):
     t = _shaped("fillpad", args[0], span, (TileType,))
     pad = kw.get("pad_value", PadValue.zero)
@@ -189,6 +206,9 @@ reg("tile.load", (3, 4), _load, ("target_memory", "flatten"),
     sig="pl.load(tensor, offsets, shapes, valid_shape=None, target_memory=pl.Mem.Vec)  "
         "(Vec or Mat; valid_shape: the part of the window read, the rest is padding)",
     pto="tload")
+reg("tile.tri", (2, 3), _tri, ("dtype", "upper"), params=("diagonal", "shape", "valid_shape"),
+    sig="pl.tile.tri(diagonal, [M, N], valid_shape=None, dtype=pl.FP32, upper=False)  (ones on "
+        "and below the diagonal, or on and above it with upper=True; zeros elsewhere)", pto="ttri")
 reg("tile.fillpad", (1, 1), _fillpad, ("pad_value",), params=("tile",),
     sig="pl.fillpad(tile, pad_value=pl.PadValue.zero)  (fills outside the valid region; the "
         "result is valid over the whole tile)", pto="tfillpad")
