@@ -101,7 +101,7 @@ EXPAND_OPS = _pto(ops.ROW_EXPAND + ops.COL_EXPAND)
 BROADCAST_OPS = _pto(("row_expand", "col_expand"))
 _BROADCAST = {"tile.add": "add", "tile.sub": "sub", "tile.mul": "mul", "tile.div": "div"}
 OTHER_OPS = ("tile.alloc", "tile.load", "tile.store", "tile.move", "tile.create", "tile.full",
-             "tile.fillpad", "tile.tri",
+             "tile.fillpad", "tile.tri", "tile.cmp", "tile.cmps", "tile.sel", "tile.sels",
              "tile.reshape", "tile.cast", "tile.matmul", "tile.matmul_acc")
 SUPPORTED_OPS = tuple(sorted(set(BINARY_OPS) | set(SCALAR_OPS) | set(UNARY_OPS)
                              | set(ROW_REDUCE_OPS) | set(COL_REDUCE_OPS) | set(EXPAND_OPS)
@@ -720,6 +720,21 @@ class _Kernel:
         if op in BROADCAST_OPS:       # the target only gives the shape: ins is the vector
             vec = self.tile(c.args[1], span)
             self.op(BROADCAST_OPS[op], [vec], self.alloc(v, span), span)
+            return
+        if op in ("tile.cmp", "tile.cmps"):
+            a = self.tile(c.args[0], span)
+            b = self.tile(c.args[1], span) if op == "tile.cmp" else \
+                self.scalar(c.args[1], a.tile.dtype.mlir, span)
+            attr = f"{{cmp_type = {int(c.kwargs.get('cmp_type', 0))}}}"
+            self.op(ops.OPS[op].pto, [a, b], self.alloc(v, span), span, attr_first=attr)
+            return
+        if op in ("tile.sel", "tile.sels"):
+            ins = [self.tile(x, span) for x in c.args[:3]]
+            if op == "tile.sels":
+                ins.append(self.scalar(c.args[3], ins[1].tile.dtype.mlir, span))
+            elif len(c.args) > 3:
+                ins.append(self.tile(c.args[3], span))
+            self.op(ops.OPS[op].pto, ins, self.alloc(v, span), span)
             return
         if op == "tile.tri":
             diag = self.scalar(c.args[0], "i32", span)

@@ -236,6 +236,55 @@ template <class T, class S> inline void ttri(const Tile<T>& d, S diag, int upper
         }
 }
 
+// Compare and select. A mask tile holds one bit per element of the compared tiles: bit
+// j % 8 of byte j / 8 of row i (least significant bit first) for element (i, j).
+// cmp_type: 0 ==, 1 !=, 2 <, 3 <=, 4 >, 5 >=.
+template <class C> inline bool cmp_(C x, C y, int t) {
+    switch (t) {
+        case 0: return x == y;
+        case 1: return x != y;
+        case 2: return x < y;
+        case 3: return x <= y;
+        case 4: return x > y;
+        default: return x >= y;
+    }
+}
+template <class T, class F> inline void cmp_mask(const Tile<uint8_t>& m, const Tile<T>& a, F bit, const char* site) {
+    if (int64_t(m.cols) * 8 < a.vc || m.rows < a.vr)
+        fail(site, "a %dx%d mask holds no bit for every element of %dx%d", m.rows, m.cols, a.vr, a.vc);
+    for (int64_t i = 0; i < a.vr; ++i) {
+        uint8_t* mr = m.row(i);
+        for (int64_t b = 0; b < m.cols; ++b) mr[b] = 0;
+        for (int64_t j = 0; j < a.vc; ++j)
+            if (bit(i, j)) mr[j >> 3] = uint8_t(mr[j >> 3] | (1u << (j & 7)));
+    }
+}
+template <class T> inline void tcmp(const Tile<uint8_t>& m, const Tile<T>& a, const Tile<T>& b, int t, const char* site) {
+    same_valid(a, b, site);
+    using C = calc_t<T>;
+    cmp_mask(m, a, [&](int64_t i, int64_t j) { return cmp_(C(a.row(i)[j]), C(b.row(i)[j]), t); }, site);
+}
+template <class T, class S> inline void tcmps(const Tile<uint8_t>& m, const Tile<T>& a, S s, int t, const char* site) {
+    using C = calc_t<T>;
+    const C y = C(s);
+    cmp_mask(m, a, [&](int64_t i, int64_t j) { return cmp_(C(a.row(i)[j]), y, t); }, site);
+}
+inline bool mask_bit(const Tile<uint8_t>& m, int64_t i, int64_t j) { return (m.row(i)[j >> 3] >> (j & 7)) & 1; }
+template <class T> inline void tsel(const Tile<T>& d, const Tile<uint8_t>& m, const Tile<T>& a, const Tile<T>& b, const char* site) {
+    same_valid(d, a, site);
+    same_valid(d, b, site);
+    if (int64_t(m.cols) * 8 < d.vc || m.rows < d.vr) fail(site, "the mask is too small for %dx%d", d.vr, d.vc);
+    for (int64_t i = 0; i < d.vr; ++i)
+        for (int64_t j = 0; j < d.vc; ++j) d.row(i)[j] = mask_bit(m, i, j) ? a.row(i)[j] : b.row(i)[j];
+}
+template <class T, class S> inline void tsels(const Tile<T>& d, const Tile<uint8_t>& m, const Tile<T>& a, S s, const char* site) {
+    same_valid(d, a, site);
+    if (int64_t(m.cols) * 8 < d.vc || m.rows < d.vr) fail(site, "the mask is too small for %dx%d", d.vr, d.vc);
+    const T v = T(calc_t<T>(s));
+    for (int64_t i = 0; i < d.vr; ++i)
+        for (int64_t j = 0; j < d.vc; ++j) d.row(i)[j] = mask_bit(m, i, j) ? a.row(i)[j] : v;
+}
+
 // ---------------------------------------------------------------- reductions
 // Row reductions write [M,1]; column reductions write [1,N]. The tmp operand of the real
 // ISA is a scratch tile the hardware needs; here it is verified but unused.

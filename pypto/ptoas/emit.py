@@ -313,6 +313,12 @@ class FuncEmitter:
             call = f"{fn}({d}, {ins[0]}, {s})"  # reductions/ttrans: the tmp operand is not needed here
         elif k == "cvt":
             call = f"{fn}({d}, {ins[0]}, {round_mode(op.attr('rmode'))}, {s})"
+        elif k in ("cmp", "cmps"):
+            call = f"{fn}({d}, {ins[0]}, {ins[1]}, {op.attr('cmp_type')}, {s})"
+        elif k == "sel":            # the scratch tile of the hardware form is not needed here
+            call = f"{fn}({d}, {ins[0]}, {ins[1]}, {ins[2]}, {s})"
+        elif k == "sels":           # ins: mask, src, tmp, scalar
+            call = f"{fn}({d}, {ins[0]}, {ins[1]}, {ins[3]}, {s})"
         elif k == "tri":
             call = f"{fn}({d}, {ins[0]}, {1 if op.attr('upper') == 'true' else 0}, {s})"
         elif k == "fillpad":          # the pad value is an attribute of the result's type

@@ -34,10 +34,12 @@ ARITY = {
     "fill": ((1,), 1), "cvt": ((1,), 1), "mov": ((1,), 1), "trans": ((1, 2), 1),
     "load": ((1,), 1), "store": ((1,), 1), "matmul": ((2,), 1), "matmul_acc": ((3,), 1),
     "matmul_bias": ((3,), 1), "fillpad": ((1,), 1), "tri": ((1,), 1),
+    "cmp": ((2,), 1), "cmps": ((2,), 1), "sel": ((3, 4), 1), "sels": ((4,), 1),
 }
 VECTOR_KINDS = {"binary", "binary_full", "scalar", "unary", "rowreduce", "colreduce",
                 "rowexpand_binary", "colexpand_binary", "rowexpand", "colexpand", "fill", "cvt",
                 "trans", "fillpad", "tri"}
+MASK_KINDS = {"cmp", "cmps", "sel", "sels"}
 ACC_STORE_DTYPES = {"f32", "f16", "bf16", "i32"}
 
 
@@ -343,7 +345,9 @@ class Verifier:
         if kind == "store":
             return self.tstore(op, ins[0], outs[0])
         d = self.tile(op, outs[0], "result")
-        if kind in VECTOR_KINDS:
+        if kind in MASK_KINDS:
+            self.mask_op(op, kind, ins, outs[0], d)
+        elif kind in VECTOR_KINDS:
             self.vector_op(op, kind, ins, outs[0], d)
         elif kind == "mov":
             self.tmov(op, ins[0], outs[0])
@@ -417,6 +421,30 @@ class Verifier:
                 round_mode(op.attr("rmode"))
             except ValueError as e:
                 raise self.error(op, str(e)) from None
+
+    def mask_op(self, op: Op, kind: str, ins: list, out: Value, d: TileType) -> None:
+        """tcmp/tcmps write a ui8 bit mask (8 elements a byte per row); tsel/tsels read one."""
+        tiles = [self.tile(op, v, "operand") for v in ins if not isinstance(v.type, ScalarType)]
+        scalars = [v for v in ins if isinstance(v.type, ScalarType)]
+        if len(scalars) != (1 if kind in ("cmps", "sels") else 0):
+            raise self.error(op, f"{op.name} takes {1 if kind in ('cmps', 'sels') else 0} scalar operand(s)")
+        for t in tiles + [d]:
+            if t.loc != "vec":
+                raise self.error(op, f"{op.name} runs on the vector unit, not in '{t.loc}'")
+        mask, data = (d, tiles) if kind in ("cmp", "cmps") else (tiles[0], [d] + tiles[1:3])
+        if mask.dtype != "ui8":
+            raise self.error(op, f"{op.name}: the mask is a ui8 tile, not {mask.dtype}")
+        if mask.cols * 8 < data[0].cols or mask.rows < data[0].rows:
+            raise self.error(op, f"{op.name}: a {mask.rows}x{mask.cols} mask has no bit for every "
+                                 f"element of {data[0].rows}x{data[0].cols}")
+        for t in data[1:]:
+            if kind in ("sels",) and t is tiles[-1]:
+                break           # the scratch tile
+            if t.dtype != data[0].dtype:
+                raise self.error(op, f"{op.name} mixes {t.dtype} and {data[0].dtype}")
+        if kind in ("cmp", "cmps") and op.attr("cmp_type") not in [str(i) for i in range(6)]:
+            raise self.error(op, f"{op.name}: cmp_type is 0..5 (==, !=, <, <=, >, >=), got "
+                                 f"{op.attr('cmp_type')}")
 
     def tmov(self, op: Op, src: Value, dst: Value) -> None:
         s, d = self.tile(op, src, "source"), self.tile(op, dst, "destination")

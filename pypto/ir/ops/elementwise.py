@@ -129,3 +129,77 @@ for _ns in ("tensor", "tile"):
 # tile level only, as in the reference (pl.lrelu is pl.tile.lrelu)
 reg("tile.lrelu", (2, 2), _lrelu("tile.lrelu"), params=("x", "slope"),
     sig="pl.lrelu(x, slope)  (x if x > 0 else slope * x; float elements)", pto="tlrelu")
+
+
+# compare and select (tile level, as in the reference): a mask is a UINT8 tile with one
+# bit per element, 8 to a byte, each row padded to whole 32-byte blocks
+CMP_TYPES = ("==", "!=", "<", "<=", ">", ">=")
+
+
+def mask_cols(n: int) -> int:
+    return ((n + 7) // 8 + 31) // 32 * 32
+
+
+def _mask_of(op, a, kw, span):
+    t = kw.get("cmp_type", 0)
+    if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < len(CMP_TYPES):
+        _err(f"{op}: cmp_type is 0..5 (0 ==, 1 !=, 2 <, 3 <=, 4 >, 5 >=), got {t!r}", span)
+    if len(a.shape) != 2:
+        _err(f"{op} compares 2-D tiles, got shape {list(a.shape)}", span)
+    rows = a.shape[0]
+    return TileType((rows, mask_cols(a.shape[1])), dt.UINT8, a.memory_space, None,
+                    None if a.valid is None else (a.valid_shape[0], mask_cols(a.shape[1])))
+
+
+def _cmp(args, kw, span):
+    a, b = _shaped("cmp", args[0], span, (TileType,)), _shaped("cmp", args[1], span, (TileType,))
+    _check_dtype("cmp", a, b, span)
+    same_valid("cmp", a, b, span)
+    if tuple(a.shape) != tuple(b.shape):
+        _err(f"cmp: shape mismatch {list(a.shape)} vs {list(b.shape)}", span)
+    return _mask_of("cmp", a, kw, span)
+
+
+def _cmps(args, kw, span):
+    a = _shaped("cmps", args[0], span, (TileType,))
+    if not isinstance(getattr(args[1], "type", None), ScalarType):
+        _err(f"cmps: the second operand is a scalar, got {_tname(getattr(args[1], 'type', None))}", span)
+    return _mask_of("cmps", a, kw, span)
+
+
+def _check_mask(op, m, x, span):
+    if not (isinstance(m, TileType) and m.dtype == dt.UINT8 and len(m.shape) == 2
+            and m.shape[0] >= x.shape[0] and m.shape[1] * 8 >= x.shape[1]):
+        _err(f"{op}: the mask is {_tname(m)}, not a UINT8 bit mask for {_tname(x)}", span,
+             "make it with pl.tile.cmp / pl.tile.cmps")
+
+
+def _sel(args, kw, span):
+    m = _shaped("sel", args[0], span, (TileType,))
+    a, b = _shaped("sel", args[1], span, (TileType,)), _shaped("sel", args[2], span, (TileType,))
+    _check_dtype("sel", a, b, span)
+    same_valid("sel", a, b, span)
+    if tuple(a.shape) != tuple(b.shape):
+        _err(f"sel: shape mismatch {list(a.shape)} vs {list(b.shape)}", span)
+    _check_mask("sel", m, a, span)
+    return TileType(a.shape, a.dtype, a.memory_space, None, a.valid)
+
+
+def _sels(args, kw, span):
+    m, a = _shaped("sels", args[0], span, (TileType,)), _shaped("sels", args[1], span, (TileType,))
+    _shaped("sels", args[2], span, (TileType,))
+    if not isinstance(getattr(args[3], "type", None), ScalarType):
+        _err(f"sels: the last operand is a scalar, got {_tname(getattr(args[3], 'type', None))}", span)
+    _check_mask("sels", m, a, span)
+    return TileType(a.shape, a.dtype, a.memory_space, None, a.valid)
+
+
+_CMP_SIG = "(cmp_type 0 ==, 1 !=, 2 <, 3 <=, 4 >, 5 >=; a UINT8 [M, 32k] bit mask)"
+reg("tile.cmp", (2, 2), _cmp, ("cmp_type",), params=("lhs", "rhs"), pto="tcmp",
+    sig=f"pl.tile.cmp(lhs, rhs, cmp_type=0)  {_CMP_SIG}")
+reg("tile.cmps", (2, 2), _cmps, ("cmp_type",), params=("lhs", "rhs"), pto="tcmps",
+    sig=f"pl.tile.cmps(lhs, scalar, cmp_type=0)  {_CMP_SIG}")
+reg("tile.sel", (3, 4), _sel, params=("mask", "lhs", "rhs", "tmp"), pto="tsel",
+    sig="pl.tile.sel(mask, lhs, rhs, tmp)  (lhs where the mask bit is set, else rhs)")
+reg("tile.sels", (4, 4), _sels, params=("mask", "lhs", "tmp", "rhs"), pto="tsels",
+    sig="pl.tile.sels(mask, lhs, tmp, scalar)  (lhs where the mask bit is set, else the scalar)")
