@@ -245,6 +245,7 @@ class _Tensor:
     arg: str                 # %argN
     index: int               # position among tensor params
     view: str | None = None  # %x_view once used
+    tview: str | None = None  # %x_tview: the transposed (DN) view of a 2-D tensor, once used
 
 
 @dataclass
@@ -390,6 +391,8 @@ class _Kernel:
         for t in self.tensors:
             if t.view is not None:
                 self.make_view(t)
+            if t.tview is not None:
+                self.make_tview(t)
         view_lines = self.lines
 
         kind = _KIND.get(f.func_type)
@@ -416,10 +419,25 @@ class _Kernel:
             if not isinstance(self.value_of(v, ret.span), _Tensor):
                 fail("a kernel returns only its tensor parameters (written in place)", ret.span)
 
-    def view_name(self, t: _Tensor) -> str:
+    def view_name(self, t: _Tensor, transposed: bool = False) -> str:
+        if transposed:
+            if t.tview is None:
+                t.tview = "%" + self.names.fresh(_mlir_name(t.param.name) + "_tview")
+            return t.tview
         if t.view is None:
             t.view = "%" + self.names.fresh(_mlir_name(t.param.name) + "_view")
         return t.view
+
+    def make_tview(self, t: _Tensor):
+        """A 2-D tensor read as its transpose: shape [C, R], strides [1, C], DN layout."""
+        ty: TensorType = t.param.type
+        if len(ty.shape) != 2 or not all(isinstance(d, int) for d in ty.shape):
+            fail(f"a transposed read of {t.param.name!r} needs a static 2-D tensor", self.f.span)
+        rows, cols = ty.shape
+        self.emit(f"{t.tview} = pto.make_tensor_view {t.arg}, shape = [{self.const(cols, 'index')}, "
+                  f"{self.const(rows, 'index')}], strides = [{self.const(1, 'index')}, "
+                  f"{self.const(cols, 'index')}] {{layout = #pto.layout<dn>}} : "
+                  f"!pto.tensor_view<?x?x{ty.dtype.mlir}>", self.f.span)
 
     def make_view(self, t: _Tensor):
         ty: TensorType = t.param.type
@@ -799,14 +817,15 @@ class _Kernel:
                      "move matmul operands with pl.move(t, target_memory=pl.Mem.Left/Right)")
 
     # ------------------------------------------------------------------ memory ops
-    def partition(self, tensor: _Tensor, offsets, sizes: list[int], span) -> tuple[str, str]:
+    def partition(self, tensor: _Tensor, offsets, sizes: list[int], span,
+                  transposed: bool = False) -> tuple[str, str]:
         ty: TensorType = tensor.param.type
         if len(offsets) != len(ty.shape) or len(sizes) != len(ty.shape):
             fail(f"tensor {tensor.param.name!r} has rank {len(ty.shape)} but the window has "
                  f"{len(offsets)} offsets and {len(sizes)} sizes", span)
         offs = [self.index(o, span) for o in offsets]
         szs = [self.const(int(s), "index") for s in sizes]
-        view = self.view_name(tensor)
+        view = self.view_name(tensor, transposed)
         name = "%" + self.names.fresh(_mlir_name(tensor.param.name) + "_pview")
         q = "x".join("?" for _ in sizes)
         pty = f"!pto.partition_tensor_view<{'x'.join(str(s) for s in sizes)}x{ty.dtype.mlir}>"
@@ -833,7 +852,8 @@ class _Kernel:
             fail(f"tile.load: window {sizes} does not match tile shape {list(t.shape)}", span)
         dst = self.alloc(v, span)
         # only the valid region is read from GM; the rest of the tile is padding
-        pview, pty = self.partition(src, c.args[1].items, valid, span)
+        pview, pty = self.partition(src, c.args[1].items, valid, span,
+                                    bool(c.kwargs.get("transpose")))
         self.emit(f"pto.tload ins({pview} : {pty}) outs({dst.ssa} : {dst.ty})", span)
 
     def store(self, c: Call, span) -> _Tensor:

@@ -80,7 +80,9 @@ inline GmView<T> make_tensor_view(const GmArg<T>& a, Dims shape, Dims strides, c
         if (shape.v[i] < 0) fail(site, "negative extent %lld in dim %d", (long long)shape.v[i], i);
         v.shape[i] = shape.v[i];
         v.strides[i] = strides.v[i];
-        if (a.ndims == shape.n && shape.v[i] > a.shape[i])
+        // dim by dim when the view walks the tensor in its own order (a DN view of a 2-D
+        // tensor swaps the dims: only the reach check below applies to it)
+        if (a.ndims == shape.n && strides.v[i] == a.strides[i] && shape.v[i] > a.shape[i])
             fail(site, "view dim %d has extent %lld but tensor %s has only %lld", i,
                  (long long)shape.v[i], a.name, (long long)a.shape[i]);
     }

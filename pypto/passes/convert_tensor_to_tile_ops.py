@@ -94,20 +94,27 @@ class _Convert(Rewriter):
             return self.subst.get(id(e), e)
         return super().expr(e)
 
-    def tile_of(self, v, span, space=MemorySpace.Vec):
+    def tile_of(self, v, span, space=MemorySpace.Vec, transpose=False):
         if not isinstance(getattr(v, "type", None), TensorType):
             return v
-        have = self.tiles.get(id(v)) or self.tiles.get((id(v), space))
+        have = None if transpose else self.tiles.get(id(v))
+        have = have or self.tiles.get((id(v), space, transpose))
         if have is not None:
             return have
+        if transpose and id(v) in self.tiles:
+            raise CodegenError(f"{v.name!r} is computed in this kernel; a transposed matmul operand "
+                               f"must be a tensor the kernel reads", span,
+                               "write it to a tensor in an earlier pl.at region, or transpose the "
+                               "other way round")
         v = self.expr(v)
         t = v.type
         if any(not isinstance(d, int) for d in t.shape):
             raise CodegenError(f"tensor {v.name!r} has a dynamic shape; tensor ops on it need "
                                f"explicit tiling", span, "load fixed-size windows with pl.load in a pl.range loop")
-        tile = self.new(v.name, "tile.load", [v, _zeros(len(t.shape), span), _shape(t.shape, span)],
-                        {"target_memory": space}, span)
-        self.tiles[(id(v), space)] = tile
+        shape = tuple(reversed(t.shape)) if transpose else t.shape
+        kw = {"target_memory": space, **({"transpose": True} if transpose else {})}
+        tile = self.new(v.name, "tile.load", [v, _zeros(len(shape), span), _shape(shape, span)], kw, span)
+        self.tiles[(id(v), space, transpose)] = tile
         return tile
 
     def tile_dtype(self, v):
@@ -175,9 +182,10 @@ class _Convert(Rewriter):
                     f"matmul with {other.type.dtype} {other.name!r} in the same kernel",
                     span, "use fp32 operands for the chain, or write the first result to a tensor "
                           "(pl.create_tensor) and pl.cast it in its own pl.at region")
-            left = self.new(base, "tile.move", [self.tile_of(a, span, MemorySpace.Mat)],
+            ta, tb = bool(call.kwargs.get("a_trans")), bool(call.kwargs.get("b_trans"))
+            left = self.new(base, "tile.move", [self.tile_of(a, span, MemorySpace.Mat, ta)],
                             {"target_memory": MemorySpace.Left}, span, "left")
-            right = self.new(base, "tile.move", [self.tile_of(b, span, MemorySpace.Mat)],
+            right = self.new(base, "tile.move", [self.tile_of(b, span, MemorySpace.Mat, tb)],
                              {"target_memory": MemorySpace.Right}, span, "right")
             self.tiles[id(s.var)] = self.new(base, "tile.matmul", [left, right], {}, span)
             return []

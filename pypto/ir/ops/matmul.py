@@ -16,8 +16,24 @@ def _matmul_acc_dtype(a, b, op, span):
     _err(f"{op}: no matmul for {a.dtype} inputs (fp16, bf16, fp32 or int8)", span)
 
 
+def _transposed(t):
+    return TensorType(tuple(reversed(t.shape)), t.dtype)
+
+
 def _matmul(args, kw, span):
     a, b = _shaped("matmul", args[0], span), _shaped("matmul", args[1], span)
+    for flag, x in (("a_trans", a), ("b_trans", b)):
+        if kw.get(flag) not in (None, False, True):
+            _err(f"matmul: {flag} is True or False", span)
+        if kw.get(flag) and not (isinstance(x, TensorType) and len(x.shape) == 2):
+            from pypto.errors import NotBuiltError
+            raise NotBuiltError(f"matmul: {flag}=True on {_tname(x)} is not supported by this pypto "
+                                f"yet (it is built for 2-D tensor operands)", span,
+                                "transpose through a tensor: pl.matmul on the tensors inside pl.at")
+    if kw.get("a_trans"):
+        a = _transposed(a)
+    if kw.get("b_trans"):
+        b = _transposed(b)
     whole("matmul", a, span, "left operand")
     whole("matmul", b, span, "right operand")
     if type(a) is not type(b):
@@ -48,7 +64,8 @@ def _matmul_acc(args, kw, span):
 
 
 for _ns in ("tensor", "tile"):
-    reg(f"{_ns}.matmul", (2, 2), _matmul, ("out_dtype",), params=("lhs", "rhs"),
-        sig="pl.matmul(lhs, rhs)  (tile level: Left x Right -> Acc)")
+    reg(f"{_ns}.matmul", (2, 2), _matmul, ("out_dtype", "a_trans", "b_trans"), params=("lhs", "rhs"),
+        sig="pl.matmul(lhs, rhs)  (tile level: Left x Right -> Acc; options out_dtype=, and on "
+            "2-D tensors a_trans= / b_trans=, read transposed)")
     reg(f"{_ns}.matmul_acc", (3, 3), _matmul_acc, params=("acc", "lhs", "rhs"),
         sig="pl.matmul_acc(acc, lhs, rhs)")

@@ -32,6 +32,10 @@ def _load(args, kw, span):
         _err(f"load: tensor has rank {len(t.shape)} but offsets/shapes have "
              f"{len(offs)}/{len(shapes)} entries", span)
     valid = _valid_shape("load", args[3], shapes, span) if len(args) > 3 else list(shapes)
+    if kw.get("transpose"):        # the window is one of the tensor's transpose
+        if len(t.shape) != 2 or not all(isinstance(d, int) for d in t.shape):
+            _err(f"load: transpose=True reads a static 2-D tensor, got {_tname(t)}", span)
+        t = TensorType(tuple(reversed(t.shape)), t.dtype)
     partial = None if valid == list(shapes) else tuple(valid)
     if partial is not None and len(shapes) != 2:
         from pypto.errors import NotBuiltError
@@ -200,11 +204,12 @@ def _tile_full(args, kw, span):
 
 
 
-reg("tile.load", (3, 4), _load, ("target_memory", "flatten"),
+reg("tile.load", (3, 4), _load, ("target_memory", "flatten", "transpose"),
     params=("tensor", "offsets", "shapes", "valid_shape"),
     unbuilt={"clamp": "keep the window inside the tensor (offset + size <= dim)"},
-    sig="pl.load(tensor, offsets, shapes, valid_shape=None, target_memory=pl.Mem.Vec)  "
-        "(Vec or Mat; valid_shape: the part of the window read, the rest is padding)",
+    sig="pl.load(tensor, offsets, shapes, valid_shape=None, target_memory=pl.Mem.Vec, "
+        "transpose=False)  (Vec or Mat; valid_shape: the part of the window read, the rest is "
+        "padding; transpose: the window is one of the 2-D tensor's transpose)",
     pto="tload")
 reg("tile.tri", (2, 3), _tri, ("dtype", "upper"), params=("diagonal", "shape", "valid_shape"),
     sig="pl.tile.tri(diagonal, [M, N], valid_shape=None, dtype=pl.FP32, upper=False)  (ones on "

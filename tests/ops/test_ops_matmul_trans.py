@@ -1,0 +1,59 @@
+"""pl.matmul(a, b, a_trans=..., b_trans=...) on tensors (issue 11.2): the transposed
+operand is read through a DN view of the tensor (pto.make_tensor_view with strides
+[1, C]), nothing is copied; on the simulator against torch."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import pypto.language as pl
+from pypto import ir
+from pypto.errors import NotBuiltError
+
+SRC = """
+import pypto.language as pl
+
+@pl.program
+class MT:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[{AS}], pl.FP32], b: pl.Tensor[[{BS}], pl.FP32],
+             c: pl.Out[pl.Tensor[[32, 48], pl.FP32]]) -> pl.Tensor[[32, 48], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="mt"):
+            c[:] = pl.matmul(a, b, a_trans={TA}, b_trans={TB}, out_dtype=pl.FP32)
+        return c
+"""
+
+
+@pytest.mark.parametrize("ta, tb", [(False, True), (True, False), (True, True)])
+def test_transposed_operands_match_torch(ta, tb, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    a_shape = [64, 32] if ta else [32, 64]      # M=32, K=64, N=48
+    b_shape = [48, 64] if tb else [64, 48]
+    src = (SRC.replace("{AS}", ", ".join(map(str, a_shape))).replace("{BS}", ", ".join(map(str, b_shape)))
+           .replace("{TA}", str(ta)).replace("{TB}", str(tb)))
+    run = ir.compile(pl.parse(src, filename="/u/mt.py"), output_dir=tmp_path / "out", platform="a2a3sim")
+    g = torch.Generator().manual_seed(4)
+    a, b = torch.randn(*a_shape, generator=g), torch.randn(*b_shape, generator=g)
+    c = torch.zeros(32, 48)
+    run(a, b, c)
+    want = (a.T if ta else a) @ (b.T if tb else b)
+    assert torch.allclose(c, want, rtol=1e-4, atol=1e-4)
+    pto = next((tmp_path / "out" / "ptoas").glob("*.pto")).read_text()
+    assert "#pto.layout<dn>" in pto
+
+
+def test_transpose_of_a_tile_is_not_built_yet():
+    src = """
+import pypto.language as pl
+
+@pl.program
+class MT:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[32, 64], pl.FP32], o: pl.Out[pl.Tensor[[32, 32], pl.FP32]]):
+        t = pl.load(a, [0, 0], [32, 64], target_memory=pl.Mem.Mat)
+        l = pl.move(t, target_memory=pl.Mem.Left)
+        m = pl.matmul(l, l, b_trans=True)
+        return o
+"""
+    with pytest.raises(NotBuiltError, match=r"b_trans=True on Tile"):
+        pl.parse(src, filename="/u/mt.py")
