@@ -101,7 +101,7 @@ EXPAND_OPS = _pto(ops.ROW_EXPAND + ops.COL_EXPAND)
 BROADCAST_OPS = _pto(("row_expand", "col_expand"))
 _BROADCAST = {"tile.add": "add", "tile.sub": "sub", "tile.mul": "mul", "tile.div": "div"}
 OTHER_OPS = ("tile.alloc", "tile.load", "tile.store", "tile.move", "tile.create", "tile.full",
-             "tile.fillpad", "tile.tri", "tile.cmp", "tile.cmps", "tile.sel", "tile.sels",
+             "tile.fillpad", "tile.fillpad_inplace", "tile.fillpad_expand", "tile.ci", "tile.tri", "tile.cmp", "tile.cmps", "tile.sel", "tile.sels",
              "tile.reshape", "tile.cast", "tile.matmul", "tile.matmul_acc")
 SUPPORTED_OPS = tuple(sorted(set(BINARY_OPS) | set(SCALAR_OPS) | set(UNARY_OPS)
                              | set(ROW_REDUCE_OPS) | set(COL_REDUCE_OPS) | set(EXPAND_OPS)
@@ -759,10 +759,15 @@ class _Kernel:
             upper = "true" if c.kwargs.get("upper") else "false"
             self.op("ttri", [diag], self.alloc(v, span), span, attr_first=f"{{upper = {upper}}}")
             return
-        if op == "tile.fillpad":
+        if op in ("tile.fillpad", "tile.fillpad_inplace", "tile.fillpad_expand"):
             a = self.tile(c.args[0], span)
             pad = c.kwargs.get("pad_value", PadValue.zero)
-            self.op("tfillpad", [a], self.alloc(v, span, pad=pad.value), span)
+            self.op(ops.OPS[op].pto, [a], self.alloc(v, span, pad=pad.value), span)
+            return
+        if op == "tile.ci":
+            start = self.scalar(c.args[0], v.type.dtype.mlir, span)
+            desc = "true" if c.kwargs.get("descending") else "false"
+            self.op("tci", [start], self.alloc(v, span), span, attr_first=f"{{descending = {desc}}}")
             return
         if op == "tile.cast":
             a = self.tile(c.args[0], span)

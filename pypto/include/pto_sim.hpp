@@ -181,6 +181,14 @@ PTO_UNARY(trsqrt, C(C(1) / math_sqrt(x)))
 PTO_UNARY(trecip, C(C(1) / x))
 #undef PTO_UNARY
 
+// exp(x - v) with v per row / per column (the softmax step in one op)
+template <class T> inline void trowexpandexpdif(const Tile<T>& d, const Tile<T>& a, const Tile<T>& b, const char* site) {
+    map2(d, a, b, B_ROW, [](auto x, auto y) { return decltype(x)(math_exp(x - y)); }, site);
+}
+template <class T> inline void tcolexpandexpdif(const Tile<T>& d, const Tile<T>& a, const Tile<T>& b, const char* site) {
+    map2(d, a, b, B_COL, [](auto x, auto y) { return decltype(x)(math_exp(x - y)); }, site);
+}
+
 // ---------------------------------------------------------------- broadcasts / fills
 template <class T, class S> inline void texpands(const Tile<T>& d, S s, const char* /*site*/) {
     const T v = T(calc_t<T>(s));
@@ -210,8 +218,8 @@ template <class T> inline T pad_value(int pad, const char* site) {
     else return T(C(pad == 2 ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity()));
 }
 template <class T> inline void tfillpad(const Tile<T>& d, const Tile<T>& s, int pad, const char* site) {
-    if (d.rows != s.rows || d.cols != s.cols)
-        fail(site, "tfillpad keeps the tile's shape: %dx%d -> %dx%d", s.rows, s.cols, d.rows, d.cols);
+    if (d.rows < s.rows || d.cols < s.cols)
+        fail(site, "tfillpad cannot shrink a tile: %dx%d -> %dx%d", s.rows, s.cols, d.rows, d.cols);
     if (d.vr != d.rows || d.vc != d.cols)
         fail(site, "tfillpad's result is valid over the whole %dx%d tile, not %dx%d", d.rows, d.cols, d.vr, d.vc);
     const T v = pad_value<T>(pad, site);
@@ -219,7 +227,7 @@ template <class T> inline void tfillpad(const Tile<T>& d, const Tile<T>& s, int 
         T* dr = d.row(i);
         const T* sr = s.row(i);
         for (int64_t j = 0; j < d.cols; ++j) {
-            if (i < s.vr && j < s.vc) { if (dr != sr) dr[j] = sr[j]; }
+            if (i < s.vr && j < s.vc) { if (dr != sr || d.cols != s.cols) dr[j] = sr[j]; }
             else dr[j] = v;
         }
     }
@@ -283,6 +291,15 @@ template <class T, class S> inline void tsels(const Tile<T>& d, const Tile<uint8
     const T v = T(calc_t<T>(s));
     for (int64_t i = 0; i < d.vr; ++i)
         for (int64_t j = 0; j < d.vc; ++j) d.row(i)[j] = mask_bit(m, i, j) ? a.row(i)[j] : v;
+}
+
+// pto.tci: an index ramp, start + k (or start - k, descending) at row-major position k
+// of the valid region.
+template <class T, class S> inline void tci(const Tile<T>& d, S start, int descending, const char* /*site*/) {
+    using C = calc_t<T>;
+    int64_t k = 0;
+    for (int64_t i = 0; i < d.vr; ++i)
+        for (int64_t j = 0; j < d.vc; ++j, ++k) d.row(i)[j] = T(C(descending ? int64_t(start) - k : int64_t(start) + k));
 }
 
 // ---------------------------------------------------------------- reductions

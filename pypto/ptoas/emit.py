@@ -319,10 +319,12 @@ class FuncEmitter:
             call = f"{fn}({d}, {ins[0]}, {ins[1]}, {ins[2]}, {s})"
         elif k == "sels":           # ins: mask, src, tmp, scalar
             call = f"{fn}({d}, {ins[0]}, {ins[1]}, {ins[3]}, {s})"
+        elif k == "ci":
+            call = f"{fn}({d}, {ins[0]}, {1 if op.attr('descending') == 'true' else 0}, {s})"
         elif k == "tri":
             call = f"{fn}({d}, {ins[0]}, {1 if op.attr('upper') == 'true' else 0}, {s})"
         elif k == "fillpad":          # the pad value is an attribute of the result's type
-            call = f"{fn}({d}, {ins[0]}, {op.group('outs')[0].type.pad}, {s})"
+            call = f"pto::tfillpad({d}, {ins[0]}, {op.group('outs')[0].type.pad}, {s})"
         elif k == "load":
             call = f"{fn}({d}, {ins[0]}, {s})"
         elif k == "store":

@@ -33,12 +33,12 @@ ARITY = {
     "colexpand_binary": ((2,), 1), "rowexpand": ((1,), 1), "colexpand": ((1,), 1),
     "fill": ((1,), 1), "cvt": ((1,), 1), "mov": ((1,), 1), "trans": ((1, 2), 1),
     "load": ((1,), 1), "store": ((1,), 1), "matmul": ((2,), 1), "matmul_acc": ((3,), 1),
-    "matmul_bias": ((3,), 1), "fillpad": ((1,), 1), "tri": ((1,), 1),
+    "matmul_bias": ((3,), 1), "fillpad": ((1,), 1), "tri": ((1,), 1), "ci": ((1,), 1),
     "cmp": ((2,), 1), "cmps": ((2,), 1), "sel": ((3, 4), 1), "sels": ((4,), 1),
 }
 VECTOR_KINDS = {"binary", "binary_full", "scalar", "unary", "rowreduce", "colreduce",
                 "rowexpand_binary", "colexpand_binary", "rowexpand", "colexpand", "fill", "cvt",
-                "trans", "fillpad", "tri"}
+                "trans", "fillpad", "tri", "ci"}
 MASK_KINDS = {"cmp", "cmps", "sel", "sels"}
 ACC_STORE_DTYPES = {"f32", "f16", "bf16", "i32"}
 
@@ -358,7 +358,7 @@ class Verifier:
         spec = TILE_OPS[op.name]
         tiles = [v for v in ins if not isinstance(v.type, ScalarType)]
         scalars = [v for v in ins if isinstance(v.type, ScalarType)]
-        want_scalars = 1 if kind in ("scalar", "fill", "tri") else 0
+        want_scalars = 1 if kind in ("scalar", "fill", "tri", "ci") else 0
         if len(scalars) != want_scalars or (kind == "scalar" and not isinstance(ins[1].type, ScalarType)):
             raise self.error(op, f"{op.name} takes {want_scalars} scalar operand(s)"
                              + (" after the tile" if kind == "scalar" else ""))
@@ -402,6 +402,9 @@ class Verifier:
             need(ds, (1, shapes[0][1]), "the result")
         elif kind == "trans":
             need(ds, (shapes[0][1], shapes[0][0]), "the result")
+        elif kind == "ci":
+            if op.attr("descending") not in (None, "true", "false"):
+                raise self.error(op, f"{op.name}: descending is true or false")
         elif kind == "tri":
             if not scalars[0].type.name.startswith(("i", "ui")) and scalars[0].type.name != "index":
                 raise self.error(op, f"{op.name}: the diagonal is an integer, not {scalars[0].type.name}")
@@ -409,9 +412,10 @@ class Verifier:
                 raise self.error(op, f"{op.name}: upper is true or false, got {op.attr('upper')}")
         elif kind == "fillpad":
             s = self.tile(op, tiles[0], "source")
-            if (s.rows, s.cols) != (d.rows, d.cols):
-                raise self.error(op, f"{op.name} keeps the tile's shape: {s.rows}x{s.cols} -> "
-                                     f"{d.rows}x{d.cols}")
+            grow = op.name == "pto.tfillpad_expand"
+            if (s.rows, s.cols) != (d.rows, d.cols) if not grow else (s.rows > d.rows or s.cols > d.cols):
+                raise self.error(op, f"{op.name} {'cannot shrink' if grow else 'keeps'} the tile's shape: "
+                                     f"{s.rows}x{s.cols} -> {d.rows}x{d.cols}")
             if d.pad not in (1, 2, 3):
                 raise self.error(op, f"{op.name} needs a pad value on its result's type "
                                      f"(pad=1 zero, 2 max, 3 min), got pad={d.pad}")

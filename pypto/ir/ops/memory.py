@@ -106,6 +106,30 @@ def _tri(args, kw, span):
                     None if valid is None or valid == shape else tuple(valid))
 
 
+def _ci(args, kw, span):
+    start = getattr(args[0], "type", None)
+    if not (isinstance(start, ScalarType) and not start.dtype.is_float and start.dtype != dt.BOOL):
+        _err(f"ci: the start is an integer, got {_tname(start)}", span, "pl.tile.ci(0, [M, N], dtype=pl.INT32)")
+    shape = _dims("ci", args[1], span)
+    if len(shape) != 2:
+        _err(f"ci: the shape is 2-D, got {shape}", span)
+    dtype = kw.get("dtype", dt.INT32)
+    if not isinstance(dtype, dt.DataType) or dtype.is_float or dtype == dt.BOOL:
+        _err(f"ci: an index ramp has an integer dtype, got {dtype!r}", span)
+    if not isinstance(kw.get("descending", False), bool):
+        _err("ci: descending is True or False", span)
+    return TileType(tuple(shape), dtype, MemorySpace.Vec)
+
+
+def _fillpad_expand(args, kw, span):
+    t = _fillpad(args[:1], kw, span)
+    shape = _dims("fillpad_expand", args[1], span)
+    if len(shape) != len(t.shape) or any(n < o for n, o in zip(shape, t.shape)):
+        _err(f"fillpad_expand: {shape} does not hold the {list(t.shape)} tile", span,
+             "the new shape is at least the tile's in every dim")
+    return TileType(tuple(shape), t.dtype, t.memory_space)
+
+
 def _fillpad(args, kw, span):
     t = _shaped("fillpad", args[0], span, (TileType,))
     pad = kw.get("pad_value", PadValue.zero)
@@ -214,6 +238,16 @@ reg("tile.load", (3, 4), _load, ("target_memory", "flatten", "transpose"),
 reg("tile.tri", (2, 3), _tri, ("dtype", "upper"), params=("diagonal", "shape", "valid_shape"),
     sig="pl.tile.tri(diagonal, [M, N], valid_shape=None, dtype=pl.FP32, upper=False)  (ones on "
         "and below the diagonal, or on and above it with upper=True; zeros elsewhere)", pto="ttri")
+reg("tile.ci", (2, 2), _ci, ("dtype", "descending"), params=("start", "shape"), pto="tci",
+    sig="pl.tile.ci(start, [M, N], dtype=pl.INT32, descending=False)  (start + k at row-major "
+        "position k, or start - k)")
+reg("tile.fillpad_expand", (2, 2), _fillpad_expand, ("pad_value",), params=("tile", "shape"),
+    pto="tfillpad_expand",
+    sig="pl.tile.fillpad_expand(tile, [M, N], pad_value=pl.PadValue.zero)  (a larger tile: the "
+        "tile's valid region, the pad value elsewhere)")
+reg("tile.fillpad_inplace", (1, 1), _fillpad, ("pad_value",), params=("tile",), pto="tfillpad",
+    sig="pl.tile.fillpad_inplace(tile, pad_value=pl.PadValue.zero)  (pl.fillpad that may "
+        "write the tile's own buffer)")
 reg("tile.fillpad", (1, 1), _fillpad, ("pad_value",), params=("tile",),
     sig="pl.fillpad(tile, pad_value=pl.PadValue.zero)  (fills outside the valid region; the "
         "result is valid over the whole tile)", pto="tfillpad")

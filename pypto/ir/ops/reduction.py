@@ -8,8 +8,8 @@ from pypto.ir.ops.base import (MIX_HINT as _MIX_HINT, _check_dtype, _check_windo
 
 ROW_REDUCE = ("row_sum", "row_max", "row_min", "row_prod")
 COL_REDUCE = ("col_sum", "col_max", "col_min", "col_prod")
-ROW_EXPAND = tuple(f"row_expand_{o}" for o in ("add", "sub", "mul", "div", "max", "min"))
-COL_EXPAND = tuple(f"col_expand_{o}" for o in ("add", "sub", "mul", "div", "max", "min"))
+ROW_EXPAND = tuple(f"row_expand_{o}" for o in ("add", "sub", "mul", "div", "max", "min", "expdif"))
+COL_EXPAND = tuple(f"col_expand_{o}" for o in ("add", "sub", "mul", "div", "max", "min", "expdif"))
 
 
 def _pto(name: str) -> str:
@@ -49,6 +49,8 @@ def _expand(op, row):
     def infer(args, kw, span):
         a, v = _shaped(op, args[0], span), _shaped(op, args[1], span)
         _check_dtype(op, a, v, span)
+        if op.endswith("expdif") and not a.dtype.is_float:
+            _err(f"{op} needs floating-point operands (exp(x - v)), got {a.dtype}", span)
         want = (a.shape[0], 1) if row else (1, a.shape[1])
         if tuple(v.shape) != tuple(want):
             _err(f"{op}: vector operand must have shape {list(want)}, got {list(v.shape)}", span)
@@ -87,10 +89,12 @@ for _ns in ("tensor", "tile"):
             sig=f"pl.{_o}(x)  ([M,N] -> [1,N])", pto=_pto(_o))
     for _o in ROW_EXPAND:
         reg(f"{_ns}.{_o}", (2, 2), _expand(f"{_ns}.{_o}", True), params=("x", "v"),
-            sig=f"pl.{_o}(x, v)  (x [M,N], v [M,1])", pto=_pto(_o))
+            sig=f"pl.{_o}(x, v)  (x [M,N], v [M,1]" + ("; exp(x - v)" if "expdif" in _o else "")
+                + ")", pto=_pto(_o))
     for _o in COL_EXPAND:
         reg(f"{_ns}.{_o}", (2, 2), _expand(f"{_ns}.{_o}", False), params=("x", "v"),
-            sig=f"pl.{_o}(x, v)  (x [M,N], v [1,N])", pto=_pto(_o))
+            sig=f"pl.{_o}(x, v)  (x [M,N], v [1,N]" + ("; exp(x - v)" if "expdif" in _o else "")
+                + ")", pto=_pto(_o))
     reg(f"{_ns}.row_expand", (2, 2), _broadcast(f"{_ns}.row_expand", True), params=("target", "v"),
         sig="pl.row_expand(target, v)  (v [M,1] broadcast to target's [M,N])", pto="trowexpand")
     reg(f"{_ns}.col_expand", (2, 2), _broadcast(f"{_ns}.col_expand", False), params=("target", "v"),
