@@ -586,6 +586,14 @@ class _Kernel:
             r = self.tmp()
             self.emit(f"{r} = arith.{table[e.op]} {a.ssa}, {b.ssa} : {ty}", span)
             return self.convert(_Scalar(r, ty), want, span)
+        if isinstance(e, Call) and e.op == "tensor.read":
+            src = self.tensor(e.args[0], span)
+            items = e.args[1].items
+            pview, pty = self.partition(src, items, [1] * len(items), span)
+            ty = src.param.type.dtype.mlir
+            r = self.tmp()
+            self.emit(f"{r} = pto.load_scalar {pview} : {pty} -> {ty}", span)
+            return self.convert(_Scalar(r, ty), want, span)
         fail(f"cannot use {type(e).__name__} as a scalar value in a kernel", span)
 
     def convert(self, v: _Scalar, want: str | None, span) -> _Scalar:

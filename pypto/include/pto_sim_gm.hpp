@@ -145,4 +145,12 @@ inline GmPart<T> partition_view(const GmView<T>& v, Dims offsets, Dims sizes, co
     return p;
 }
 
+// pto.load_scalar: the one element a 1x..x1 partition names (bounds-checked).
+template <class T> inline T load_scalar(const GmPart<T>& p, const char* site) {
+    for (int i = 0; i < p.rank; ++i)
+        if (p.size[i] != 1) fail(site, "load_scalar reads one element, the partition has %lld in dim %d", (long long)p.size[i], i);
+    p.check_bounds(site);
+    return *p.base;
+}
+
 }  // namespace pto

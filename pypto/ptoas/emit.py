@@ -193,6 +193,10 @@ class FuncEmitter:
                            f"{self.site(op)});")
         elif name == "pto.alloc_tile":
             self.alloc_tile(op, ind)
+        elif name == "pto.load_scalar":
+            r = op.results[0]
+            self.emit(ind, f"const {cxx_type(r.type)} {self.n(r)} = pto::load_scalar("
+                           f"{self.n(op.group('source')[0])}, {self.site(op)});")
         elif name == "pto.treshape":
             r = op.results[0]
             t: TileType = r.type

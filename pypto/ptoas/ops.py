@@ -62,7 +62,8 @@ def _table() -> dict[str, OpSpec]:
 TILE_OPS = _table()
 
 # Ops with their own syntax (parser handlers) that are not in TILE_OPS.
-STRUCTURAL_OPS = {"pto.make_tensor_view", "pto.partition_view", "pto.alloc_tile", "pto.treshape"}
+STRUCTURAL_OPS = {"pto.make_tensor_view", "pto.partition_view", "pto.alloc_tile", "pto.treshape",
+                  "pto.load_scalar"}
 
 # Matmul element types (acc, left, right).
 MATMUL_DTYPES = {("i32", "i8", "i8"), ("f32", "f16", "f16"), ("f32", "bf16", "bf16"),

@@ -532,6 +532,7 @@ class Parser:
         "pto.partition_view": p_partition_view,
         "pto.alloc_tile": p_alloc_tile,
         "pto.treshape": p_treshape,
+        "pto.load_scalar": p_treshape,        # %v = pto.load_scalar %pview : P -> T
     }
     HANDLERS.update(dict.fromkeys(CAST_OPS, p_cast))
 

@@ -129,6 +129,8 @@ class Verifier:
             return self.alloc_tile(op)
         if n == "pto.treshape":
             return self.treshape(op)
+        if n == "pto.load_scalar":
+            return self.load_scalar(op)
         if n in TILE_OPS:
             return self.tile_op(op, TILE_OPS[n].kind)
         raise self.error(op, f"unsupported operation '{n}' (ptoas supports arith/scf scalar ops, "
@@ -314,6 +316,17 @@ class Verifier:
             if t.rows % box[0] or t.cols % box[1]:
                 raise self.error(op, f"a boxed ({t.slayout}) {t.dtype} tile must be a multiple of the "
                                      f"{box[0]}x{box[1]} fractal, got {t.rows}x{t.cols}")
+
+    def load_scalar(self, op: Op) -> None:
+        src = op.group("source")[0]
+        if not isinstance(src.type, PartitionType) or len(op.results) != 1 \
+                or not isinstance(op.results[0].type, ScalarType):
+            raise self.error(op, "load_scalar reads one scalar from a !pto.partition_tensor_view")
+        if any(d != 1 for d in src.type.shape):
+            raise self.error(op, f"load_scalar reads one element: the partition is {src.type}")
+        if op.results[0].type.name != src.type.elem:
+            raise self.error(op, f"load_scalar of {src.type.elem} data gives {src.type.elem}, "
+                                 f"not {op.results[0].type.name}")
 
     def treshape(self, op: Op) -> None:
         src = op.group("source")[0]

@@ -20,7 +20,7 @@ TILE_ONLY = {"load": "tile.load", "store": "tile.store", "move": "tile.move",
              "create_tile": "tile.create", "fillpad": "tile.fillpad", "tri": "tile.tri",
              "lrelu": "tile.lrelu", "cmp": "tile.cmp", "cmps": "tile.cmps", "sel": "tile.sel",
              "sels": "tile.sels", "relu": None}
-TENSOR_ONLY = {"create_tensor": "tensor.create", "full": "tensor.full",
+TENSOR_ONLY = {"create_tensor": "tensor.create", "full": "tensor.full", "read": "tensor.read",
                "assemble": "tensor.assemble"}
 
 
@@ -78,7 +78,8 @@ def _check_kwarg_kind(op, key, value, span):
 
 
 def is_tensor_op(op: str) -> bool:
-    return op.startswith("tensor.") and op not in ("tensor.create", "tensor.full")
+    """A tensor-level op that ConvertTensorToTileOps turns into tile ops."""
+    return op.startswith("tensor.") and op not in ("tensor.create", "tensor.full", "tensor.read")
 
 
 def is_tile_op(op: str) -> bool:

@@ -130,6 +130,15 @@ def _fillpad_expand(args, kw, span):
     return TileType(tuple(shape), t.dtype, t.memory_space)
 
 
+def _read(args, kw, span):
+    t = _shaped("read", args[0], span, (TensorType,))
+    idx = _indices("read", args[1], span)
+    if len(idx) != len(t.shape):
+        _err(f"read: tensor has rank {len(t.shape)} but {len(idx)} indices are given", span)
+    _check_window("read", idx, [1] * len(idx), t.shape, span)
+    return ScalarType(t.dtype)
+
+
 def _fillpad(args, kw, span):
     t = _shaped("fillpad", args[0], span, (TileType,))
     pad = kw.get("pad_value", PadValue.zero)
@@ -238,6 +247,8 @@ reg("tile.load", (3, 4), _load, ("target_memory", "flatten", "transpose"),
 reg("tile.tri", (2, 3), _tri, ("dtype", "upper"), params=("diagonal", "shape", "valid_shape"),
     sig="pl.tile.tri(diagonal, [M, N], valid_shape=None, dtype=pl.FP32, upper=False)  (ones on "
         "and below the diagonal, or on and above it with upper=True; zeros elsewhere)", pto="ttri")
+reg("tensor.read", (2, 2), _read, params=("tensor", "indices"),
+    sig="pl.read(tensor, [i, j])  (one element of a tensor, in a kernel: a scalar)")
 reg("tile.ci", (2, 2), _ci, ("dtype", "descending"), params=("start", "shape"), pto="tci",
     sig="pl.tile.ci(start, [M, N], dtype=pl.INT32, descending=False)  (start + k at row-major "
         "position k, or start - k)")
