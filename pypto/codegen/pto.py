@@ -99,13 +99,14 @@ ROW_REDUCE_OPS = _pto(ops.ROW_REDUCE)
 COL_REDUCE_OPS = _pto(ops.COL_REDUCE)
 EXPAND_OPS = _pto(ops.ROW_EXPAND + ops.COL_EXPAND)
 BROADCAST_OPS = _pto(("row_expand", "col_expand"))
+ARG_REDUCE_OPS = _pto(ops.ARG_REDUCE)
 _BROADCAST = {"tile.add": "add", "tile.sub": "sub", "tile.mul": "mul", "tile.div": "div"}
 OTHER_OPS = ("tile.alloc", "tile.load", "tile.store", "tile.move", "tile.create", "tile.full",
              "tile.fillpad", "tile.fillpad_inplace", "tile.fillpad_expand", "tile.ci", "tile.tri", "tile.cmp", "tile.cmps", "tile.sel", "tile.sels",
              "tile.reshape", "tile.cast", "tile.matmul", "tile.matmul_acc")
 SUPPORTED_OPS = tuple(sorted(set(BINARY_OPS) | set(SCALAR_OPS) | set(UNARY_OPS)
                              | set(ROW_REDUCE_OPS) | set(COL_REDUCE_OPS) | set(EXPAND_OPS)
-                             | set(BROADCAST_OPS)
+                             | set(BROADCAST_OPS) | set(ARG_REDUCE_OPS)
                              | set(OTHER_OPS)))
 
 PLANNERS = ("PYPTO", "DSA_RP", "PTOAS")
@@ -734,6 +735,10 @@ class _Kernel:
                      "pass tmp = pl.create_tile(shape_of_t, dtype=..., target_memory=pl.Mem.Vec)")
             a, tmp = self.tile(c.args[0], span), self.tile(c.args[1], span)
             self.op(ROW_REDUCE_OPS[op], [a, tmp], self.alloc(v, span), span)
+            return
+        if op in ARG_REDUCE_OPS:
+            ins = [self.tile(x, span) for x in c.args]
+            self.op(ARG_REDUCE_OPS[op], ins, self.alloc(v, span), span)
             return
         if op in COL_REDUCE_OPS:
             ins = [self.tile(x, span) for x in c.args]

@@ -340,6 +340,41 @@ PTO_REDUCE(tcolmin, colreduce, min_(a, b))
 PTO_REDUCE(tcolprod, colreduce, a * b)
 #undef PTO_REDUCE
 
+// Arg reductions: the index (int32) of the first max/min along a row ([M,1] result) or
+// down a column ([1,N]); like torch.argmax / argmin on the valid region.
+template <class T, bool Max> inline void rowarg(const Tile<int32_t>& d, const Tile<T>& s, const char* site) {
+    if (d.vr != s.vr || d.vc != 1) fail(site, "row arg-reduction of %dx%d needs a %dx1 result, got %dx%d", s.vr, s.vc, s.vr, d.vr, d.vc);
+    if (s.vc < 1) fail(site, "row arg-reduction over an empty row");
+    using C = calc_t<T>;
+    for (int64_t i = 0; i < s.vr; ++i) {
+        C best = C(s.row(i)[0]);
+        int32_t k = 0;
+        for (int64_t j = 1; j < s.vc; ++j) {
+            const C v = C(s.row(i)[j]);
+            if (Max ? v > best : v < best) { best = v; k = int32_t(j); }
+        }
+        d.row(i)[0] = k;
+    }
+}
+template <class T, bool Max> inline void colarg(const Tile<int32_t>& d, const Tile<T>& s, const char* site) {
+    if (d.vr != 1 || d.vc != s.vc) fail(site, "column arg-reduction of %dx%d needs a 1x%d result, got %dx%d", s.vr, s.vc, s.vc, d.vr, d.vc);
+    if (s.vr < 1) fail(site, "column arg-reduction over an empty column");
+    using C = calc_t<T>;
+    for (int64_t j = 0; j < s.vc; ++j) {
+        C best = C(s.p[j]);
+        int32_t k = 0;
+        for (int64_t i = 1; i < s.vr; ++i) {
+            const C v = C(s.row(i)[j]);
+            if (Max ? v > best : v < best) { best = v; k = int32_t(i); }
+        }
+        d.p[j] = k;
+    }
+}
+template <class T> inline void trowargmax(const Tile<int32_t>& d, const Tile<T>& s, const char* site) { rowarg<T, true>(d, s, site); }
+template <class T> inline void trowargmin(const Tile<int32_t>& d, const Tile<T>& s, const char* site) { rowarg<T, false>(d, s, site); }
+template <class T> inline void tcolargmax(const Tile<int32_t>& d, const Tile<T>& s, const char* site) { colarg<T, true>(d, s, site); }
+template <class T> inline void tcolargmin(const Tile<int32_t>& d, const Tile<T>& s, const char* site) { colarg<T, false>(d, s, site); }
+
 // ---------------------------------------------------------------- conversion / moves
 template <class D, class S> inline void tcvt(const Tile<D>& d, const Tile<S>& s, int mode, const char* site) {
     same_valid(d, s, site);

@@ -313,7 +313,8 @@ class FuncEmitter:
         fn = f"pto::{spec.cxx}"
         if k in ("binary", "binary_full", "rowexpand_binary", "colexpand_binary", "scalar"):
             call = f"{fn}({d}, {ins[0]}, {ins[1]}, {s})"
-        elif k in ("unary", "rowexpand", "colexpand", "mov", "trans", "rowreduce", "colreduce", "fill"):
+        elif k in ("unary", "rowexpand", "colexpand", "mov", "trans", "rowreduce", "colreduce", "fill",
+                   "rowargreduce", "colargreduce"):
             call = f"{fn}({d}, {ins[0]}, {s})"  # reductions/ttrans: the tmp operand is not needed here
         elif k == "cvt":
             call = f"{fn}({d}, {ins[0]}, {round_mode(op.attr('rmode'))}, {s})"

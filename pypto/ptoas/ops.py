@@ -32,6 +32,8 @@ def _table() -> dict[str, OpSpec]:
     add("unary", "tnot", "int")
     add("rowreduce", "trowsum trowmax trowmin trowprod")
     add("colreduce", "tcolsum tcolmax tcolmin tcolprod")
+    add("rowargreduce", "trowargmax trowargmin", "float_src")
+    add("colargreduce", "tcolargmax tcolargmin", "float_src")
     add("rowexpand_binary", "trowexpandadd trowexpandsub trowexpandmul trowexpanddiv "
                             "trowexpandmax trowexpandmin")
     add("colexpand_binary", "tcolexpandadd tcolexpandsub tcolexpandmul tcolexpanddiv "

@@ -34,12 +34,14 @@ ARITY = {
     "fill": ((1,), 1), "cvt": ((1,), 1), "mov": ((1,), 1), "trans": ((1, 2), 1),
     "load": ((1,), 1), "store": ((1,), 1), "matmul": ((2,), 1), "matmul_acc": ((3,), 1),
     "matmul_bias": ((3,), 1), "fillpad": ((1,), 1), "tri": ((1,), 1), "ci": ((1,), 1),
+    "rowargreduce": ((1, 2), 1), "colargreduce": ((1, 2), 1),
     "cmp": ((2,), 1), "cmps": ((2,), 1), "sel": ((3, 4), 1), "sels": ((4,), 1),
 }
 VECTOR_KINDS = {"binary", "binary_full", "scalar", "unary", "rowreduce", "colreduce",
                 "rowexpand_binary", "colexpand_binary", "rowexpand", "colexpand", "fill", "cvt",
                 "trans", "fillpad", "tri", "ci"}
 MASK_KINDS = {"cmp", "cmps", "sel", "sels"}
+ARG_KINDS = {"rowargreduce", "colargreduce"}
 ACC_STORE_DTYPES = {"f32", "f16", "bf16", "i32"}
 
 
@@ -360,6 +362,8 @@ class Verifier:
         d = self.tile(op, outs[0], "result")
         if kind in MASK_KINDS:
             self.mask_op(op, kind, ins, outs[0], d)
+        elif kind in ARG_KINDS:
+            self.arg_reduce(op, kind, ins, outs[0], d)
         elif kind in VECTOR_KINDS:
             self.vector_op(op, kind, ins, outs[0], d)
         elif kind == "mov":
@@ -438,6 +442,21 @@ class Verifier:
                 round_mode(op.attr("rmode"))
             except ValueError as e:
                 raise self.error(op, str(e)) from None
+
+    def arg_reduce(self, op: Op, kind: str, ins: list, out: Value, d: TileType) -> None:
+        """trowargmax & co: a float source, an i32 index result of the reduced shape."""
+        s = self.tile(op, ins[0], "source")
+        for t in (s, d):
+            if t.loc != "vec":
+                raise self.error(op, f"{op.name} runs on the vector unit, not in '{t.loc}'")
+        if s.dtype not in FLOAT_DTYPES:
+            raise self.error(op, f"{op.name} reduces a float tile, not {s.dtype}")
+        if d.dtype != "i32":
+            raise self.error(op, f"{op.name} writes i32 indices, not {d.dtype}")
+        ss, ds = static_valid(ins[0], self.defs), static_valid(out, self.defs)
+        want = (ss[0], 1) if kind == "rowargreduce" else (1, ss[1])
+        if not _same(ds, want):
+            raise self.error(op, f"{op.name}: the result is {_shape_str(ds)}, expected {_shape_str(want)}")
 
     def mask_op(self, op: Op, kind: str, ins: list, out: Value, d: TileType) -> None:
         """tcmp/tcmps write a ui8 bit mask (8 elements a byte per row); tsel/tsels read one."""

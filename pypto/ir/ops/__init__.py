@@ -12,7 +12,7 @@ from pypto.errors import NotBuiltError, Span
 from pypto.ir.nodes import MemorySpace, ScalarType, TileType
 from pypto.ir.ops.base import OPS, OpDef, _err, _tname
 from pypto.ir.ops.elementwise import BINARY, SCALAR_FORM, SCALAR_ONLY, UNARY, FLOAT_ONLY, INT_ONLY
-from pypto.ir.ops.reduction import ROW_REDUCE, COL_REDUCE, ROW_EXPAND, COL_EXPAND
+from pypto.ir.ops.reduction import ARG_REDUCE, ROW_REDUCE, COL_REDUCE, ROW_EXPAND, COL_EXPAND
 from pypto.ir.ops import matmul as _matmul, memory as _memory, shape as _shape  # noqa: F401 (register)
 
 # Names a user may write as pl.<name>, and which namespaces they exist in.

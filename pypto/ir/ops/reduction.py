@@ -99,3 +99,34 @@ for _ns in ("tensor", "tile"):
         sig="pl.row_expand(target, v)  (v [M,1] broadcast to target's [M,N])", pto="trowexpand")
     reg(f"{_ns}.col_expand", (2, 2), _broadcast(f"{_ns}.col_expand", False), params=("target", "v"),
         sig="pl.col_expand(target, v)  (v [1,N] broadcast to target's [M,N])", pto="tcolexpand")
+
+
+# arg reductions (tile level): the int32 index of the first max/min of each row / column
+ARG_REDUCE = ("row_argmax", "row_argmin", "col_argmax", "col_argmin")
+
+
+def _arg_reduce(op):
+    row = ".row_" in op
+
+    def infer(args, kw, span):
+        a = _shaped(op, args[0], span, (TileType,))
+        if len(a.shape) != 2:
+            _err(f"{op} expects a 2-D operand, got shape {list(a.shape)}", span)
+        if not a.dtype.is_float:
+            _err(f"{op} reduces float elements (fp32, fp16, bf16), got {a.dtype}", span,
+                 "pl.cast it to pl.FP32 first")
+        if len(args) > 1:
+            tmp = _shaped(op, args[1], span, (TileType,))
+            if tmp.dtype != a.dtype or len(tmp.shape) != 2:
+                _err(f"{op}: the scratch tile is {_tname(tmp)} but x is {_tname(a)}", span)
+        v = valid_of(a)
+        shape, valid = ((a.shape[0], 1), (v[0], 1)) if row else ((1, a.shape[1]), (1, v[1]))
+        return TileType(shape, dt.INT32, a.memory_space, None, None if valid == shape else valid)
+    return infer
+
+
+for _o in ARG_REDUCE:
+    _r = _o.startswith("row")
+    reg(f"tile.{_o}", (1, 2), _arg_reduce(f"tile.{_o}"), params=("x", "tmp"), pto=_pto(_o),
+        sig=f"pl.tile.{_o}(x, tmp)  ([M,N] -> " + ("[M,1]" if _r else "[1,N]") +
+            " INT32: the first index of the " + ("max" if "max" in _o else "min") + "; float x)")
