@@ -26,3 +26,24 @@ def _reshape(args, kw, span):
 
 for _ns in ("tensor", "tile"):
     reg(f"{_ns}.reshape", (2, 2), _reshape, params=("x", "shape"), sig="pl.reshape(x, [M, N])")
+
+
+def _transpose(args, kw, span):
+    a = _shaped("transpose", args[0], span, (TileType,))
+    axes = (kw.get("axis1", 0), kw.get("axis2", 1))
+    if len(a.shape) != 2:
+        from pypto.errors import NotBuiltError
+        raise NotBuiltError(f"transpose: a rank-{len(a.shape)} tile is not supported by this pypto "
+                            f"yet (2-D tiles are)", span, "flatten the leading dims first")
+    if sorted(axes) != [0, 1]:
+        _err(f"transpose: axis1/axis2 of a 2-D tile are 0 and 1, got {list(axes)}", span)
+    if a.memory_space not in (None, MemorySpace.Vec):
+        _err(f"transpose runs on Vec tiles, not {a.memory_space.name}", span,
+             "transpose a matmul operand with pl.matmul(..., a_trans=/b_trans=) on tensors")
+    v = valid_of(a)
+    return TileType((a.shape[1], a.shape[0]), a.dtype, a.memory_space, None,
+                    None if a.valid is None else (v[1], v[0]))
+
+
+reg("tile.transpose", (1, 1), _transpose, ("axis1", "axis2"), params=("x",), pto="ttrans",
+    sig="pl.transpose(x, axis1=0, axis2=1)  (a 2-D Vec tile: [M, N] -> [N, M])")
