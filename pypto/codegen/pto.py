@@ -879,11 +879,16 @@ class _Kernel:
         self.emit(f"pto.tload ins({pview} : {pty}) outs({dst.ssa} : {dst.ty})", span)
 
     def store(self, c: Call, span) -> _Tensor:
-        if len(c.args) != 3 or not isinstance(c.args[1], TupleExpr):
+        if len(c.args) not in (3, 4) or not isinstance(c.args[1], TupleExpr):
             fail("tile.store(tile, [offsets], tensor) expected", span)
         src = self.tile(c.args[0], span)
         dst = self.tensor(c.args[2], span)
         rank = len(dst.param.type.shape)
+        if len(c.args) == 4:     # a flattened N-D tile: its window in the tensor's rank
+            window = [_const_int(x) for x in c.args[3].items]
+            pview, pty = self.partition(dst, c.args[1].items, window, span)
+            self.emit(f"pto.tstore ins({src.ssa} : {src.ty}) outs({pview} : {pty})", span)
+            return dst
         shape = list(src.tile.valid_shape)           # the valid region is written
         while len(shape) > rank and shape[0] == 1:
             shape.pop(0)
