@@ -102,7 +102,7 @@ BROADCAST_OPS = _pto(("row_expand", "col_expand"))
 ARG_REDUCE_OPS = _pto(ops.ARG_REDUCE)
 _BROADCAST = {"tile.add": "add", "tile.sub": "sub", "tile.mul": "mul", "tile.div": "div"}
 OTHER_OPS = ("tile.alloc", "tile.load", "tile.store", "tile.move", "tile.create", "tile.full",
-             "tile.transpose", "tile.fillpad", "tile.fillpad_inplace", "tile.fillpad_expand", "tile.ci", "tile.tri", "tile.cmp", "tile.cmps", "tile.sel", "tile.sels",
+             "tile.transpose", "tile.concat", "tile.fillpad", "tile.fillpad_inplace", "tile.fillpad_expand", "tile.ci", "tile.tri", "tile.cmp", "tile.cmps", "tile.sel", "tile.sels",
              "tile.reshape", "tile.cast", "tile.matmul", "tile.matmul_acc")
 SUPPORTED_OPS = tuple(sorted(set(BINARY_OPS) | set(SCALAR_OPS) | set(UNARY_OPS)
                              | set(ROW_REDUCE_OPS) | set(COL_REDUCE_OPS) | set(EXPAND_OPS)
@@ -766,6 +766,10 @@ class _Kernel:
             elif len(c.args) > 3:
                 ins.append(self.tile(c.args[3], span))
             self.op(ops.OPS[op].pto, ins, self.alloc(v, span), span)
+            return
+        if op == "tile.concat":
+            a, b = self.tile(c.args[0], span), self.tile(c.args[1], span)
+            self.op("tconcat", [a, b], self.alloc(v, span), span)
             return
         if op == "tile.transpose":
             a = self.tile(c.args[0], span)

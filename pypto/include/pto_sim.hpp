@@ -302,6 +302,18 @@ template <class T, class S> inline void tci(const Tile<T>& d, S start, int desce
         for (int64_t j = 0; j < d.vc; ++j, ++k) d.row(i)[j] = T(C(descending ? int64_t(start) - k : int64_t(start) + k));
 }
 
+// pto.tconcat: [M, N1] and [M, N2] side by side into [M, N1 + N2].
+template <class T> inline void tconcat(const Tile<T>& d, const Tile<T>& a, const Tile<T>& b, const char* site) {
+    if (a.vr != b.vr || d.vr != a.vr || d.vc != a.vc + b.vc)
+        fail(site, "concat of %dx%d and %dx%d needs a %dx%d result, got %dx%d", a.vr, a.vc, b.vr, b.vc,
+             a.vr, a.vc + b.vc, d.vr, d.vc);
+    if (d.p == a.p || d.p == b.p) fail(site, "concat cannot run in place");
+    for (int64_t i = 0; i < d.vr; ++i) {
+        for (int64_t j = 0; j < a.vc; ++j) d.row(i)[j] = a.row(i)[j];
+        for (int64_t j = 0; j < b.vc; ++j) d.row(i)[a.vc + j] = b.row(i)[j];
+    }
+}
+
 // ---------------------------------------------------------------- reductions
 // Row reductions write [M,1]; column reductions write [1,N]. The tmp operand of the real
 // ISA is a scratch tile the hardware needs; here it is verified but unused.

@@ -311,7 +311,7 @@ class FuncEmitter:
         s = self.site(op)
         k = spec.kind
         fn = f"pto::{spec.cxx}"
-        if k in ("binary", "binary_full", "rowexpand_binary", "colexpand_binary", "scalar"):
+        if k in ("binary", "binary_full", "rowexpand_binary", "colexpand_binary", "scalar", "concat"):
             call = f"{fn}({d}, {ins[0]}, {ins[1]}, {s})"
         elif k in ("unary", "rowexpand", "colexpand", "mov", "trans", "rowreduce", "colreduce", "fill",
                    "rowargreduce", "colargreduce"):

@@ -45,6 +45,7 @@ def _table() -> dict[str, OpSpec]:
     add("fill", "texpands")
     add("fillpad", "tfillpad tfillpad_expand")
     add("ci", "tci")
+    add("concat", "tconcat")
     add("tri", "ttri")
     add("cmp", "tcmp")
     add("cmps", "tcmps")

@@ -34,12 +34,12 @@ ARITY = {
     "fill": ((1,), 1), "cvt": ((1,), 1), "mov": ((1,), 1), "trans": ((1, 2), 1),
     "load": ((1,), 1), "store": ((1,), 1), "matmul": ((2,), 1), "matmul_acc": ((3,), 1),
     "matmul_bias": ((3,), 1), "fillpad": ((1,), 1), "tri": ((1,), 1), "ci": ((1,), 1),
-    "rowargreduce": ((1, 2), 1), "colargreduce": ((1, 2), 1),
+    "rowargreduce": ((1, 2), 1), "colargreduce": ((1, 2), 1), "concat": ((2,), 1),
     "cmp": ((2,), 1), "cmps": ((2,), 1), "sel": ((3, 4), 1), "sels": ((4,), 1),
 }
 VECTOR_KINDS = {"binary", "binary_full", "scalar", "unary", "rowreduce", "colreduce",
                 "rowexpand_binary", "colexpand_binary", "rowexpand", "colexpand", "fill", "cvt",
-                "trans", "fillpad", "tri", "ci"}
+                "trans", "fillpad", "tri", "ci", "concat"}
 MASK_KINDS = {"cmp", "cmps", "sel", "sels"}
 ARG_KINDS = {"rowargreduce", "colargreduce"}
 ACC_STORE_DTYPES = {"f32", "f16", "bf16", "i32"}
@@ -419,6 +419,10 @@ class Verifier:
             need(ds, (1, shapes[0][1]), "the result")
         elif kind == "trans":
             need(ds, (shapes[0][1], shapes[0][0]), "the result")
+        elif kind == "concat":
+            a, b = shapes
+            need(ds, (a[0], None if a[1] is None or b[1] is None else a[1] + b[1]), "the result")
+            need(b, (a[0], b[1]), "the second operand's rows")
         elif kind == "ci":
             if op.attr("descending") not in (None, "true", "false"):
                 raise self.error(op, f"{op.name}: descending is true or false")

@@ -47,3 +47,17 @@ def _transpose(args, kw, span):
 
 reg("tile.transpose", (1, 1), _transpose, ("axis1", "axis2"), params=("x",), pto="ttrans",
     sig="pl.transpose(x, axis1=0, axis2=1)  (a 2-D Vec tile: [M, N] -> [N, M])")
+
+
+def _concat(args, kw, span):
+    a, b = _shaped("concat", args[0], span, (TileType,)), _shaped("concat", args[1], span, (TileType,))
+    _check_dtype("concat", a, b, span)
+    if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[0] != b.shape[0]:
+        _err(f"concat: {_tname(a)} and {_tname(b)} do not stand side by side (2-D, same rows)", span)
+    whole("concat", a, span, "first operand")
+    whole("concat", b, span, "second operand")
+    return TileType((a.shape[0], a.shape[1] + b.shape[1]), a.dtype, a.memory_space)
+
+
+reg("tile.concat", (2, 2), _concat, params=("lhs", "rhs"), pto="tconcat",
+    sig="pl.concat(a, b)  (column-wise: [M, N1] and [M, N2] -> [M, N1 + N2])")
