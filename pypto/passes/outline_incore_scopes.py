@@ -29,12 +29,13 @@ def _user_name(name: str) -> str:
 
 def run(prog: Program, opts) -> Program:
     names = {f.name for f in prog.functions}
+    functions = frozenset(names)     # a hint may repeat a function's name (a jit entry's own)
     out: list[Function] = []
     for f in prog.functions:
         if not any(isinstance(s, InCoreScope) for s in walk(f.body)):
             out.append(f)
             continue
-        o = _Outliner(f, names)
+        o = _Outliner(f, names, functions)
         body = o.body(f.body)
         ftype = FunctionType.Orchestration if f.func_type is FunctionType.Opaque else f.func_type
         level, role = (f.level, f.role) if f.func_type is not FunctionType.Opaque else derived_level_role(ftype)
@@ -45,9 +46,10 @@ def run(prog: Program, opts) -> Program:
 
 
 class _Outliner(Rewriter):
-    def __init__(self, parent: Function, names: set):
+    def __init__(self, parent: Function, names: set, functions=frozenset()):
         self.parent = parent
         self.names = names
+        self.functions = functions
         self.kernels: list[Function] = []
         self.count = 0
         # for live-out analysis, per enclosing body: (var id -> index of the last statement
@@ -101,7 +103,10 @@ class _Outliner(Rewriter):
                     "only tensors written in place (out[...] = ..., pl.store) may leave a pl.at region; "
                     "write the value into a tensor created with pl.create_tensor")
         name = scope.name_hint or self.fresh_name()
-        if scope.name_hint:
+        if scope.name_hint in self.functions:
+            # `@pl.jit def f: with pl.at(name_hint="f")`: the kernel takes the suffixed name
+            name = self.fresh_name(scope.name_hint)
+        elif scope.name_hint:
             if name in self.names:
                 raise CodegenError(f"a function named {name!r} already exists", scope.span,
                                    "give each pl.at region its own name_hint")
@@ -141,9 +146,9 @@ class _Outliner(Rewriter):
         call.type = None
         return [Eval(call, scope.span)]
 
-    def fresh_name(self) -> str:
+    def fresh_name(self, base: str | None = None) -> str:
         while True:
-            name = f"{self.parent.name}_incore_{self.count}"
+            name = f"{base or self.parent.name}_incore_{self.count}"
             self.count += 1
             if name not in self.names:
                 self.names.add(name)
