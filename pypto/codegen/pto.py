@@ -102,7 +102,7 @@ BROADCAST_OPS = _pto(("row_expand", "col_expand"))
 ARG_REDUCE_OPS = _pto(ops.ARG_REDUCE)
 _BROADCAST = {"tile.add": "add", "tile.sub": "sub", "tile.mul": "mul", "tile.div": "div"}
 OTHER_OPS = ("tile.alloc", "tile.load", "tile.store", "tile.move", "tile.create", "tile.full",
-             "tile.transpose", "tile.concat", "tile.fillpad", "tile.fillpad_inplace", "tile.fillpad_expand", "tile.ci", "tile.tri", "tile.cmp", "tile.cmps", "tile.sel", "tile.sels",
+             "tile.transpose", "tile.transpose_view", "tile.concat", "tile.fillpad", "tile.fillpad_inplace", "tile.fillpad_expand", "tile.ci", "tile.tri", "tile.cmp", "tile.cmps", "tile.sel", "tile.sels",
              "tile.reshape", "tile.cast", "tile.matmul", "tile.matmul_acc")
 SUPPORTED_OPS = tuple(sorted(set(BINARY_OPS) | set(SCALAR_OPS) | set(UNARY_OPS)
                              | set(ROW_REDUCE_OPS) | set(COL_REDUCE_OPS) | set(EXPAND_OPS)
@@ -589,7 +589,7 @@ class _Kernel:
             return self.convert(_Scalar(r, ty), want, span)
         if isinstance(e, Call) and e.op == "tensor.read":
             src = self.tensor(e.args[0], span)
-            items = e.args[1].items
+            items = e.args[1].items if isinstance(e.args[1], TupleExpr) else [e.args[1]]
             pview, pty = self.partition(src, items, [1] * len(items), span)
             ty = src.param.type.dtype.mlir
             r = self.tmp()
@@ -771,7 +771,7 @@ class _Kernel:
             a, b = self.tile(c.args[0], span), self.tile(c.args[1], span)
             self.op("tconcat", [a, b], self.alloc(v, span), span)
             return
-        if op == "tile.transpose":
+        if op in ("tile.transpose", "tile.transpose_view"):
             a = self.tile(c.args[0], span)
             self.op("ttrans", [a], self.alloc(v, span), span)
             return

@@ -99,7 +99,7 @@ class _Infer(Rewriter):
             if c.op == "tile.store":
                 self.check_store(c, s)
             return [self.default_stmt(s)]
-        if c.op == "tile.reshape":             # a view: it stays where its source is
+        if c.op in ("tile.reshape", "tile.transpose_view"):   # views: where their source is
             _set_space(s.var, _space(c.args[0]))
             return [self.default_stmt(s)]
         want = _OPERANDS.get(c.op)

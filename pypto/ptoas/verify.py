@@ -379,9 +379,12 @@ class Verifier:
         if len(scalars) != want_scalars or (kind == "scalar" and not isinstance(ins[1].type, ScalarType)):
             raise self.error(op, f"{op.name} takes {want_scalars} scalar operand(s)"
                              + (" after the tile" if kind == "scalar" else ""))
+        # ttrans also transposes a matmul operand in L1 (the reference's zero-copy
+        # transpose_view; here a copy)
+        locs = ("vec", "mat") if kind == "trans" else ("vec",)
         for v in tiles + [out]:
             t = self.tile(op, v, "operand")
-            if t.loc != "vec":
+            if t.loc not in locs or t.loc != d.loc:
                 raise self.error(op, f"{op.name} runs on the vector unit: %{v.name} is in '{t.loc}', not 'vec'")
             if kind != "cvt" and t.dtype != d.dtype:
                 raise self.error(op, f"{op.name} mixes {t.dtype} and {d.dtype}: use pto.tcvt first")

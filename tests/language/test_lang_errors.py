@@ -256,10 +256,18 @@ def test_scalar_dtype_mismatch_and_missing_param_annotation():
         pl.parse(
             "import pypto.language as pl\n"
             "@pl.function\n"
-            "def f(x: pl.Scalar[pl.INT32], y: pl.Scalar[pl.INT64]):\n"
+            "def f(x: pl.Scalar[pl.INT32], y: pl.Scalar[pl.FP32]):\n"
             "    z = x + y\n"
             "    return z\n", filename="s.py")
     check(exc, TypeCheckError, "s.py", 4, r"pl\.cast", r"dtype mismatch")
+    # signed integers of two widths meet in the wider one (index wins a 64-bit tie)
+    f = pl.parse("import pypto.language as pl\n"
+                 "@pl.function\n"
+                 "def f(x: pl.Scalar[pl.INT32], y: pl.Scalar[pl.INT64], i: pl.Scalar[pl.INDEX]):\n"
+                 "    z = x + y\n"
+                 "    w = y * i\n"
+                 "    return z\n", filename="s.py")
+    assert [s.var.type.dtype for s in f.body[:2]] == [pl.INT64, pl.INDEX]
     with pytest.raises(ParserError) as exc:
         pl.parse(
             "import pypto.language as pl\n"

@@ -57,3 +57,35 @@ class MT:
 """
     with pytest.raises(NotBuiltError, match=r"b_trans=True on Tile"):
         pl.parse(src, filename="/u/mt.py")
+
+
+TILE_SRC = """
+import pypto.language as pl
+
+@pl.program
+class TV:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[32, 64], pl.FP32], b: pl.Tensor[[48, 64], pl.FP32],
+          c: pl.Out[pl.Tensor[[32, 48], pl.FP32]]) -> pl.Tensor[[32, 48], pl.FP32]:
+        ta = pl.load(a, [0, 0], [32, 64], target_memory=pl.Mem.Mat)
+        tb = pl.load(b, [0, 0], [48, 64], target_memory=pl.Mem.Mat)
+        tbt = pl.tile.transpose_view(tb)
+        acc = pl.matmul(pl.move(ta, target_memory=pl.Mem.Left), pl.move(tbt, target_memory=pl.Mem.Right))
+        c = pl.store(acc, [0, 0], c)
+        return c
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[32, 64], pl.FP32], b: pl.Tensor[[48, 64], pl.FP32],
+             c: pl.Out[pl.Tensor[[32, 48], pl.FP32]]) -> pl.Tensor[[32, 48], pl.FP32]:
+        c = self.k(a, b, c)
+        return c
+"""
+
+
+def test_transpose_view_of_a_mat_tile_feeds_the_cube(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    run = ir.compile(pl.parse(TILE_SRC, filename="/u/tv.py"), output_dir=tmp_path / "out",
+                     platform="a2a3sim")
+    a, b, c = torch.randn(32, 64), torch.randn(48, 64), torch.zeros(32, 48)
+    run(a, b, c)
+    assert torch.allclose(c, a @ b.T, rtol=1e-4, atol=1e-4)

@@ -132,7 +132,7 @@ def _fillpad_expand(args, kw, span):
 
 def _read(args, kw, span):
     t = _shaped("read", args[0], span, (TensorType,))
-    idx = _indices("read", args[1], span)
+    idx = _indices("read", args[1] if isinstance(args[1], TupleExpr) else TupleExpr([args[1]], span), span)
     if len(idx) != len(t.shape):
         _err(f"read: tensor has rank {len(t.shape)} but {len(idx)} indices are given", span)
     _check_window("read", idx, [1] * len(idx), t.shape, span)

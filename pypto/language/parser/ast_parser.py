@@ -761,6 +761,9 @@ class Parser:
             return a, self.retype(b, da), da
         if id(a) in self._lit and _adoptable(a, da, db):
             return self.retype(a, db), b, db
+        wide = _widened(da, db)
+        if wide is not None:
+            return a, b, wide
         raise TypeCheckError(f"{what}: dtype mismatch {da} vs {db}", self.span(node),
                              "insert pl.cast or write the constant as pl.const(v, dtype); "
                              "there is no implicit promotion")
@@ -1865,6 +1868,20 @@ def _operand_params(name: str, ns: str | None) -> tuple:
         if d is not None and d.params:
             return d.params
     return ()
+
+
+_SIGNED = (dt.INT8, dt.INT16, dt.INT32, dt.INT64, dt.INDEX)
+
+
+def _widened(a, b):
+    """Signed integer scalars of two widths meet in the wider (as the reference's scalar
+    arithmetic does); index is the 64-bit one addresses use, and wins a tie. Floats,
+    unsigned and bool never mix implicitly."""
+    if a not in _SIGNED or b not in _SIGNED:
+        return None
+    if a.nbytes != b.nbytes:
+        return a if a.nbytes > b.nbytes else b
+    return dt.INDEX if dt.INDEX in (a, b) else None
 
 
 def _pick_slot(d: ops.OpDef, a, kw: dict) -> str | None:
