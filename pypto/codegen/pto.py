@@ -254,6 +254,7 @@ class _Tile:
     ssa: str
     ty: str                  # full !pto.tile_buf<...> text
     tile: TileType
+    valid: tuple = ()        # SSA values of the valid rows/cols it was allocated with
 
 
 @dataclass
@@ -650,9 +651,25 @@ class _Kernel:
                 fail(f"tile {v.name!r} is in {t.memory_space.name} but its buffer "
                      f"{base.name!r} was allocated in {self.ptrs[id(base)].name}", span)
 
-    def alloc(self, v: Var, span, pad: int = 0) -> _Tile:
+    def dyn_valid(self, t: TileType, span) -> tuple[str, str]:
+        """Valid rows/cols SSA values of a result whose valid shape is known only when the
+        kernel runs: those of the op's first tile operand (element-wise ops keep them, a
+        row reduction keeps the rows, a column one the columns)."""
+        src = next((self.env.get(id(a)) for a in getattr(self, "cur_args", ())
+                    if isinstance(self.env.get(id(a)), _Tile)), None)
+        rows, cols = tile_rows_cols(t.shape)
+        if src is None or not src.valid:
+            fail("a tile whose valid shape is known only at run time must come from an operand "
+                 "with one", span)
+        srows, scols = tile_rows_cols(src.tile.shape)
+        vr = src.valid[0] if rows == srows else self.const(rows, "index")
+        vc = src.valid[1] if cols == scols else self.const(cols, "index")
+        return vr, vc
+
+    def alloc(self, v: Var, span, pad: int = 0, valid: tuple | None = None) -> _Tile:
         """Emit `pto.alloc_tile` for tile variable `v` and bind it (valid over the tile's
-        valid shape; `pad`: the value tfillpad writes, carried by the type)."""
+        valid shape, or `valid` (SSA rows, cols); `pad`: the value tfillpad writes, carried
+        by the type)."""
         self.check_tile_type(v, span)
         t: TileType = v.type
         ty = self.tile_ty(t, span, pad=pad)
@@ -664,12 +681,17 @@ class _Kernel:
                 if key in region:
                     self.env[id(v)] = region[key]
                     return region[key]
-        rows, cols = tile_rows_cols(t.valid_shape)
+        if valid is None:
+            if t.valid is not None and None in t.valid:
+                valid = self.dyn_valid(t, span)
+            else:
+                rows, cols = tile_rows_cols(t.valid_shape)
+                valid = (self.const(rows, "index"), self.const(cols, "index"))
         name = "%" + self.names.fresh(_mlir_name(v.name))
         addr = f"addr = {self.const(t.memref.offset, 'i64')} " if self.level == "level3" else ""
-        self.emit(f"{name} = pto.alloc_tile {addr}valid_row = {self.const(rows, 'index')} "
-                  f"valid_col = {self.const(cols, 'index')} : {ty}", span)
-        val = _Tile(name, ty, t)
+        self.emit(f"{name} = pto.alloc_tile {addr}valid_row = {valid[0]} "
+                  f"valid_col = {valid[1]} : {ty}", span)
+        val = _Tile(name, ty, t, tuple(valid))
         self.env[id(v)] = val
         if key is not None:
             self.buffers[-1][key] = val
@@ -684,6 +706,7 @@ class _Kernel:
 
     def tile_op(self, v: Var, c: Call, span):
         op = c.op
+        self.cur_args = c.args           # a run-time valid shape comes from these
         if not op.startswith("tile."):
             fail(f"cannot generate PTO for {op}", span,
                  "only tile ops reach a kernel; tensor ops are converted by ConvertTensorToTileOps")
@@ -808,7 +831,8 @@ class _Kernel:
             ty = self.tile_ty(t, span, static_valid=True)
             name = "%" + self.names.fresh(_mlir_name(v.name))
             self.emit(f"{name} = pto.treshape {a.ssa} : {a.ty} -> {ty}", span)
-            self.env[id(v)] = _Tile(name, ty, t)
+            rows, cols = tile_rows_cols(t.valid_shape)
+            self.env[id(v)] = _Tile(name, ty, t, (self.const(rows, "index"), self.const(cols, "index")))
             return
         if op == "tile.matmul":
             left, right = self.tile(c.args[0], span), self.tile(c.args[1], span)
@@ -850,11 +874,13 @@ class _Kernel:
             fail(f"tensor {tensor.param.name!r} has rank {len(ty.shape)} but the window has "
                  f"{len(offsets)} offsets and {len(sizes)} sizes", span)
         offs = [self.index(o, span) for o in offsets]
-        szs = [self.const(int(s), "index") for s in sizes]
+        # a size is an int, or an SSA index value (a valid extent known at run time)
+        szs = [s if isinstance(s, str) else self.const(int(s), "index") for s in sizes]
         view = self.view_name(tensor, transposed)
         name = "%" + self.names.fresh(_mlir_name(tensor.param.name) + "_pview")
         q = "x".join("?" for _ in sizes)
-        pty = f"!pto.partition_tensor_view<{'x'.join(str(s) for s in sizes)}x{ty.dtype.mlir}>"
+        pty = ("!pto.partition_tensor_view<"
+               f"{'x'.join('?' if isinstance(s, str) else str(s) for s in sizes)}x{ty.dtype.mlir}>")
         self.emit(f"{name} = pto.partition_view {view}, offsets = [{', '.join(offs)}], "
                   f"sizes = [{', '.join(szs)}] : !pto.tensor_view<{q}x{ty.dtype.mlir}> -> {pty}", span)
         return name, pty
@@ -868,6 +894,10 @@ class _Kernel:
             fail("tile.load: window shapes must be integer constants", span)
         t: TileType = v.type
         valid = list(t.valid_shape) if t.valid is not None else sizes
+        dyn = None
+        if t.valid is not None and None in t.valid:      # known when the kernel runs
+            dyn = [self.index(x, span) if x_static is None else self.const(x_static, "index")
+                   for x, x_static in zip(c.args[3].items, t.valid)]
         if t.memory_space not in (_M.Vec, _M.Mat):
             fail(f"tile.load lands in Vec or Mat, not {t.memory_space.name if t.memory_space else None}",
                  span)
@@ -876,9 +906,9 @@ class _Kernel:
             n *= s
         if n != _numel(t.shape):
             fail(f"tile.load: window {sizes} does not match tile shape {list(t.shape)}", span)
-        dst = self.alloc(v, span)
+        dst = self.alloc(v, span, valid=tuple(dyn) if dyn else None)
         # only the valid region is read from GM; the rest of the tile is padding
-        pview, pty = self.partition(src, c.args[1].items, valid, span,
+        pview, pty = self.partition(src, c.args[1].items, dyn or valid, span,
                                     bool(c.kwargs.get("transpose")))
         self.emit(f"pto.tload ins({pview} : {pty}) outs({dst.ssa} : {dst.ty})", span)
 
@@ -894,6 +924,8 @@ class _Kernel:
             self.emit(f"pto.tstore ins({src.ssa} : {src.ty}) outs({pview} : {pty})", span)
             return dst
         shape = list(src.tile.valid_shape)           # the valid region is written
+        if None in shape:                            # ... as it is when the kernel runs
+            shape = [src.valid[i] if d is None else d for i, d in enumerate(shape)]
         while len(shape) > rank and shape[0] == 1:
             shape.pop(0)
         shape = [1] * (rank - len(shape)) + shape
@@ -964,8 +996,10 @@ class _Kernel:
 
     def if_(self, s: If):
         span = s.span
+        if s.return_vars and all(isinstance(r.type, ScalarType) for r in s.return_vars):
+            return self.scalar_if(s)
         if s.return_vars:
-            fail("an if that yields values is not supported in kernels yet", span,
+            fail("an if that yields tiles is not supported in kernels yet", span,
                  "write the result into a tile allocated before the if")
         cond = self.scalar(s.cond, "i1", span).ssa
         self.emit(f"scf.if {cond} {{", span, loc=False)
@@ -976,6 +1010,33 @@ class _Kernel:
             self.branch(s.else_body)
         self.span_stack.pop()
         self.emit("}", loc=False)
+
+    def scalar_if(self, s: If):
+        """An if whose results are scalars (a valid extent picked at run time, ...): an
+        scf.if with results, each branch ending in scf.yield."""
+        span = s.span
+        cond = self.scalar(s.cond, "i1", span).ssa
+        tys = [r.type.dtype.mlir for r in s.return_vars]
+        names = ["%" + self.names.fresh(_mlir_name(r.name)) for r in s.return_vars]
+        self.emit(f"{', '.join(names)} = scf.if {cond} -> ({', '.join(tys)}) {{", span, loc=False)
+        self.span_stack.append(span)
+        for k, body in enumerate((s.then_body, s.else_body or [])):
+            if k:
+                self.emit("} else {", loc=False)
+            yld = body[-1] if body and isinstance(body[-1], Yield) else None
+            if yld is None or len(yld.values) != len(names):
+                fail("each branch of an if with results ends in pl.yield_ of them", span)
+            self.depth += 1
+            self.buffers.append({})
+            self.block(body[:-1])
+            vals = [self.scalar(v, ty, span).ssa for v, ty in zip(yld.values, tys)]
+            self.emit(f"scf.yield {', '.join(vals)} : {', '.join(tys)}", span, loc=False)
+            self.buffers.pop()
+            self.depth -= 1
+        self.span_stack.pop()
+        self.emit("}", loc=False)
+        for r, n, ty in zip(s.return_vars, names, tys):
+            self.env[id(r)] = _Scalar(n, ty)
 
     def branch(self, stmts):
         self.depth += 1

@@ -73,7 +73,7 @@ class _Printer:
             if self.explicit and t.memory_space is not None:
                 parts.append(self.tile_view(t))
             elif t.valid is not None:
-                parts.append(f"pl.TileView(valid_shape={self.shape(t.valid)})")
+                parts.append(f"pl.TileView(valid_shape={_valid_text(t.valid)})")
             return f"pl.Tile[{', '.join(parts)}]"
         if isinstance(t, ScalarType):
             return f"pl.Scalar[{t.dtype!r}]"
@@ -86,7 +86,7 @@ class _Printer:
     def tile_view(self, t: TileType) -> str:
         from pypto.ir.layout import tile_layout
         bl, sl, fr = tile_layout(t)
-        valid = f"valid_shape={self.shape(t.valid)}, " if t.valid is not None else ""
+        valid = f"valid_shape={_valid_text(t.valid)}, " if t.valid is not None else ""
         return f'pl.TileView({valid}blayout="{bl}", slayout="{sl}", fractal={fr})'
 
     def shape(self, shape) -> str:
@@ -274,6 +274,11 @@ class _Printer:
         if self.dyns:
             out.append("")
         return "\n".join(out + body) + "\n"
+
+
+def _valid_text(valid) -> str:
+    """A valid shape in a type: -1 for a dim known only when the kernel runs."""
+    return "[" + ", ".join("-1" if v is None else str(v) for v in valid) + "]"
 
 
 def _is_const(e, v) -> bool:

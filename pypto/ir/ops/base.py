@@ -84,7 +84,8 @@ def valid_of(t):
 
 
 def same_valid(op, a, b, span):
-    """Element-wise operands hold data over the same region."""
+    """Element-wise operands hold data over the same region (a dim known only when the
+    kernel runs is checked there)."""
     if isinstance(a, TileType) and isinstance(b, TileType) and a.shape == b.shape \
             and a.valid_shape != b.valid_shape:
         _err(f"{op}: the operands' valid shapes differ: {list(a.valid_shape)} vs "

@@ -10,17 +10,24 @@ from pypto.ir.ops.base import (MIX_HINT as _MIX_HINT, _check_dtype, _check_windo
 
 
 def _valid_shape(op, x, shapes, span):
-    """A load's valid_shape: static and inside the window (None: the whole window)."""
+    """A valid_shape inside the window: each dim an integer constant, or an integer scalar
+    computed in the kernel (None in the type: known when the kernel runs, and checked
+    there against the tile's extent)."""
     items = _ints(op, x, span, "valid_shape")
-    if not all(isinstance(i, Const) and isinstance(i.value, int) for i in items):
-        from pypto.errors import NotBuiltError
-        raise NotBuiltError(f"{op}: a valid_shape computed in the kernel is not supported by this "
-                            f"pypto yet", span, "give it as integer constants (a @pl.jit scalar "
-                            "parameter is one: it is specialised to its value)")
-    valid = [i.value for i in items]
-    if len(valid) != len(shapes) or any(v <= 0 or v > s for v, s in zip(valid, shapes)):
-        _err(f"{op}: valid_shape {valid} does not lie inside the window {shapes}", span,
-             "each valid extent is between 1 and the window's extent in that dim")
+    valid = []
+    for i in items:
+        if isinstance(i, Const) and isinstance(i.value, int) and not isinstance(i.value, bool):
+            valid.append(i.value)
+            continue
+        t = getattr(i, "type", None)
+        if not (isinstance(t, ScalarType) and not t.dtype.is_float and t.dtype != dt.BOOL):
+            _err(f"{op}: valid_shape entries are integers, got {_tname(t)}", span)
+        valid.append(None)
+    if len(valid) != len(shapes) or any(v is not None and (v <= 0 or v > s)
+                                        for v, s in zip(valid, shapes)):
+        _err(f"{op}: valid_shape {['?' if v is None else v for v in valid]} does not lie inside "
+             f"the window {shapes}", span, "each valid extent is between 1 and the window's "
+                                           "extent in that dim")
     return valid
 
 
@@ -46,7 +53,7 @@ def _load(args, kw, span):
         _err(f"load: a load from DDR lands in Vec or Mat, not {space.name}", span,
              "load into Mat and use pl.move(tile, target_memory=...) for Left/Right")
     for d, s in zip(t.shape, valid):        # only the valid region is read
-        if isinstance(d, int) and s > d:
+        if isinstance(d, int) and isinstance(s, int) and s > d:
             _err(f"load: window {valid} exceeds tensor shape {list(t.shape)}", span)
     _check_window("load", offs, valid, t.shape, span)
     if kw.get("flatten") and len(shapes) > 2:      # FlattenTileNdTo2D: an N-D window, a 2-D tile
@@ -102,6 +109,10 @@ def _tri(args, kw, span):
     if not isinstance(kw.get("upper", False), bool):
         _err("tri: upper is True or False", span)
     valid = _valid_shape("tri", args[2], shape, span) if len(args) > 2 else None
+    if valid is not None and None in valid:
+        from pypto.errors import NotBuiltError
+        raise NotBuiltError("tri: a valid_shape computed in the kernel is not supported by this "
+                            "pypto yet", span, "give it as integer constants")
     return TileType(tuple(shape), dtype, MemorySpace.Vec, None,
                     None if valid is None or valid == shape else tuple(valid))
 

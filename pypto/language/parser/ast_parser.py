@@ -537,7 +537,8 @@ class Parser:
         if is_tile:
             if valid is not None:
                 valid = tuple(getattr(v, "value", v) for v in valid)
-                if len(valid) != len(shape) or not all(isinstance(v, int) and 0 < v <= s
+                valid = tuple(None if v == -1 else v for v in valid)     # -1: known at run time
+                if len(valid) != len(shape) or not all(v is None or isinstance(v, int) and 0 < v <= s
                                                        for v, s in zip(valid, shape)):
                     self.bad_annotation(whole, f"valid_shape {list(valid)} does not lie inside "
                                                f"the tile shape {shape}")

@@ -1,0 +1,26 @@
+"""@pl.jit kernels whose valid extent is known only when they run (test_ops_dyn_valid)."""
+import pypto.language as pl
+
+
+@pl.jit
+def pick_valid(data: pl.Tensor, cfg: pl.Tensor, output: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        is_last = pl.read(cfg, [0])
+        if is_last == 1:
+            vlen = pl.read(cfg, [1])
+        else:
+            vlen = pl.read(cfg, [2])
+        t = pl.load(data, [0, 0], [64, 64], valid_shape=[64, vlen], target_memory=pl.Mem.Vec)
+        doubled = pl.add(t, t)
+        pl.store(pl.tile.fillpad(doubled, pad_value=pl.PadValue.min), [0, 0], output)
+    return output
+
+
+@pl.jit
+def ragged_rows(data: pl.Tensor, cfg: pl.Tensor, sums: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        rows = pl.read(cfg, [0])
+        t = pl.load(data, [0, 0], [32, 64], valid_shape=[rows, 64], target_memory=pl.Mem.Vec)
+        tmp = pl.create_tile([32, 64], dtype=pl.FP32, target_memory=pl.Mem.Vec)
+        pl.store(pl.row_sum(pl.exp(t), tmp), [0, 0], sums)
+    return sums
