@@ -280,6 +280,12 @@ class _Orch:
             if e.op in ("min", "max"):
                 return f"pypto_{e.op}<{ct}>({a}, {b})", e.dtype
             fail(f"scalar operator {e.op!r} is not supported in an orchestration", span)
+        if isinstance(e, Call) and e.op == "scalar.cast":
+            a, _ = self.scalar(e.args[0], span)
+            d = e.type.dtype
+            if d is dt.BOOL:
+                return f"(({a}) != 0)", d
+            return f"({_C_TYPE[d.name]})({a})", d
         fail(f"cannot use {type(e).__name__} as a scalar in an orchestration", span)
 
     def bits(self, e, want: dt.DataType, span) -> str:

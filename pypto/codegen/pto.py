@@ -588,6 +588,9 @@ class _Kernel:
             r = self.tmp()
             self.emit(f"{r} = arith.{table[e.op]} {a.ssa}, {b.ssa} : {ty}", span)
             return self.convert(_Scalar(r, ty), want, span)
+        if isinstance(e, Call) and e.op == "scalar.cast":
+            inner = self.scalar(e.args[0], None, span)
+            return self.convert(self.convert(inner, e.type.dtype.mlir, span), want, span)
         if isinstance(e, Call) and e.op == "tensor.read":
             src = self.tensor(e.args[0], span)
             items = e.args[1].items if isinstance(e.args[1], TupleExpr) else [e.args[1]]

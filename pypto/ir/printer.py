@@ -150,7 +150,7 @@ class _Printer:
         args += [f"{k}={self.value(v)}" for k, v in c.kwargs.items()]
         if c.attrs:
             args.append(f"attrs={self.value(c.attrs)}")
-        head = f"self.{c.callee}" if c.callee else f"pl.{c.op}"
+        head = f"self.{c.callee}" if c.callee else ("pl.cast" if c.op == "scalar.cast" else f"pl.{c.op}")
         return f"{head}({', '.join(args)})"
 
     # ------------------------------------------------------------------ stmts

@@ -31,3 +31,17 @@ def test_a_run_time_row_count_reaches_the_reduction_and_the_store(rows, tmp_path
     ragged_rows(data, torch.tensor([rows], dtype=torch.int32), sums, config=CFG)
     assert torch.allclose(sums[:rows], data[:rows].exp().sum(dim=1, keepdim=True), rtol=1e-5)
     assert (sums[rows:] == 5.0).all()
+
+
+@pytest.mark.parametrize("n_blocks, last", [(4, 20), (2, 64)])
+def test_ragged_tail_loop_with_scalar_casts(n_blocks, last, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    from dyn_valid_jit import ragged_tail
+    buf, out = torch.randn(64, 64), torch.full((64, 64), 3.0)
+    ragged_tail(buf, torch.tensor([n_blocks, last, 64]), out, config=CFG)
+    want = torch.full((64, 64), 3.0)
+    for i in range(n_blocks):
+        v = last if i == n_blocks - 1 else 64
+        want[i * 16:(i + 1) * 16] = 0.0
+        want[i * 16:(i + 1) * 16, :v] = buf[i * 16:(i + 1) * 16, :v]
+    assert torch.equal(out, want)

@@ -203,3 +203,17 @@ reg("tile.sel", (3, 4), _sel, params=("mask", "lhs", "rhs", "tmp"), pto="tsel",
     sig="pl.tile.sel(mask, lhs, rhs, tmp)  (lhs where the mask bit is set, else rhs)")
 reg("tile.sels", (4, 4), _sels, params=("mask", "lhs", "tmp", "rhs"), pto="tsels",
     sig="pl.tile.sels(mask, lhs, tmp, scalar)  (lhs where the mask bit is set, else the scalar)")
+
+
+def _scalar_cast(args, kw, span):
+    t = getattr(args[0], "type", None)
+    if not isinstance(t, ScalarType):
+        _err(f"scalar.cast converts a scalar, got {_tname(t)}", span)
+    target = kw.get("dtype")
+    if not isinstance(target, dt.DataType):
+        _err("cast: the target dtype is required: pl.cast(x, pl.INDEX)", span)
+    return ScalarType(target)
+
+
+reg("scalar.cast", (1, 1), _scalar_cast, ("dtype",), params=("x",),
+    sig="pl.cast(x, pl.INDEX)  (a scalar computed in a kernel or an orchestration)")

@@ -1115,8 +1115,10 @@ class Parser:
                 return Const(float(first.value) if target.is_float else
                              (bool(first.value) if target == dt.BOOL else int(first.value)),
                              target, self.span(node))
-            self.error("pl.cast on a scalar value is not supported yet", node,
-                       "compute the scalar in the dtype you need, or cast the tile/tensor instead")
+            if not isinstance(target, dt.DataType):
+                self.error("pl.cast needs the target dtype: pl.cast(x, pl.INDEX)", node)
+            return Call("scalar.cast", [first], {"dtype": target}, ScalarType(target), {},
+                        self.span(node))
         return self.op_call_values("cast", None, args, kwargs, node, "pl.cast")
 
     def minmax(self, node: ast.Call, which: str):
