@@ -123,3 +123,29 @@ def test_the_operator_page_is_current():
     from pypto.ir import ops
     page = doc.render()
     assert all(f"`{name}`" in page for name in ops.OPS)
+
+
+def test_an_index_passes_for_an_int64_parameter():
+    """The reference's paged-attention orchestrations pass loop indices to int64 kernel
+    parameters: one 64-bit integer either way."""
+    src = '''
+import pypto.language as pl
+
+@pl.program
+class P:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[16, 64], pl.FP32], i: pl.Scalar[pl.INT64],
+          o: pl.Out[pl.Tensor[[16, 64], pl.FP32]]) -> pl.Tensor[[16, 64], pl.FP32]:
+        o = pl.store(pl.load(a, [0, 0], [16, 64]), [0, 0], o)
+        return o
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[16, 64], pl.FP32], o: pl.Out[pl.Tensor[[16, 64], pl.FP32]]
+             ) -> pl.Tensor[[16, 64], pl.FP32]:
+        for i in pl.range(2):
+            o = self.k(a, i, o)
+        return o
+'''
+    pl.parse(src, filename="/u/idx.py")
+    with pytest.raises(TypeCheckError, match=r"expects Scalar int64, got Scalar fp32"):
+        pl.parse(src.replace("o = self.k(a, i, o)", "o = self.k(a, 1.5, o)"), filename="/u/idx.py")

@@ -1978,6 +1978,8 @@ def _dims_text(shape) -> str:
 def _same_kind_dtype(a, b) -> bool:
     if type(a) is not type(b):
         return False
+    if isinstance(a, ScalarType) and {a.dtype, b.dtype} == {dt.INDEX, dt.INT64}:
+        return True          # one 64-bit integer: an index passes for an int64 and back
     if isinstance(a, (TensorType, TileType, ScalarType)):
         return a.dtype == b.dtype
     return True
