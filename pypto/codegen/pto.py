@@ -102,7 +102,7 @@ BROADCAST_OPS = _pto(("row_expand", "col_expand"))
 ARG_REDUCE_OPS = _pto(ops.ARG_REDUCE)
 _BROADCAST = {"tile.add": "add", "tile.sub": "sub", "tile.mul": "mul", "tile.div": "div"}
 OTHER_OPS = ("tile.alloc", "tile.load", "tile.store", "tile.move", "tile.create", "tile.full",
-             "tile.transpose", "tile.transpose_view", "tile.concat", "tile.fillpad", "tile.fillpad_inplace", "tile.fillpad_expand", "tile.ci", "tile.tri", "tile.cmp", "tile.cmps", "tile.sel", "tile.sels",
+             "tile.transpose", "tile.transpose_view", "tile.concat", "tile.assemble", "tile.fillpad", "tile.fillpad_inplace", "tile.fillpad_expand", "tile.ci", "tile.tri", "tile.cmp", "tile.cmps", "tile.sel", "tile.sels",
              "tile.reshape", "tile.cast", "tile.matmul", "tile.matmul_acc")
 SUPPORTED_OPS = tuple(sorted(set(BINARY_OPS) | set(SCALAR_OPS) | set(UNARY_OPS)
                              | set(ROW_REDUCE_OPS) | set(COL_REDUCE_OPS) | set(EXPAND_OPS)
@@ -792,6 +792,15 @@ class _Kernel:
             elif len(c.args) > 3:
                 ins.append(self.tile(c.args[3], span))
             self.op(ops.OPS[op].pto, ins, self.alloc(v, span), span)
+            return
+        if op == "tile.assemble":
+            tgt, src = self.tile(c.args[0], span), self.tile(c.args[1], span)
+            dst = self.alloc(v, span)
+            if dst.ssa != tgt.ssa and not (self.level == "level3" and _same_storage(dst.tile, tgt.tile)):
+                self.op("tmov", [tgt], dst, span)         # the target's data, then the insert
+            r, col = (self.index(x, span) for x in c.args[2].items)
+            rs, cs = _Scalar(r, "index"), _Scalar(col, "index")
+            self.op("tinsert", [src, rs, cs], dst, span)
             return
         if op == "tile.concat":
             a, b = self.tile(c.args[0], span), self.tile(c.args[1], span)

@@ -314,6 +314,16 @@ template <class T> inline void tconcat(const Tile<T>& d, const Tile<T>& a, const
     }
 }
 
+// pto.tinsert: s's valid region written into d at (r, c); the rest of d is unchanged.
+template <class D, class S, class I>
+inline void tinsert(const Tile<D>& d, const Tile<S>& s, I r, I c, const char* site) {
+    if (r < 0 || c < 0 || int64_t(r) + s.vr > d.vr || int64_t(c) + s.vc > d.vc)
+        fail(site, "inserting %dx%d at (%lld, %lld) leaves the %dx%d tile", s.vr, s.vc, (long long)r,
+             (long long)c, d.vr, d.vc);
+    for (int64_t i = 0; i < s.vr; ++i)
+        for (int64_t j = 0; j < s.vc; ++j) d.row(int64_t(r) + i)[int64_t(c) + j] = D(calc_t<D>(s.row(i)[j]));
+}
+
 // ---------------------------------------------------------------- reductions
 // Row reductions write [M,1]; column reductions write [1,N]. The tmp operand of the real
 // ISA is a scratch tile the hardware needs; here it is verified but unused.

@@ -99,6 +99,9 @@ class _Infer(Rewriter):
             if c.op == "tile.store":
                 self.check_store(c, s)
             return [self.default_stmt(s)]
+        if c.op == "tile.assemble":            # in the target's space, operands where they are
+            _set_space(s.var, _space(c.args[0]))
+            return [self.default_stmt(s)]
         if c.op in ("tile.reshape", "tile.transpose_view"):   # views: where their source is
             _set_space(s.var, _space(c.args[0]))
             return [self.default_stmt(s)]

@@ -326,6 +326,8 @@ class FuncEmitter:
             call = f"{fn}({d}, {ins[0]}, {ins[1]}, {ins[3]}, {s})"
         elif k == "ci":
             call = f"{fn}({d}, {ins[0]}, {1 if op.attr('descending') == 'true' else 0}, {s})"
+        elif k == "insert":
+            call = f"{fn}({d}, {ins[0]}, {ins[1]}, {ins[2]}, {s})"
         elif k == "tri":
             call = f"{fn}({d}, {ins[0]}, {1 if op.attr('upper') == 'true' else 0}, {s})"
         elif k == "fillpad":          # the pad value is an attribute of the result's type

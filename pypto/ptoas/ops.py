@@ -46,6 +46,7 @@ def _table() -> dict[str, OpSpec]:
     add("fillpad", "tfillpad tfillpad_expand")
     add("ci", "tci")
     add("concat", "tconcat")
+    add("insert", "tinsert")
     add("tri", "ttri")
     add("cmp", "tcmp")
     add("cmps", "tcmps")

@@ -35,6 +35,7 @@ ARITY = {
     "load": ((1,), 1), "store": ((1,), 1), "matmul": ((2,), 1), "matmul_acc": ((3,), 1),
     "matmul_bias": ((3,), 1), "fillpad": ((1,), 1), "tri": ((1,), 1), "ci": ((1,), 1),
     "rowargreduce": ((1, 2), 1), "colargreduce": ((1, 2), 1), "concat": ((2,), 1),
+    "insert": ((3,), 1),
     "cmp": ((2,), 1), "cmps": ((2,), 1), "sel": ((3, 4), 1), "sels": ((4,), 1),
 }
 VECTOR_KINDS = {"binary", "binary_full", "scalar", "unary", "rowreduce", "colreduce",
@@ -360,7 +361,9 @@ class Verifier:
         if kind == "store":
             return self.tstore(op, ins[0], outs[0])
         d = self.tile(op, outs[0], "result")
-        if kind in MASK_KINDS:
+        if kind == "insert":
+            self.tinsert(op, ins, d)
+        elif kind in MASK_KINDS:
             self.mask_op(op, kind, ins, outs[0], d)
         elif kind in ARG_KINDS:
             self.arg_reduce(op, kind, ins, outs[0], d)
@@ -449,6 +452,16 @@ class Verifier:
                 round_mode(op.attr("rmode"))
             except ValueError as e:
                 raise self.error(op, str(e)) from None
+
+    def tinsert(self, op: Op, ins: list, d: TileType) -> None:
+        """tinsert: a vec tile into a region of another."""
+        s = self.tile(op, ins[0], "source")
+        if any(not isinstance(v.type, ScalarType) for v in ins[1:]):
+            raise self.error(op, f"{op.name} takes the row and column offsets as scalars")
+        if (s.loc, d.loc) != ("vec", "vec"):
+            raise self.error(op, f"{op.name} inserts a vec tile into a vec tile, not {s.loc} into {d.loc}")
+        if s.dtype != d.dtype:
+            raise self.error(op, f"{op.name} mixes {s.dtype} and {d.dtype}")
 
     def arg_reduce(self, op: Op, kind: str, ins: list, out: Value, d: TileType) -> None:
         """trowargmax & co: a float source, an i32 index result of the reduced shape."""

@@ -20,8 +20,7 @@ TILE_ONLY = {"load": "tile.load", "store": "tile.store", "move": "tile.move",
              "create_tile": "tile.create", "fillpad": "tile.fillpad", "tri": "tile.tri",
              "lrelu": "tile.lrelu", "cmp": "tile.cmp", "cmps": "tile.cmps", "sel": "tile.sel",
              "sels": "tile.sels", "transpose": "tile.transpose", "concat": "tile.concat", "relu": None}
-TENSOR_ONLY = {"create_tensor": "tensor.create", "full": "tensor.full", "read": "tensor.read",
-               "assemble": "tensor.assemble"}
+TENSOR_ONLY = {"create_tensor": "tensor.create", "full": "tensor.full", "read": "tensor.read"}
 
 
 def dsl_names() -> set[str]:

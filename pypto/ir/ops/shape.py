@@ -75,3 +75,26 @@ def _concat(args, kw, span):
 
 reg("tile.concat", (2, 2), _concat, params=("lhs", "rhs"), pto="tconcat",
     sig="pl.concat(a, b)  (column-wise: [M, N1] and [M, N2] -> [M, N1 + N2])")
+
+
+def _tile_assemble(args, kw, span):
+    dst = _shaped("assemble", args[0], span, (TileType,))
+    src = _shaped("assemble", args[1], span, (TileType,))
+    for t in (dst, src):
+        if t.memory_space not in (None, MemorySpace.Vec):
+            from pypto.errors import NotBuiltError
+            raise NotBuiltError(f"assemble: a {t.memory_space.name} tile is not supported by this "
+                                f"pypto yet (Vec into Vec is)", span,
+                                "store the matmul result and load it into Vec")
+    _check_dtype("assemble", dst, src, span)
+    offs = _indices("assemble", args[2], span)
+    if len(dst.shape) != 2 or len(src.shape) != 2 or len(offs) != 2:
+        _err(f"assemble: 2-D tiles and a 2-D offset, got {_tname(dst)}, {_tname(src)}", span)
+    whole("assemble", dst, span, "target")
+    _check_window("assemble", offs, list(src.valid_shape), dst.shape, span)
+    return TileType(dst.shape, dst.dtype, dst.memory_space)
+
+
+reg("tile.assemble", (3, 3), _tile_assemble, params=("target", "src", "offset"), pto="tinsert",
+    sig="pl.tile.assemble(target, src, [row, col])  (target with src written at the offset; "
+        "Vec tiles)")
