@@ -80,42 +80,22 @@ from dataclasses import dataclass
 
 from pypto import dtype as dt
 from pypto.codegen.common import Names, c_string, fail, mlir_float
+from pypto.codegen.tileops import EMITTERS
 from pypto.ir import layout as _layout, ops
 from pypto.ir.layout import tile_layout, tile_rows_cols
 from pypto.ir.nodes import (Assign, BinOp, Call, Const, DynDim, Eval, For, FunctionType, If,
-                            MemorySpace, PadValue, Program, PtrType, Return, ScalarType, TensorType,
+                            MemorySpace, Program, PtrType, Return, ScalarType, TensorType,
                             TileType, TupleExpr, Var, Yield)
 
 # ----------------------------------------------------------------------------- op tables
-# each tile op's pto op is declared with the op (pypto.ir.ops, by family)
-def _pto(names) -> dict[str, str]:
-    return {f"tile.{n}": ops.OPS[f"tile.{n}"].pto for n in names}
-
-
-BINARY_OPS = _pto(ops.BINARY)
-SCALAR_OPS = _pto(tuple(ops.SCALAR_FORM.values()) + ops.SCALAR_ONLY)
-UNARY_OPS = _pto(ops.UNARY)
-ROW_REDUCE_OPS = _pto(ops.ROW_REDUCE)
-COL_REDUCE_OPS = _pto(ops.COL_REDUCE)
-EXPAND_OPS = _pto(ops.ROW_EXPAND + ops.COL_EXPAND)
-BROADCAST_OPS = _pto(("row_expand", "col_expand"))
-ARG_REDUCE_OPS = _pto(ops.ARG_REDUCE)
-_BROADCAST = {"tile.add": "add", "tile.sub": "sub", "tile.mul": "mul", "tile.div": "div"}
-OTHER_OPS = ("tile.alloc", "tile.load", "tile.store", "tile.move", "tile.create", "tile.full",
-             "tile.transpose", "tile.transpose_view", "tile.concat", "tile.assemble", "tile.fillpad", "tile.fillpad_inplace", "tile.fillpad_expand", "tile.ci", "tile.tri", "tile.cmp", "tile.cmps", "tile.sel", "tile.sels",
-             "tile.reshape", "tile.cast", "tile.matmul", "tile.matmul_acc")
-SUPPORTED_OPS = tuple(sorted(set(BINARY_OPS) | set(SCALAR_OPS) | set(UNARY_OPS)
-                             | set(ROW_REDUCE_OPS) | set(COL_REDUCE_OPS) | set(EXPAND_OPS)
-                             | set(BROADCAST_OPS) | set(ARG_REDUCE_OPS)
-                             | set(OTHER_OPS)))
+# each tile op's emitter lives with its family (pypto.codegen.tileops), its pto op name
+# with the op (pypto.ir.ops)
+SUPPORTED_OPS = tuple(sorted(set(EMITTERS) | {"tile.store", "tile.alloc"}))   # (those two: a
+# tensor and a Ptr, handled where a kernel assigns them)
 
 PLANNERS = ("PYPTO", "DSA_RP", "PTOAS")
-ROUND_MODES = ("NONE", "RINT", "ROUND", "FLOOR", "CEIL", "TRUNC", "ODD")
-DEFAULT_ROUND_MODE = "ROUND"
 
 _M = MemorySpace
-_MOVE_PATHS = {"a2a3": {(_M.Mat, _M.Left), (_M.Mat, _M.Right), (_M.Acc, _M.Mat), (_M.Vec, _M.Vec)}}
-_MOVE_PATHS["a5"] = _MOVE_PATHS["a2a3"] | {(_M.Acc, _M.Vec), (_M.Vec, _M.Mat)}
 
 _KIND = {FunctionType.AIC: "cube", FunctionType.AIV: "vector"}
 
@@ -708,177 +688,40 @@ class _Kernel:
         self.emit(f"pto.{name} ins({operands} : {tys}) outs({outs.ssa} : {outs.ty})", span)
 
     def tile_op(self, v: Var, c: Call, span):
-        op = c.op
+        """The op's emitter, found from its name (pypto.codegen.tileops, by family)."""
         self.cur_args = c.args           # a run-time valid shape comes from these
-        if not op.startswith("tile."):
-            fail(f"cannot generate PTO for {op}", span,
+        emit = EMITTERS.get(c.op)
+        if emit is not None:
+            return emit(self, v, c, span)
+        if not c.op.startswith("tile."):
+            fail(f"cannot generate PTO for {c.op}", span,
                  "only tile ops reach a kernel; tensor ops are converted by ConvertTensorToTileOps")
-        if op == "tile.load":
-            return self.load(v, c, span)
-        if op == "tile.create":
-            return self.alloc(v, span)
-        if op == "tile.full":              # pl.full: every element set to `value`
-            d = v.type.dtype
-            value = c.kwargs["value"]
-            s = self.scalar(Const(float(value) if d.is_float else int(value), d, span), d.mlir, span)
-            self.op("texpands", [s], self.alloc(v, span), span)
-            return
-        if op == "tile.move":
-            src = self.tile(c.args[0], span)
-            dst_space = v.type.memory_space
-            if (src.tile.memory_space, dst_space) not in _MOVE_PATHS[self.arch]:
-                fail(f"no {src.tile.memory_space.name} -> {dst_space.name if dst_space else None} "
-                     f"data path on {self.arch}", span,
-                     "a2a3 moves Mat->Left/Right, Acc->Mat and Vec->Vec; go through GM otherwise")
-            self.op("tmov", [src], self.alloc(v, span), span)
-            return
-        if op in BINARY_OPS:
-            a, b = self.tile(c.args[0], span), self.tile(c.args[1], span)
-            name = BINARY_OPS[op]
-            if a.tile.shape != b.tile.shape:
-                ra, ca = tile_rows_cols(a.tile.shape)
-                rb, cb = tile_rows_cols(b.tile.shape)
-                if op in _BROADCAST and (rb, cb) == (ra, 1):
-                    name = f"trowexpand{_BROADCAST[op]}"
-                elif op in _BROADCAST and (rb, cb) == (1, ca):
-                    name = f"tcolexpand{_BROADCAST[op]}"
-                else:
-                    fail(f"{op}: shapes {list(a.tile.shape)} and {list(b.tile.shape)} do not match", span)
-            self.op(name, [a, b], self.alloc(v, span), span)
-            return
-        if op in SCALAR_OPS:
-            a = self.tile(c.args[0], span)
-            s = self.scalar(c.args[1], a.tile.dtype.mlir, span)
-            self.op(SCALAR_OPS[op], [a, s], self.alloc(v, span), span)
-            return
-        if op in UNARY_OPS:
-            a = self.tile(c.args[0], span)
-            self.op(UNARY_OPS[op], [a], self.alloc(v, span), span)
-            return
-        if op in ROW_REDUCE_OPS:
-            if len(c.args) < 2:
-                fail(f"{op} needs a scratch tile: {op.split('.')[1]}(t, tmp)", span,
-                     "pass tmp = pl.create_tile(shape_of_t, dtype=..., target_memory=pl.Mem.Vec)")
-            a, tmp = self.tile(c.args[0], span), self.tile(c.args[1], span)
-            self.op(ROW_REDUCE_OPS[op], [a, tmp], self.alloc(v, span), span)
-            return
-        if op in ARG_REDUCE_OPS:
-            ins = [self.tile(x, span) for x in c.args]
-            self.op(ARG_REDUCE_OPS[op], ins, self.alloc(v, span), span)
-            return
-        if op in COL_REDUCE_OPS:
-            ins = [self.tile(x, span) for x in c.args]
-            self.op(COL_REDUCE_OPS[op], ins, self.alloc(v, span), span)
-            return
-        if op in EXPAND_OPS:
-            a, b = self.tile(c.args[0], span), self.tile(c.args[1], span)
-            self.op(EXPAND_OPS[op], [a, b], self.alloc(v, span), span)
-            return
-        if op in BROADCAST_OPS:       # the target only gives the shape: ins is the vector
-            vec = self.tile(c.args[1], span)
-            self.op(BROADCAST_OPS[op], [vec], self.alloc(v, span), span)
-            return
-        if op in ("tile.cmp", "tile.cmps"):
-            a = self.tile(c.args[0], span)
-            b = self.tile(c.args[1], span) if op == "tile.cmp" else \
-                self.scalar(c.args[1], a.tile.dtype.mlir, span)
-            attr = f"{{cmp_type = {int(c.kwargs.get('cmp_type', 0))}}}"
-            self.op(ops.OPS[op].pto, [a, b], self.alloc(v, span), span, attr_first=attr)
-            return
-        if op in ("tile.sel", "tile.sels"):
-            ins = [self.tile(x, span) for x in c.args[:3]]
-            if op == "tile.sels":
-                ins.append(self.scalar(c.args[3], ins[1].tile.dtype.mlir, span))
-            elif len(c.args) > 3:
-                ins.append(self.tile(c.args[3], span))
-            self.op(ops.OPS[op].pto, ins, self.alloc(v, span), span)
-            return
-        if op == "tile.assemble":
-            tgt, src = self.tile(c.args[0], span), self.tile(c.args[1], span)
-            dst = self.alloc(v, span)
-            if dst.ssa != tgt.ssa and not (self.level == "level3" and _same_storage(dst.tile, tgt.tile)):
-                self.op("tmov", [tgt], dst, span)         # the target's data, then the insert
-            r, col = (self.index(x, span) for x in c.args[2].items)
-            rs, cs = _Scalar(r, "index"), _Scalar(col, "index")
-            self.op("tinsert", [src, rs, cs], dst, span)
-            return
-        if op == "tile.concat":
-            a, b = self.tile(c.args[0], span), self.tile(c.args[1], span)
-            self.op("tconcat", [a, b], self.alloc(v, span), span)
-            return
-        if op in ("tile.transpose", "tile.transpose_view"):
-            a = self.tile(c.args[0], span)
-            self.op("ttrans", [a], self.alloc(v, span), span)
-            return
-        if op == "tile.tri":
-            diag = self.scalar(c.args[0], "i32", span)
-            upper = "true" if c.kwargs.get("upper") else "false"
-            self.op("ttri", [diag], self.alloc(v, span), span, attr_first=f"{{upper = {upper}}}")
-            return
-        if op in ("tile.fillpad", "tile.fillpad_inplace", "tile.fillpad_expand"):
-            a = self.tile(c.args[0], span)
-            pad = c.kwargs.get("pad_value", PadValue.zero)
-            self.op(ops.OPS[op].pto, [a], self.alloc(v, span, pad=pad.value), span)
-            return
-        if op == "tile.ci":
-            start = self.scalar(c.args[0], v.type.dtype.mlir, span)
-            desc = "true" if c.kwargs.get("descending") else "false"
-            self.op("tci", [start], self.alloc(v, span), span, attr_first=f"{{descending = {desc}}}")
-            return
-        if op == "tile.cast":
-            a = self.tile(c.args[0], span)
-            mode = c.kwargs.get("mode") or DEFAULT_ROUND_MODE
-            mode = getattr(mode, "name", mode)
-            if not isinstance(mode, str) or mode.upper() not in ROUND_MODES:
-                fail(f"cast: unknown round mode {mode!r}", span,
-                     f"use one of {', '.join(m.lower() for m in ROUND_MODES)}")
-            self.op("tcvt", [a], self.alloc(v, span), span,
-                    attr_first=f"{{rmode = #pto<round_mode {mode.upper()}>}}")
-            return
-        if op == "tile.reshape":
-            a = self.tile(c.args[0], span)
-            t: TileType = v.type
-            if t.memory_space is not a.tile.memory_space:
-                fail("reshape keeps a tile in its memory space", span)
-            ty = self.tile_ty(t, span, static_valid=True)
-            name = "%" + self.names.fresh(_mlir_name(v.name))
-            self.emit(f"{name} = pto.treshape {a.ssa} : {a.ty} -> {ty}", span)
-            rows, cols = tile_rows_cols(t.valid_shape)
-            self.env[id(v)] = _Tile(name, ty, t, (self.const(rows, "index"), self.const(cols, "index")))
-            return
-        if op == "tile.matmul":
-            left, right = self.tile(c.args[0], span), self.tile(c.args[1], span)
-            self.check_spaces(op, [(left, _M.Left), (right, _M.Right)], span)
-            self.op("tmatmul", [left, right], self.alloc(v, span), span)
-            return
-        if op == "tile.matmul_acc":
-            acc = self.tile(c.args[0], span)
-            left, right = self.tile(c.args[1], span), self.tile(c.args[2], span)
-            self.check_spaces(op, [(acc, _M.Acc), (left, _M.Left), (right, _M.Right)], span)
-            t: TileType = v.type
-            if t.memref is not None and acc.tile.memref is not None and not _same_storage(t, acc.tile):
-                dst = self.alloc(v, span)
-                self.op("tmov", [acc], dst, span)
-            else:
-                self.check_tile_type(v, span)
-                dst = acc
-                self.env[id(v)] = acc
-            self.op("tmatmul.acc", [dst, left, right], dst, span)
-            return
-        if op == "tile.store":
+        if c.op == "tile.store":
             fail("tile.store produces a tensor, not a tile", span)
-        if op == "tile.alloc":
+        if c.op == "tile.alloc":
             fail("tile.alloc produces a Ptr", span)
-        fail(f"cannot generate PTO for {op}", span,
+        fail(f"cannot generate PTO for {c.op}", span,
              f"supported tile ops: {', '.join(o for o in SUPPORTED_OPS)}")
 
-    def check_spaces(self, op, pairs, span):
-        for val, space in pairs:
-            if val.tile.memory_space is not space:
-                fail(f"{op}: operand in {val.tile.memory_space.name}, expected {space.name}", span,
-                     "move matmul operands with pl.move(t, target_memory=pl.Mem.Left/Right)")
+    # helpers the emitters share
+    def view(self, v: Var, pto_op: str, a: _Tile, span):
+        """A metadata-only view of tile `a` (treshape): the same bytes, `v`'s type."""
+        t: TileType = v.type
+        ty = self.tile_ty(t, span, static_valid=True)
+        name = "%" + self.names.fresh(_mlir_name(v.name))
+        self.emit(f"{name} = {pto_op} {a.ssa} : {a.ty} -> {ty}", span)
+        rows, cols = tile_rows_cols(t.valid_shape)
+        self.env[id(v)] = _Tile(name, ty, t, (self.const(rows, "index"), self.const(cols, "index")))
 
-    # ------------------------------------------------------------------ memory ops
+    def same_storage(self, a: TileType, b: TileType) -> bool:
+        return _same_storage(a, b)
+
+    def same_buffer(self, a: _Tile, b: _Tile) -> bool:
+        return a.ssa == b.ssa or (self.level == "level3" and _same_storage(a.tile, b.tile))
+
+    def index_scalar(self, e, span) -> _Scalar:
+        return _Scalar(self.index(e, span), "index")
+
     def partition(self, tensor: _Tensor, offsets, sizes: list[int], span,
                   transposed: bool = False) -> tuple[str, str]:
         ty: TensorType = tensor.param.type

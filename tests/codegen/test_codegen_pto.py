@@ -413,6 +413,9 @@ def test_supported_ops_list():
                "tile.col_sum", "tile.row_expand_div", "tile.col_expand_mul", "tile.cast",
                "tile.reshape", "tile.matmul", "tile.matmul_acc", "tile.move", "tile.create"):
         assert op in SUPPORTED_OPS
+    from pypto.ir import ops
+    # every tile op of the op table has its emitter (pypto.codegen.tileops, by family)
+    assert {o for o in ops.OPS if o.startswith("tile.")} <= set(SUPPORTED_OPS)
 
 
 # ----------------------------------------------------------------------------- negative

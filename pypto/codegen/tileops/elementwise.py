@@ -1,0 +1,71 @@
+"""Emitters of the element-wise family: tile-tile (broadcasting add/sub/mul/div),
+tile-scalar, unary, cast, compare and select."""
+from __future__ import annotations
+
+from pypto.codegen.common import fail
+from pypto.codegen.tileops import emits
+from pypto.ir import ops
+from pypto.ir.layout import tile_rows_cols
+
+ROUND_MODES = ("NONE", "RINT", "ROUND", "FLOOR", "CEIL", "TRUNC", "ODD")
+DEFAULT_ROUND_MODE = "ROUND"
+_BROADCAST = {"tile.add": "add", "tile.sub": "sub", "tile.mul": "mul", "tile.div": "div"}
+
+
+@emits(*(f"tile.{o}" for o in ops.BINARY))
+def binary(k, v, c, span):
+    a, b = k.tile(c.args[0], span), k.tile(c.args[1], span)
+    name = ops.OPS[c.op].pto
+    if a.tile.shape != b.tile.shape:        # a per-row or per-column second operand
+        ra, ca = tile_rows_cols(a.tile.shape)
+        rb, cb = tile_rows_cols(b.tile.shape)
+        if c.op in _BROADCAST and (rb, cb) == (ra, 1):
+            name = f"trowexpand{_BROADCAST[c.op]}"
+        elif c.op in _BROADCAST and (rb, cb) == (1, ca):
+            name = f"tcolexpand{_BROADCAST[c.op]}"
+        else:
+            fail(f"{c.op}: shapes {list(a.tile.shape)} and {list(b.tile.shape)} do not match", span)
+    k.op(name, [a, b], k.alloc(v, span), span)
+
+
+@emits(*(f"tile.{o}" for o in tuple(ops.SCALAR_FORM.values()) + ops.SCALAR_ONLY))
+def scalar(k, v, c, span):
+    a = k.tile(c.args[0], span)
+    s = k.scalar(c.args[1], a.tile.dtype.mlir, span)
+    k.op(ops.OPS[c.op].pto, [a, s], k.alloc(v, span), span)
+
+
+@emits(*(f"tile.{o}" for o in ops.UNARY))
+def unary(k, v, c, span):                # a scratch tile (rsqrt, recip) is not needed here
+    a = k.tile(c.args[0], span)
+    k.op(ops.OPS[c.op].pto, [a], k.alloc(v, span), span)
+
+
+@emits("tile.cast")
+def cast(k, v, c, span):
+    a = k.tile(c.args[0], span)
+    mode = c.kwargs.get("mode") or DEFAULT_ROUND_MODE
+    mode = getattr(mode, "name", mode)
+    if not isinstance(mode, str) or mode.upper() not in ROUND_MODES:
+        fail(f"cast: unknown round mode {mode!r}", span,
+             f"use one of {', '.join(m.lower() for m in ROUND_MODES)}")
+    k.op("tcvt", [a], k.alloc(v, span), span,
+         attr_first=f"{{rmode = #pto<round_mode {mode.upper()}>}}")
+
+
+@emits("tile.cmp", "tile.cmps")
+def cmp(k, v, c, span):
+    a = k.tile(c.args[0], span)
+    b = k.tile(c.args[1], span) if c.op == "tile.cmp" else k.scalar(c.args[1], a.tile.dtype.mlir, span)
+    attr = f"{{cmp_type = {int(c.kwargs.get('cmp_type', 0))}}}"
+    k.op(ops.OPS[c.op].pto, [a, b], k.alloc(v, span), span, attr_first=attr)
+
+
+@emits("tile.sel", "tile.sels")
+def sel(k, v, c, span):
+    ins = [k.tile(x, span) for x in c.args[:3]]
+    if c.op == "tile.sels":
+        ins.append(k.scalar(c.args[3], ins[1].tile.dtype.mlir, span))
+    elif len(c.args) > 3:
+        ins.append(k.tile(c.args[3], span))
+    k.op(ops.OPS[c.op].pto, ins, k.alloc(v, span), span)

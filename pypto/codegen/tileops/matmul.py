@@ -1,0 +1,36 @@
+"""Emitters of the cube family: matmul and matmul_acc."""
+from __future__ import annotations
+
+from pypto.codegen.common import fail
+from pypto.codegen.tileops import emits
+from pypto.ir.nodes import MemorySpace as M
+
+
+def check_spaces(op, pairs, span):
+    for val, space in pairs:
+        if val.tile.memory_space is not space:
+            fail(f"{op}: operand in {val.tile.memory_space.name}, expected {space.name}", span,
+                 "move matmul operands with pl.move(t, target_memory=pl.Mem.Left/Right)")
+
+
+@emits("tile.matmul")
+def matmul(k, v, c, span):
+    left, right = k.tile(c.args[0], span), k.tile(c.args[1], span)
+    check_spaces(c.op, [(left, M.Left), (right, M.Right)], span)
+    k.op("tmatmul", [left, right], k.alloc(v, span), span)
+
+
+@emits("tile.matmul_acc")
+def matmul_acc(k, v, c, span):           # accumulates in place unless the planner moved it
+    acc = k.tile(c.args[0], span)
+    left, right = k.tile(c.args[1], span), k.tile(c.args[2], span)
+    check_spaces(c.op, [(acc, M.Acc), (left, M.Left), (right, M.Right)], span)
+    t = v.type
+    if t.memref is not None and acc.tile.memref is not None and not k.same_storage(t, acc.tile):
+        dst = k.alloc(v, span)
+        k.op("tmov", [acc], dst, span)
+    else:
+        k.check_tile_type(v, span)
+        dst = acc
+        k.env[id(v)] = acc
+    k.op("tmatmul.acc", [dst, left, right], dst, span)

@@ -1,0 +1,60 @@
+"""Emitters of the memory family: tiles made, filled, moved, padded, ramped."""
+from __future__ import annotations
+
+from pypto.codegen.common import fail
+from pypto.codegen.tileops import emits
+from pypto.ir import ops
+from pypto.ir.nodes import Const, MemorySpace as M, PadValue
+
+MOVE_PATHS = {"a2a3": {(M.Mat, M.Left), (M.Mat, M.Right), (M.Acc, M.Mat), (M.Vec, M.Vec)}}
+MOVE_PATHS["a5"] = MOVE_PATHS["a2a3"] | {(M.Acc, M.Vec), (M.Vec, M.Mat)}
+
+
+@emits("tile.load")
+def load(k, v, c, span):
+    k.load(v, c, span)
+
+
+@emits("tile.create")
+def create(k, v, c, span):
+    k.alloc(v, span)
+
+
+@emits("tile.full")
+def full(k, v, c, span):                 # every element set to `value`
+    d = v.type.dtype
+    value = c.kwargs["value"]
+    s = k.scalar(Const(float(value) if d.is_float else int(value), d, span), d.mlir, span)
+    k.op("texpands", [s], k.alloc(v, span), span)
+
+
+@emits("tile.move")
+def move(k, v, c, span):
+    src = k.tile(c.args[0], span)
+    dst_space = v.type.memory_space
+    if (src.tile.memory_space, dst_space) not in MOVE_PATHS[k.arch]:
+        fail(f"no {src.tile.memory_space.name} -> {dst_space.name if dst_space else None} "
+             f"data path on {k.arch}", span,
+             "a2a3 moves Mat->Left/Right, Acc->Mat and Vec->Vec; go through GM otherwise")
+    k.op("tmov", [src], k.alloc(v, span), span)
+
+
+@emits("tile.fillpad", "tile.fillpad_inplace", "tile.fillpad_expand")
+def fillpad(k, v, c, span):              # the pad value rides on the result's tile_buf type
+    a = k.tile(c.args[0], span)
+    pad = c.kwargs.get("pad_value", PadValue.zero)
+    k.op(ops.OPS[c.op].pto, [a], k.alloc(v, span, pad=pad.value), span)
+
+
+@emits("tile.ci")
+def ci(k, v, c, span):
+    start = k.scalar(c.args[0], v.type.dtype.mlir, span)
+    desc = "true" if c.kwargs.get("descending") else "false"
+    k.op("tci", [start], k.alloc(v, span), span, attr_first=f"{{descending = {desc}}}")
+
+
+@emits("tile.tri")
+def tri(k, v, c, span):
+    diag = k.scalar(c.args[0], "i32", span)
+    upper = "true" if c.kwargs.get("upper") else "false"
+    k.op("ttri", [diag], k.alloc(v, span), span, attr_first=f"{{upper = {upper}}}")
