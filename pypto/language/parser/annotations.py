@@ -1,0 +1,180 @@
+"""The Parser's reading of type annotations (pl.Tensor, pl.Tile, pl.Scalar, ...)."""
+from __future__ import annotations
+
+import ast
+
+from pypto.language.parser.common import (Const, DynDim, MemRef, MemorySpace, ParamDirection,
+                                          ParserError, PtrType, ScalarType, TensorType, TileType,
+                                          TupleType, UnknownOpError, _lang, dt)
+
+
+class AnnotationsMixin:
+    # ================================================================== annotations
+    def ann_type(self, node, allow_dir=False, allow_tuple=False):
+        """An annotation -> (type, ParamDirection)."""
+        pl = _lang()
+        head = node.value if isinstance(node, ast.Subscript) else node
+        if isinstance(head, ast.Name) and head.id == "tuple" and head.id not in self.statics:
+            obj = tuple
+        else:
+            try:
+                obj = self.static(head, "a type annotation")
+            except ParserError as e:
+                if isinstance(e, UnknownOpError):
+                    raise
+                self.bad_annotation(node, e.message)
+        if obj in (pl.Out, pl.InOut):
+            if not allow_dir:
+                self.bad_annotation(node, f"pl.{obj.__name__}[...] is only allowed on parameters")
+            if not isinstance(node, ast.Subscript):
+                self.bad_annotation(node, f"pl.{obj.__name__} needs a type: pl.{obj.__name__}[pl.Tensor[...]]")
+            inner, _ = self.ann_type(node.slice)
+            if not isinstance(inner, TensorType):
+                self.bad_annotation(node, f"pl.{obj.__name__}[...] marks a tensor the function writes; "
+                                          f"a {type(inner).__name__.replace('Type', '').lower()} "
+                                          f"cannot be an output (results are written into tensors)")
+            return inner, ParamDirection(obj.__name__)
+        direction = ParamDirection.In
+        if obj is tuple or obj is getattr(pl, "Tuple", None):
+            if not allow_tuple or not isinstance(node, ast.Subscript):
+                self.bad_annotation(node, "tuple[...] is only allowed as a return annotation")
+            elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            return TupleType(tuple(self.ann_type(e)[0] for e in elts)), direction
+        if obj is pl.Ptr:
+            return PtrType(), direction
+        if isinstance(obj, dt.DataType) and not isinstance(node, ast.Subscript):
+            return ScalarType(obj), direction
+        if obj in (pl.Tensor, pl.Tile, pl.Scalar):
+            if not isinstance(node, ast.Subscript):
+                if obj is pl.Tensor:
+                    self.bad_annotation(node, "a bare pl.Tensor (shape from the call) is only allowed under @pl.jit")
+                self.bad_annotation(node, f"pl.{obj.__name__} needs its parameters")
+            elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            if obj is pl.Scalar:
+                if len(elts) != 1:
+                    self.bad_annotation(node, "pl.Scalar takes one dtype: pl.Scalar[pl.FP32]")
+                return ScalarType(self.ann_dtype(elts[0], node)), direction
+            return self.shaped_ann(obj is pl.Tile, elts, node), direction
+        if isinstance(obj, pl.Annotation):
+            raise ParserError(
+                f"bad type annotation `{ast.unparse(node)}`: it names {obj!r} through a Python "
+                f"variable, but annotations are read as written in the source", self.span(node),
+                f"spell the type out in the annotation: {obj!r}")
+        self.bad_annotation(node, f"{ast.unparse(node)} is not a type of the language")
+
+    def bad_annotation(self, node, why):
+        raise ParserError(f"bad type annotation `{ast.unparse(node)}`: {why}", self.span(node),
+                          "write pl.Tensor[[64, 128], pl.FP16], pl.Tile[[64, 64], pl.FP32, pl.Mem.Vec], "
+                          "pl.Scalar[pl.INDEX], pl.Out[pl.Tensor[...]] or pl.Ptr")
+
+    def ann_dtype(self, node, whole):
+        try:
+            d = self.static(node, "a dtype")
+        except ParserError as e:
+            if isinstance(e, UnknownOpError):
+                raise
+            self.bad_annotation(whole, e.message)
+        if not isinstance(d, dt.DataType):
+            self.bad_annotation(whole, f"{ast.unparse(node)} is not a dtype (pl.FP32, pl.INT32, ...)")
+        return d
+
+    def shaped_ann(self, is_tile: bool, elts, whole):
+        kind = "Tile" if is_tile else "Tensor"
+        if len(elts) < 2:
+            self.bad_annotation(whole, f"pl.{kind} needs a shape and a dtype: pl.{kind}[[64, 64], pl.FP32]")
+        if not isinstance(elts[0], (ast.List, ast.Tuple)):
+            self.bad_annotation(whole, "the shape must be a list like [64, 128]")
+        shape = []
+        for d in elts[0].elts:
+            try:
+                v = self.static(d, "a dimension")
+            except ParserError as e:
+                if isinstance(e, UnknownOpError):
+                    raise
+                self.bad_annotation(whole, e.message)
+            if isinstance(v, Const):
+                v = v.value
+            if isinstance(v, DynDim):
+                if is_tile:
+                    self.bad_annotation(whole, "tile shapes are static; a dynamic dim is only allowed on tensors")
+            elif not (isinstance(v, int) and not isinstance(v, bool)) or v <= 0:
+                self.bad_annotation(whole, f"dimension {ast.unparse(d)} is not a positive integer "
+                                           f"or a pl.dynamic dim")
+            shape.append(v)
+        dtype = self.ann_dtype(elts[1], whole)
+        memref, space, valid = None, None, None
+        pl = _lang()
+        for e in elts[2:]:
+            if isinstance(e, ast.Call):
+                f = self.static(e.func, "a type parameter")
+                if f is pl.MemRef:
+                    if memref is not None:
+                        self.bad_annotation(whole, "two pl.MemRef(...) in one type")
+                    memref = self.memref_ann(e, whole)
+                    continue
+                if f is pl.TileView:
+                    if not is_tile:
+                        self.bad_annotation(whole, "pl.TileView belongs in a pl.Tile type")
+                    # the layout fields are derived (explicit dumps print them); the valid
+                    # region is part of the type
+                    for kw in e.keywords:
+                        if kw.arg == "valid_shape":
+                            valid = self.static(kw.value, "a TileView valid_shape")
+                    continue
+                self.bad_annotation(whole, f"unexpected {ast.unparse(e)}")
+            v = self.static(e, "a type parameter")
+            if isinstance(v, MemorySpace) and is_tile:
+                if space is not None:
+                    self.bad_annotation(whole, "two memory spaces in one type")
+                space = v
+                continue
+            if isinstance(v, MemorySpace):
+                self.bad_annotation(whole, "a tensor always lives in DDR; memory spaces belong to tiles")
+            self.bad_annotation(whole, f"unexpected type parameter {ast.unparse(e)}")
+        if is_tile:
+            if valid is not None:
+                valid = tuple(getattr(v, "value", v) for v in valid)
+                valid = tuple(None if v == -1 else v for v in valid)     # -1: known at run time
+                if len(valid) != len(shape) or not all(v is None or isinstance(v, int) and 0 < v <= s
+                                                       for v, s in zip(valid, shape)):
+                    self.bad_annotation(whole, f"valid_shape {list(valid)} does not lie inside "
+                                               f"the tile shape {shape}")
+                if valid == tuple(shape):
+                    valid = None
+            return TileType(tuple(shape), dtype, space, memref, valid)
+        return TensorType(tuple(shape), dtype, memref)
+
+    def memref_ann(self, call: ast.Call, whole) -> MemRef:
+        names = ["base", "offset", "size"]
+        vals: dict[str, ast.AST] = {}
+        if len(call.args) > 3:
+            self.bad_annotation(whole, "pl.MemRef(base, byte_offset, size) takes 3 arguments")
+        for n, a in zip(names, call.args):
+            vals[n] = a
+        for kw in call.keywords:
+            if kw.arg not in names or kw.arg in vals:
+                self.bad_annotation(whole, f"pl.MemRef got an unexpected argument {kw.arg}")
+            vals[kw.arg] = kw.value
+        if len(vals) != 3:
+            self.bad_annotation(whole, "pl.MemRef(base, byte_offset, size) takes 3 arguments")
+        b = vals["base"]
+        if isinstance(b, ast.Name) and self.ctx is not None and b.id in self.ctx.env:
+            base = self.ctx.env[b.id]
+            if not isinstance(base.type, PtrType):
+                self.bad_annotation(whole, f"MemRef base {b.id!r} is not a pl.Ptr")
+        else:
+            try:
+                base = self.static(b, "a MemRef base")
+            except ParserError as e:
+                self.bad_annotation(whole, e.message)
+            if not isinstance(base, str):
+                self.bad_annotation(whole, "a MemRef base is a pl.Ptr variable or a string name")
+        out = []
+        for n in ("offset", "size"):
+            v = self.static(vals[n], f"MemRef {n}")
+            if isinstance(v, Const):
+                v = v.value
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                self.bad_annotation(whole, f"MemRef {n} must be a non-negative integer")
+            out.append(v)
+        return MemRef(base, out[0], out[1])

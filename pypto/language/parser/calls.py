@@ -1,0 +1,387 @@
+"""The Parser's calls: pl.* operators (found in the op table), casts, self.<function>(...)."""
+from __future__ import annotations
+
+import ast
+import builtins
+import difflib
+
+from pypto.language.parser.common import (BinOp, Call, Const, Expr, FunctionType, MemorySpace,
+                                          MisplacedTensorOpError, ParserError, ScalarType,
+                                          TensorType, TileType, TupleExpr, TupleType,
+                                          TypeCheckError, _AT_HINT, _CONST_HINT, _LOOP_KINDS,
+                                          _RECURSION_HINT, _bad_operand, _corners, _describe,
+                                          _dims_text, _eval_affine, _is_number, _kind, _lang,
+                                          _operand_params, _pick_slot, _recursion_message,
+                                          _same_kind_dtype, _shape_conflict, _sig_hint,
+                                          _unsupported, _vars_of, dt, ops)
+
+
+class CallsMixin:
+    # ================================================================== calls
+    def call(self, node: ast.Call):
+        f = node.func
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self" \
+                and (self.ctx is None or "self" not in self.ctx.env):
+            return self.function_call(node, f.attr)
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                self.error("star-arguments are not supported", a, _unsupported("Starred"))
+        if isinstance(f, ast.Name) and (self.ctx is None or f.id not in self.ctx.env) \
+                and f.id not in self.statics:
+            if self.in_program and f.id in self.sigs:
+                self.error(f"`{f.id}(...)` calls a function of the program without `self.`", node,
+                           f"write self.{f.id}({', '.join(ast.unparse(a) for a in node.args)})")
+            if f.id in _lang().OPERATORS:
+                self.error(f"`{f.id}(...)` is not defined; the operator is pl.{f.id}", node,
+                           f"write pl.{f.id}(...)")
+            if hasattr(builtins, f.id):
+                hint = "use pl.range" if f.id == "range" else (
+                    "use pl.min / pl.max" if f.id in ("min", "max") else
+                    "only pl.* operators and self.<function> calls exist inside a kernel")
+                self.error(f"the Python builtin {f.id}() cannot be used inside a kernel", node, hint)
+            cands = list(self.ctx.env) if self.ctx else []
+            close = difflib.get_close_matches(f.id, cands + [k for k in self.statics if not k.startswith("_")], n=1)
+            self.error(f"`{f.id}` is not a function a kernel can call", node,
+                       (f"did you mean {close[0]!r}? " if close else "") +
+                       "a kernel calls pl.* operators and kernel functions (@pl.jit.incore / "
+                       "@pl.jit.inline functions under @pl.jit, self.<name>(...) in a @pl.program); "
+                       "a plain Python helper cannot run on the device: decorate it with "
+                       "@pl.jit.inline, or write its body inline")
+        obj = self.static(f, "the called function")
+        k = _kind(obj)
+        if k == "op":
+            name, ns = obj._pl_op
+            return self.op_call(node, name, ns)
+        if k == "cast":
+            return self.cast_call(node)
+        if k in ("min", "max"):
+            return self.minmax(node, k)
+        if k == "const":
+            return self.const_call(node)
+        if k == "yield_":
+            self.error("pl.yield_(...) must be a statement of its own, the last of a loop body or "
+                       "an if/else branch", node, "write `r = pl.yield_(v)` as the last line of the body")
+        if k in _LOOP_KINDS:
+            self.error(f"{ast.unparse(f)}(...) is only allowed as the iterable of a for loop", node,
+                       f"for i in {ast.unparse(f)}(n):")
+        if k in ("at", "scope"):
+            self.error(f"{ast.unparse(f)}(...) is only allowed in a with statement", node,
+                       f"with {ast.unparse(f)}(...):")
+        if obj is _lang().dynamic:
+            self.error(f"`{ast.unparse(node)}` declares a dynamic dim; it cannot be called inside a kernel",
+                       node, 'declare it once at module level, M = pl.dynamic("M"), and use M in '
+                             'tensor annotations: x: pl.Tensor[[M, 64], pl.FP32]')
+        self.error(f"`{ast.unparse(f)}` cannot be called inside a kernel", node,
+                   "only pl.* operators and self.<function> calls exist inside a kernel")
+
+    def arg_values(self, node: ast.Call) -> list:
+        out = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                self.error("star-arguments are not supported", a, _unsupported("Starred"))
+            v = self.value(a)
+            if _is_number(v) or isinstance(v, (bool, list, tuple)):
+                v = self.to_expr(v, a)
+            out.append(v)
+        return out
+
+    def kwarg_values(self, node: ast.Call, allowed=None, operands=()) -> dict:
+        out = {}
+        for kw in node.keywords:
+            if kw.arg is None:
+                self.error("**kwargs is not supported", node, _unsupported("Starred"))
+            if (allowed is not None and kw.arg not in allowed) or kw.arg in operands:
+                continue
+            out[kw.arg] = self.static(kw.value, f"keyword argument {kw.arg}=")
+        return out
+
+    def op_call(self, node: ast.Call, name: str, ns: str | None):
+        display = f"pl.{ns}.{name}" if ns else f"pl.{name}"
+        args = self.arg_values(node)
+        params = _operand_params(name, ns)
+        args = self.keyword_operands(node, args, params, display)
+        kwargs = self.kwarg_values(node, operands=params)
+        return self.op_call_values(name, ns, args, kwargs, node, display)
+
+    def keyword_operands(self, node: ast.Call, args: list, params: tuple, display: str) -> list:
+        """Operands passed by name, as the reference's signatures allow
+        (pl.load(t, offsets=[0, 0], shapes=[64, 64])): placed after the positional ones
+        in the op's operand order."""
+        given = {kw.arg: kw for kw in node.keywords if kw.arg in params}
+        if not given:
+            return args
+        slots = {}
+        for name, kw in given.items():
+            i = params.index(name)
+            if i < len(args):
+                self.error(f"{display} got two values for {name!r}: the argument in position "
+                           f"{i + 1} and {name}=", node, f"pass {name} once")
+            v = self.value(kw.value)
+            if _is_number(v) or isinstance(v, (bool, list, tuple)):
+                v = self.to_expr(v, kw.value)
+            slots[i] = v
+        out = list(args)
+        while len(out) in slots:
+            out.append(slots.pop(len(out)))
+        if slots:
+            missing = params[len(out)]
+            self.error(f"{display}: operand {missing!r} is missing (given by name: "
+                       f"{', '.join(params[i] for i in sorted(slots))})", node,
+                       f"pass {missing} too, by position or as {missing}=...")
+        return out
+
+    def op_call_values(self, name, ns, args, kwargs, node, display=None):
+        display = display or (f"pl.{ns}.{name}" if ns else f"pl.{name}")
+        span = self.span(node)
+        exprs = [a for a in args if isinstance(a, Expr)]
+        if ns is None:
+            op = ops.resolve(name, exprs, span)
+        else:
+            op = f"{ns}.{name}"
+        d = ops.OPS.get(op)
+        if d is None:
+            first = exprs[0].type if exprs else None
+            raise TypeCheckError(f"{display} has no form for {ops._tname(first)} arguments "
+                                 f"(no operator {op})", span, _sig_hint(name))
+        kwargs = dict(kwargs)
+        for alias, canon in d.aliases.items():     # the reference's name for an option
+            if alias in kwargs:
+                if canon in kwargs:
+                    raise TypeCheckError(f"{display}: {alias}= and {canon}= name the same option",
+                                         span, f"pass only one of them")
+                kwargs[canon] = kwargs.pop(alias)
+        if ns is not None and op != "tile.load":
+            want = TensorType if ns == "tensor" else TileType
+            first = next((getattr(a, "type", None) for a in exprs
+                          if isinstance(getattr(a, "type", None), (TensorType, TileType))), None)
+            if first is not None and not isinstance(first, want):
+                other = "tile" if ns == "tensor" else "tensor"
+                raise TypeCheckError(
+                    f"{display} works on {ns}s, got {ops._tname(first)}", span,
+                    f"use pl.{other}.{name}, or pl.{name} which picks the level from its arguments")
+        pos, kw = [], dict(kwargs)
+        attrs = kw.pop("attrs", None) or {}        # metadata a pass wrote (the printer spells it)
+        if not isinstance(attrs, dict):
+            raise TypeCheckError(f"{display}: attrs= must be a dict literal", span)
+        for a in args:
+            if isinstance(a, Expr) and len(pos) < d.nargs[1]:
+                pos.append(a)
+                continue
+            if not isinstance(a, (Expr, dt.DataType, MemorySpace)) and len(pos) < d.nargs[0]:
+                # a string, None, an enum...: never an operand, never a keyword's slot
+                raise TypeCheckError(_bad_operand(display, name, len(pos), a), span, _sig_hint(name))
+            if not isinstance(a, (Expr, dt.DataType, MemorySpace)) \
+                    and not (isinstance(a, str) and "mode" in d.kwargs):
+                raise TypeCheckError(f"{display}: unexpected extra argument {_describe(a)}; options "
+                                     f"are keywords (target_memory=pl.Mem.Vec, dtype=pl.FP32, ...)",
+                                     span, _sig_hint(name))
+            slot = _pick_slot(d, a, kw)
+            if slot is None:
+                lo, hi = d.nargs
+                want = str(lo) if lo == hi else f"{lo} to {hi}"
+                raise TypeCheckError(f"{display} takes {want} positional arguments, got {len(args)}",
+                                     span, _sig_hint(name))
+            kw[slot] = self.kwarg_const(a, node, slot)
+        kw = {**{k: kw[k] for k in d.kwargs if k in kw}, **{k: v for k, v in kw.items() if k not in d.kwargs}}
+        self.check_placement(op, display, node)
+        try:
+            t = ops.infer_type(op, pos, kw, span)
+        except TypeCheckError as e:
+            if e.hint:
+                raise
+            raise TypeCheckError(e.message, e.span or span, _sig_hint(name)) from None
+        self.check_loop_window(op, pos, span)
+        return Call(op, pos, kw, t, dict(attrs), span)
+
+    def check_loop_window(self, op: str, args: list, span) -> None:
+        """A window whose offsets move with constant-bound loops stays inside the tensor on
+        every iteration: checked at the first and last index of each loop (exact for offsets
+        affine in the indices; a violation found there is always real)."""
+        c = self.ctx
+        if c is None or not c.ranges or c.ifs or op not in ("tile.load", "tile.store", "tensor.assemble"):
+            return                  # (under an if, the first or last iteration may not reach it)
+        if op == "tile.load":
+            tensor, offs, sizes = args[0], args[1], [getattr(x, "value", None) for x in args[2].items]
+        elif op == "tile.store":
+            if len(args) > 3:
+                return
+            tensor, offs, sizes = args[2], args[1], list(args[0].type.shape)
+        else:
+            tensor, offs, sizes = args[0], args[2], list(args[1].type.shape)
+        dims = getattr(getattr(tensor, "type", None), "shape", ())
+        items = getattr(offs, "items", None)
+        if items is None or len(items) != len(dims) or len(sizes) != len(dims):
+            return
+        for i, (o, size, d) in enumerate(zip(items, sizes, dims)):
+            if isinstance(o, Const) or not isinstance(d, int) or not isinstance(size, int):
+                continue
+            loops = [c.ranges[id(v)] for v in _vars_of(o) if id(v) in c.ranges]
+            if not loops or len(loops) != len(set(map(id, _vars_of(o)))) or len(loops) > 4:
+                continue
+            for corner in _corners(loops):
+                at = _eval_affine(o, corner)
+                if at is None:
+                    break
+                if at < 0 or at + size > d:
+                    where = ", ".join(f"{v.name} = {corner[id(v)]}" for v, _, _ in loops)
+                    raise TypeCheckError(
+                        f"{op.split('.')[1]}: at {where} the window [{at}, {at + size}) of dim {i} lies "
+                        f"outside the tensor's extent {d}", span,
+                        "keep every iteration's window inside the tensor: fix the loop's bounds or "
+                        "step, or the offset expression")
+
+    def kwarg_const(self, a, node, slot):
+        if isinstance(a, Const):
+            return a.value
+        if isinstance(a, TupleExpr) and all(isinstance(i, Const) for i in a.items):
+            return [i.value for i in a.items]
+        if isinstance(a, Expr):
+            self.error(f"argument {slot}= must be a compile-time constant", node)
+        return a
+
+    def check_placement(self, op: str, display: str, node):
+        c = self.ctx
+        if c is not None and op == "tensor.create" and (
+                c.incore or c.sig.func_type in (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV)):
+            where = "a pl.at region" if c.incore else f"the {c.sig.func_type.value} kernel {c.sig.name!r}"
+            raise MisplacedTensorOpError(
+                f"misplaced tensor op: {display} allocates a DDR tensor from the orchestration; "
+                f"it cannot run inside {where}", self.span(node),
+                "create the tensor in the orchestration (before the `with pl.at(...)` block or in "
+                "the @pl.jit entry) and pass it to the kernel")
+        if c is None or c.sig.func_type is not FunctionType.Orchestration or c.incore:
+            return
+        if op == "tensor.full":
+            raise MisplacedTensorOpError(
+                f"misplaced tensor op: {display} fills a tensor on the device; it cannot run in the "
+                f"orchestration body of {c.sig.name!r}", self.span(node),
+                "fill it where it is used, inside `with pl.at(level=pl.Level.CORE_GROUP):` "
+                "(x = pl.full(...) or out[:] = pl.full(...)); the orchestration only allocates "
+                "tensors (pl.create_tensor)")
+        if op.startswith("tile.") or ops.is_tensor_op(op):
+            span = self.span(node)
+            raise MisplacedTensorOpError(
+                f"misplaced tensor op: {display} ({op}) at line {span.line} is written directly in "
+                f"the orchestration body of {c.sig.name!r}; it should be inside an InCore block",
+                span, _AT_HINT)
+
+    def cast_call(self, node: ast.Call):
+        args = self.arg_values(node)
+        kwargs = self.kwarg_values(node)
+        first = args[0] if args else None
+        t = getattr(first, "type", None)
+        if isinstance(t, ScalarType) or isinstance(first, Const):
+            target = kwargs.get("dtype", kwargs.get("target_type", args[1] if len(args) > 1 else None))
+            if isinstance(first, Const) and isinstance(target, dt.DataType):
+                return Const(float(first.value) if target.is_float else
+                             (bool(first.value) if target == dt.BOOL else int(first.value)),
+                             target, self.span(node))
+            if not isinstance(target, dt.DataType):
+                self.error("pl.cast needs the target dtype: pl.cast(x, pl.INDEX)", node)
+            return Call("scalar.cast", [first], {"dtype": target}, ScalarType(target), {},
+                        self.span(node))
+        return self.op_call_values("cast", None, args, kwargs, node, "pl.cast")
+
+    def minmax(self, node: ast.Call, which: str):
+        if node.keywords or len(node.args) != 2:
+            self.error(f"pl.{which} takes two scalar arguments", node, f"pl.{which}(a, b)")
+        a, b = self.expr(node.args[0]), self.expr(node.args[1])
+        for x in (a, b):
+            if not isinstance(getattr(x, "type", None), ScalarType):
+                other = "maximum" if which == "max" else "minimum"
+                self.error(f"pl.{which} works on scalars, got {ops._tname(getattr(x, 'type', None))}",
+                           node, f"for elementwise {which} of tensors/tiles use pl.{other}(a, b)")
+        a, b, d = self.unify(a, b, f"pl.{which}", node)
+        return BinOp(which, a, b, d, self.span(node))
+
+    def const_call(self, node: ast.Call) -> Const:
+        args = [self.static(a, "pl.const argument") for a in node.args]
+        kw = {k.arg: self.static(k.value, "pl.const argument") for k in node.keywords}
+        if "value" in kw:
+            args.insert(0, kw.pop("value"))
+        if "dtype" in kw:
+            args.append(kw.pop("dtype"))
+        if len(args) != 2 or kw or not isinstance(args[1], dt.DataType):
+            self.error("pl.const takes a value and a dtype", node, "pl.const(0, pl.INT32)")
+        v, d = args
+        if isinstance(v, Const):
+            v = v.value
+        if isinstance(v, str):
+            try:
+                v = float(v)
+            except ValueError:
+                self.error(f"pl.const: {v!r} is not a number", node, _CONST_HINT)
+        if not isinstance(v, (int, float, bool)):
+            self.error(f"pl.const: {v!r} is not a number", node, _CONST_HINT)
+        if d.is_float:
+            v = float(v)
+        elif d == dt.BOOL:
+            v = bool(v)
+        else:
+            if isinstance(v, float) and not v.is_integer():
+                self.error(f"pl.const: {v} is not an integer but the dtype is {d}", node)
+            v = int(v)
+        return Const(v, d, self.span(node))
+
+    def function_call(self, node: ast.Call, name: str):
+        sig = self.sigs.get(name)
+        if not self.in_program:
+            self.error(f"self.{name}(...) is only available inside a @pl.program class", node,
+                       "put the functions in a @pl.program class")
+        if sig is None:
+            close = difflib.get_close_matches(name, list(self.sigs), n=1)
+            hint = f"did you mean self.{close[0]}?" if close else \
+                f"functions of this program: {', '.join(self.sigs)}"
+            self.error(f"self.{name}: the program has no function {name!r}", node, hint)
+        args = self.arg_values(node)
+        for a, n in zip(args, node.args):
+            if not isinstance(a, Expr):
+                self.error(f"argument `{ast.unparse(n)}` of self.{name} is not a value", n)
+        kernels = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV)
+        if self.ctx is not None and sig.func_type in kernels and name != self.ctx.sig.name \
+                and (self.ctx.incore or self.ctx.sig.func_type in kernels):
+            self.kernel_calls.append((self.ctx.sig.name, name, self.span(node), bool(self.ctx.incore)))
+        attrs = {}
+        for kw in node.keywords:
+            if kw.arg != "attrs":
+                self.error(f"self.{name}(...) got an unexpected keyword argument {kw.arg!r}", node,
+                           "pass arguments positionally; only attrs={...} is accepted")
+            attrs = self.static(kw.value, "attrs=")
+            if not isinstance(attrs, dict):
+                self.error("attrs= must be a dict literal", node)
+        span = self.span(node)
+        caller = self.ctx.sig if self.ctx is not None else None
+        if caller is not None:
+            if name == caller.name:
+                raise ParserError(_recursion_message([name, name]), span, _RECURSION_HINT)
+            self.call_sites.setdefault(caller.name, []).append((name, span))
+            if caller.func_type is FunctionType.Orchestration \
+                    and sig.func_type is FunctionType.Orchestration:
+                raise TypeCheckError(
+                    f"orchestration {caller.name!r} calls orchestration {name!r}; an orchestration "
+                    f"submits kernels (InCore/AIC/AIV functions, pl.at regions) and calls Inline "
+                    f"functions, not other orchestrations", span,
+                    f"make {name} an InCore kernel (@pl.function(type=pl.FunctionType.InCore)) "
+                    f"or an Inline function, or move its calls into {caller.name}")
+        if len(args) != len(sig.params):
+            raise TypeCheckError(f"self.{name} takes {len(sig.params)} arguments, got {len(args)}",
+                                 span, f"def {name}({', '.join(p.var.name for p in sig.params)})")
+        for i, (a, p) in enumerate(zip(args, sig.params)):
+            at, pt = getattr(a, "type", None), p.var.type
+            if not _same_kind_dtype(at, pt):
+                raise TypeCheckError(f"self.{name}: argument {i} ({p.var.name}) expects "
+                                     f"{ops._tname(pt)}, got {ops._tname(at)}", span,
+                                     "pass a value of the parameter's kind and dtype")
+            bad = _shape_conflict(at, pt)
+            if bad is not None:
+                raise TypeCheckError(
+                    f"self.{name}: argument {i} ({p.var.name}) has shape {_dims_text(at.shape)} but "
+                    f"{name} declares {p.var.name} as {_dims_text(pt.shape)}{bad}", span,
+                    f"pass a tensor of shape {_dims_text(pt.shape)} (a window of a larger one is "
+                    f"not implied), or declare the parameter with a pl.dynamic dim to accept "
+                    f"several sizes")
+        if sig.return_types is None:
+            self.ensure_body(sig)
+        rets = sig.return_types
+        t = rets[0] if len(rets) == 1 else (TupleType(tuple(rets)) if rets else None)
+        return Call("@" + name, args, {}, t, attrs, span)

@@ -1,0 +1,558 @@
+"""The Parser's statements: assignments, loops, if/else, with pl.at / pl.scope, returns."""
+from __future__ import annotations
+
+import ast
+
+from pypto.language.parser.common import (Assign, Call, Const, Eval, For, ForKind, FunctionType,
+                                          If, InCoreScope, IterArg, Level, PtrType, PyptoError,
+                                          Return, RuntimeScope, ScalarType, TensorType, TileType,
+                                          TupleExpr, TupleType, TypeCheckError, Var, Yield,
+                                          _INT_DTYPES, _LOOP_KINDS, _YieldInfo, _adoptable,
+                                          _const_range, _kind, _lang, _same_shape_dtype,
+                                          _type_text, _unsupported, dt, ops)
+
+
+class StatementsMixin:
+    # ================================================================== statements
+    def block(self, stmts, allow_yield: bool):
+        out, yinfo = [], None
+        for i, s in enumerate(stmts):
+            if self.is_yield(s):
+                self.set_cur(s)
+                if not allow_yield or i != len(stmts) - 1:
+                    self.error("pl.yield_ must be the last statement of a loop body or an if/else branch",
+                               s, "move it to the end of the body")
+                yinfo = self.yield_stmt(s)
+                out.append(yinfo.stmt)
+                continue
+            if out and isinstance(out[-1], Return):
+                self.set_cur(s)
+                self.error("this statement comes after `return` and is never reached", s,
+                           "return ends the function: move the return to the end")
+            out.extend(self.stmt(s))
+        return out, yinfo
+
+    def set_cur(self, s):
+        compound = isinstance(s, (ast.For, ast.If, ast.With, ast.While, ast.FunctionDef))
+        self.ctx.cur, self.ctx.marked = self.stmt_span(s, compound)
+
+    def is_yield(self, s) -> bool:
+        call = None
+        if isinstance(s, ast.Expr):
+            call = s.value
+        elif isinstance(s, (ast.Assign, ast.AnnAssign)):
+            call = s.value
+        if not isinstance(call, ast.Call):
+            return False
+        root = call.func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not (isinstance(root, ast.Name) and root.id in self.statics):
+            return False           # e.g. self.kernel(...): not a module-level name
+        try:
+            return _kind(self.static(call.func)) == "yield_"
+        except PyptoError:
+            return False
+
+    def yield_stmt(self, s) -> _YieldInfo:
+        call = s.value
+        targets = None
+        if isinstance(s, ast.Assign):
+            if len(s.targets) != 1:
+                self.error("chained assignment is not supported", s)
+            t = s.targets[0]
+            elts = t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]
+            if not all(isinstance(e, ast.Name) for e in elts):
+                self.error("pl.yield_ results must be bound to plain names", s, "a, b = pl.yield_(x, y)")
+            targets = [e.id for e in elts]
+        elif isinstance(s, ast.AnnAssign):
+            if not isinstance(s.target, ast.Name):
+                self.error("pl.yield_ results must be bound to plain names", s)
+            targets = [s.target.id]
+        if call.keywords:
+            self.error("pl.yield_ takes positional values only", s)
+        values = [self.expr(a) for a in call.args]
+        return _YieldInfo(Yield(values, self.ctx.cur), targets)
+
+    def stmt(self, s) -> list:
+        self.set_cur(s)
+        span = self.ctx.cur
+        if isinstance(s, ast.Assign):
+            return self.assign(s, span)
+        if isinstance(s, ast.AnnAssign):
+            return self.ann_assign(s, span)
+        if isinstance(s, ast.AugAssign):
+            return self.aug_assign(s, span)
+        if isinstance(s, ast.Expr):
+            if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
+                return []      # docstring / string comment
+            if not isinstance(s.value, ast.Call):
+                self.error(f"the expression `{ast.unparse(s.value)}` has no effect", s,
+                           "assign its value to a name, or remove it")
+            e = self.expr(s.value)
+            return [Eval(e, span)]
+        if isinstance(s, ast.Return):
+            self.check_return_position(s)
+            if s.value is None:
+                vals = []
+            elif isinstance(s.value, ast.Tuple):
+                vals = [self.expr(e) for e in s.value.elts]
+            else:
+                vals = [self.expr(s.value)]
+            for v, n in zip(vals, s.value.elts if isinstance(s.value, ast.Tuple) else [s.value]):
+                if isinstance(v, TupleExpr) or getattr(v, "type", None) is None:
+                    self.error(f"cannot return `{ast.unparse(n)}`", n,
+                               "return tensors, tiles or scalars: return a, b")
+            return [Return(vals, span)]
+        if isinstance(s, ast.For):
+            return [self.for_(s, span)]
+        if isinstance(s, ast.If):
+            return [self.if_(s, span)]
+        if isinstance(s, ast.With):
+            return [self.with_(s, span)]
+        if isinstance(s, ast.Pass):
+            return []
+        name = type(s).__name__
+        self.error(f"unsupported statement: {name.lower() if name in ('While', 'Try', 'Break', 'Continue') else name}",
+                   s, _unsupported(name))
+
+    def check_return_position(self, s: ast.Return) -> None:
+        """`return` ends the function: never inside a loop or a pl.at region (a region
+        is a kernel of its own and returns nothing)."""
+        c = self.ctx
+        if c.incore:
+            self.error("return inside a pl.at region", s,
+                       "a pl.at region runs on the device and returns nothing: write results into "
+                       "tensors (o[:] = ...) and `return o` after the with block")
+        if c.loops:
+            self.error("return inside a loop", s,
+                       "a function cannot leave a loop early: let the loop finish and return after it")
+
+    def define(self, name: str, t, span) -> Var:
+        env = self.ctx.env
+        if name == "self" or self.statics.get(name) is _lang():
+            self.error(f"cannot assign to {name!r}: the name is reserved", None,
+                       "choose another variable name")
+        old = env.get(name)
+        if old is not None and old.type == t:
+            return old
+        v = Var(name, t, span)
+        env[name] = v
+        return v
+
+    def bind_value(self, name: str, value, node, span) -> Var:
+        t = getattr(value, "type", None)
+        if t is None and isinstance(value, Call) and value.callee is not None:
+            self.error(f"`{value.callee}` returns nothing, so there is no value to assign to {name!r}",
+                       node, f"end {value.callee} with `return <the Out tensor it writes>`, or call it "
+                             f"as a statement")
+        if t is None or isinstance(value, TupleExpr):
+            what = "a list" if isinstance(value, TupleExpr) else "no value"
+            self.error(f"cannot assign {what} to {name!r}", node,
+                       "assign the result of an operator or of a function that returns a value")
+        return self.define(name, t, span)
+
+    def assign(self, s: ast.Assign, span):
+        if len(s.targets) != 1:
+            self.error("chained assignment `a = b = ...` is not supported", s, "assign each name on its own line")
+        t = s.targets[0]
+        if isinstance(t, ast.Subscript):
+            return self.region_write(t, s.value, span)
+        if isinstance(t, ast.Name):
+            val = self.expr(s.value)
+            self.check_out_rebind(t.id, val, s)
+            return [Assign(self.bind_value(t.id, val, s, span), val, span)]
+        if isinstance(t, (ast.Tuple, ast.List)):
+            self.error("tuple unpacking is not supported", s,
+                       "bind the call to one name (x: tuple[...] = self.f(...)), or return one value per function")
+        self.error(f"cannot assign to `{ast.unparse(t)}`", s)
+
+    def ann_assign(self, s: ast.AnnAssign, span):
+        if not isinstance(s.target, ast.Name):
+            self.error(f"cannot annotate `{ast.unparse(s.target)}`", s,
+                       "annotate plain names: x: pl.Tile[[64, 64], pl.FP32] = ...")
+        if s.value is None:
+            self.error(f"{s.target.id!r} is declared without a value", s,
+                       "give it a value: x: T = expr")
+        ann, _ = self.ann_type(s.annotation, allow_tuple=True)
+        val = self.expr(s.value)
+        if isinstance(ann, ScalarType) and isinstance(val, Const) and id(val) in self._lit \
+                and _adoptable(val, val.dtype, ann.dtype):
+            val = Const(self.retype(val, ann.dtype).value, ann.dtype, val.span)
+        t = self.reconcile(ann, getattr(val, "type", None), s)
+        return [Assign(self.define(s.target.id, t, span), val, span)]
+
+    def reconcile(self, ann, vt, node):
+        """The annotation is authoritative; it must agree with the value's inferred type
+        (shape, dtype, kind). Memref and memory space come from the annotation (the space
+        from the value when the annotation has none)."""
+        name = node.target.id if isinstance(node, ast.AnnAssign) else "value"
+        bad = None
+        if vt is None:
+            bad = "the value has no type (the call returns nothing)"
+        elif isinstance(ann, (TensorType, TileType)):
+            if type(vt) is not type(ann):
+                bad = f"the value is {ops._tname(vt)}"
+            elif tuple(vt.shape) != tuple(ann.shape):
+                bad = f"the value has shape {list(vt.shape)}"
+            elif vt.dtype != ann.dtype:
+                bad = f"the value has dtype {vt.dtype}"
+            elif isinstance(ann, TileType):
+                # the valid region comes from the value (an annotation may restate it)
+                if ann.valid is not None and ann.valid_shape != vt.valid_shape:
+                    bad = f"the value's valid shape is {list(vt.valid_shape)}"
+                elif ann.memory_space is None:
+                    return TileType(ann.shape, ann.dtype, vt.memory_space, ann.memref, vt.valid)
+                elif vt.memory_space is not None and vt.memory_space != ann.memory_space:
+                    bad = f"the value lives in {vt.memory_space.name}, not {ann.memory_space.name}"
+                else:
+                    return TileType(ann.shape, ann.dtype, ann.memory_space, ann.memref, vt.valid)
+        elif isinstance(ann, ScalarType):
+            if not isinstance(vt, ScalarType):
+                bad = f"the value is {ops._tname(vt)}"
+            elif vt.dtype != ann.dtype:
+                bad = f"the value has dtype {vt.dtype}"
+        elif isinstance(ann, PtrType):
+            if not isinstance(vt, PtrType):
+                bad = f"the value is {ops._tname(vt)}"
+        elif isinstance(ann, TupleType):
+            if not isinstance(vt, TupleType) or len(vt.types) != len(ann.types) or \
+                    not all(_same_shape_dtype(a, b) for a, b in zip(vt.types, ann.types)):
+                bad = "the value's types differ"
+        if bad:
+            raise TypeCheckError(f"annotation of {name!r} says {_type_text(ann)} but {bad}",
+                                 self.span(node), "fix the annotation or the expression (pl.cast converts dtypes)")
+        return ann
+
+    def aug_assign(self, s: ast.AugAssign, span):
+        if not isinstance(s.target, ast.Name):
+            self.error("augmented assignment to a sub-region is not supported", s,
+                       "write dst[...] = pl.add(...) instead")
+        cur = self.ctx.env.get(s.target.id)
+        if cur is None:
+            self.undefined(s.target)
+        if not isinstance(cur.type, ScalarType):
+            self.error(f"augmented assignment `{ast.unparse(s)}` on a tensor/tile is not supported",
+                       s, f"write {s.target.id} = pl.<op>({s.target.id}, ...) explicitly")
+        val = self.binop(ast.copy_location(ast.BinOp(s.target, s.op, s.value), s))
+        val = self.to_expr(val, s)
+        return [Assign(self.bind_value(s.target.id, val, s, span), val, span)]
+
+    def region_write(self, t: ast.Subscript, value_node, span):
+        if not isinstance(t.value, ast.Name):
+            self.error(f"cannot assign to `{ast.unparse(t)}`", t, "write into a tensor variable: out[...] = v")
+        name = t.value.id
+        dst = self.ctx.env.get(name)
+        if dst is None:
+            self.undefined(t.value)
+        if not isinstance(dst.type, TensorType):
+            self.error(f"`{name}[...] = ...` writes into a tensor, but {name!r} is {ops._tname(dst.type)}",
+                       t, "store a tile into a tensor with pl.store(tile, offsets, tensor)")
+        elts = t.slice.elts if isinstance(t.slice, ast.Tuple) else [t.slice]
+        rank = len(dst.type.shape)
+        if len(elts) > rank:
+            self.error(f"{name} has rank {rank} but {len(elts)} indices are given", t,
+                       f"give at most one index or slice per dimension: {name}[{', '.join(['i:i+m'] + [':'] * (rank - 1))}]")
+        src = self.expr(value_node)
+        st = getattr(src, "type", None)
+        if not isinstance(st, (TensorType, TileType)):
+            self.error(f"only a tensor or tile can be written into {name}[...], got {ops._tname(st)}",
+                       value_node, "use pl.full for constants")
+        offs, extents = [], []
+        for e in elts:
+            if isinstance(e, ast.Slice):
+                if e.step is not None:
+                    self.error("slices with a step are not supported", t,
+                               "write a contiguous region (dst[i:i+m, :] = v); strided writes are not part "
+                               "of the language")
+                lo = self.expr(e.lower) if e.lower is not None else self.lit(Const(0, dt.INDEX, self.span(t)))
+                offs.append(lo)
+                extents.append(self.extent(e, lo))
+            else:
+                offs.append(self.expr(e))
+                extents.append(1)
+        for x in offs:
+            if not isinstance(getattr(x, "type", None), ScalarType):
+                self.error(f"offsets of {ast.unparse(t)} must be scalars", t)
+        while len(offs) < rank:
+            offs.append(self.lit(Const(0, dt.INDEX, self.span(t))))
+            extents.append(None)
+        for i, (ext, full) in enumerate(zip(extents, dst.type.shape)):
+            if ext is None and isinstance(full, int) and isinstance(offs[i], Const):
+                ext = full - offs[i].value
+            if isinstance(ext, int) and i < len(st.shape) and len(st.shape) == rank \
+                    and isinstance(st.shape[i], int) and ext != st.shape[i]:
+                raise TypeCheckError(
+                    f"{ast.unparse(t)} selects {ext} along dim {i} but the value has shape "
+                    f"{list(st.shape)}", self.span(t),
+                    "the region and the written value must have the same shape")
+        offsets = TupleExpr(offs, self.span(t))
+        call = self.op_call_values("assemble", "tensor", [dst, src, offsets], {}, t,
+                                   f"`{ast.unparse(t)} = ...` (tensor.assemble)")
+        return [Assign(self.define(name, call.type, span), call, span)]
+
+    def extent(self, sl: ast.Slice, lo):
+        """Static width of a slice when it can be seen: `a:b` with constants, `:b`, `i:i+c`."""
+        if sl.upper is None:
+            return None
+        if isinstance(sl.upper, ast.BinOp) and isinstance(sl.upper.op, ast.Add) and sl.lower is not None \
+                and ast.dump(sl.upper.left) == ast.dump(sl.lower):
+            try:
+                c = self.static(sl.upper.right)
+                return c if isinstance(c, int) else None
+            except PyptoError:
+                return None
+        try:
+            hi = self.static(sl.upper)
+            lo_v = 0 if sl.lower is None else self.static(sl.lower)
+        except PyptoError:
+            return None
+        if isinstance(hi, int) and isinstance(lo_v, int):
+            return hi - lo_v
+        return None
+
+    # ---------------------------------------------------------------- for / if / with
+    def for_(self, s: ast.For, span):
+        if s.orelse:
+            self.error("for ... else is not supported", s, "remove the else branch")
+        it = s.iter
+        if not isinstance(it, ast.Call):
+            self.error(f"`for ... in {ast.unparse(it)}` is not supported", s,
+                       "loop with for i in pl.range(n): / pl.parallel(n) / pl.unroll(...)")
+        if isinstance(it.func, ast.Name) and it.func.id == "range" and "range" not in self.statics:
+            self.error("the Python builtin range() cannot be used inside a kernel", s,
+                       "use pl.range(...)")
+        fobj = self.static(it.func, "the loop iterable")
+        kname = _kind(fobj)
+        if kname not in _LOOP_KINDS:
+            self.error(f"`for ... in {ast.unparse(it.func)}(...)` is not supported", s,
+                       "loop with pl.range, pl.parallel or pl.unroll")
+        kind = _LOOP_KINDS[kname]
+        bounds = [self.expr(a) for a in it.args]
+        init_node = None
+        for kw in it.keywords:
+            if kw.arg == "init_values":
+                init_node = kw.value
+            else:
+                self.error(f"pl.{kname}() got an unexpected keyword argument {kw.arg!r}", s,
+                           f"pl.{kname}(start, stop, step, init_values=(...))")
+        if not 1 <= len(bounds) <= 3:
+            self.error(f"pl.{kname} takes 1 to 3 bounds, got {len(bounds)}", s,
+                       f"pl.{kname}(stop) or pl.{kname}(start, stop[, step])")
+        for b, n in zip(bounds, it.args):
+            bt = getattr(b, "type", None)
+            if not isinstance(bt, ScalarType) or bt.dtype not in _INT_DTYPES:
+                self.error(f"loop bound `{ast.unparse(n)}` must be an integer scalar, got {ops._tname(bt)}", n,
+                           "loop bounds are integers (pl.INDEX): write 2, not 2.0, and pass runtime "
+                           "counts as `n: pl.INDEX` parameters")
+            if kind is ForKind.Unroll and not isinstance(b, Const):
+                self.error("pl.unroll bounds must be constants", n, "use pl.range for runtime bounds")
+        one = lambda: self.lit(Const(1, dt.INDEX, span))   # noqa: E731
+        zero = lambda: self.lit(Const(0, dt.INDEX, span))  # noqa: E731
+        if len(bounds) == 1:
+            start, stop, step = zero(), bounds[0], one()
+        elif len(bounds) == 2:
+            start, stop, step = bounds[0], bounds[1], one()
+        else:
+            start, stop, step = bounds
+        if isinstance(step, Const) and step.value == 0:
+            self.error("loop step must not be 0", s,
+                       "a loop advances by a non-zero step: pl.range(start, stop, step) with step >= 1 "
+                       "(or negative to count down)")
+        inits = []
+        if init_node is not None:
+            if kind is ForKind.Unroll:
+                self.error("pl.unroll does not carry values (no init_values)", s,
+                           "use pl.range(..., init_values=(...)) for carried values")
+            if not isinstance(init_node, (ast.Tuple, ast.List)):
+                self.error("init_values must be a tuple", s,
+                           "write a tuple even for one value: init_values=(x,) and bind it as "
+                           "for i, (acc,) in pl.range(n, init_values=(x,)):")
+            inits = [self.expr(e) for e in init_node.elts]
+            for e, n in zip(inits, init_node.elts):
+                if getattr(e, "type", None) is None or isinstance(e, TupleExpr):
+                    self.error(f"init value `{ast.unparse(n)}` is not a value", n)
+        # targets
+        tgt = s.target
+        if inits:
+            if not (isinstance(tgt, ast.Tuple) and len(tgt.elts) == 2 and isinstance(tgt.elts[0], ast.Name)):
+                self.error("a loop with init_values binds `i, (a, b)`", s,
+                           f"for i, ({', '.join('v%d' % k for k in range(len(inits)))},) in pl.{kname}(..., init_values=(...)):")
+            lv_name = tgt.elts[0].id
+            carried = tgt.elts[1]
+            c_elts = carried.elts if isinstance(carried, (ast.Tuple, ast.List)) else [carried]
+            if not all(isinstance(e, ast.Name) for e in c_elts):
+                self.error("carried values must be bound to plain names", s)
+            c_names = [e.id for e in c_elts]
+            if len(c_names) != len(inits):
+                self.error(f"the loop binds {len(c_names)} carried names but init_values has {len(inits)}", s)
+        else:
+            if not isinstance(tgt, ast.Name):
+                self.error(f"loop target `{ast.unparse(tgt)}` is not supported", s,
+                           "for i in pl.range(n):  (carried values need init_values=(...))")
+            lv_name, c_names = tgt.id, []
+        env = self.ctx.env
+        scoped = [lv_name] + c_names
+        saved = {n: env.get(n) for n in scoped}
+        hidden = env.get(lv_name)
+        if hidden is not None and isinstance(hidden.type, (TensorType, TileType)):
+            kind_of = "tensor" if isinstance(hidden.type, TensorType) else "tile"
+            self.error(f"the loop index {lv_name!r} hides the {kind_of} {lv_name!r}", s,
+                       f"give the index its own name: for i in pl.{kname}(...):")
+        loop_var = Var(lv_name, ScalarType(dt.INDEX), span)
+        env[lv_name] = loop_var
+        iter_args = []
+        for n, init in zip(c_names, inits):
+            v = Var(n, init.type, span)
+            env[n] = v
+            iter_args.append(IterArg(v, init))
+        self.ctx.loops += 1
+        extent = _const_range(start, stop, step)
+        if extent is not None:
+            self.ctx.ranges[id(loop_var)] = (loop_var, *extent)
+        try:
+            body, y = self.block(s.body, allow_yield=True)
+        finally:
+            self.ctx.loops -= 1
+            self.ctx.ranges.pop(id(loop_var), None)
+        self.ctx.cur, self.ctx.marked = span, bool(self.src.header_marker(s))
+        for n, old in saved.items():
+            if old is None:
+                env.pop(n, None)
+            else:
+                env[n] = old
+        rets = []
+        if iter_args:
+            if y is None:
+                self.error("a loop with init_values must end with `r = pl.yield_(...)`", s,
+                           "yield the next value of each carried variable as the last statement")
+            if len(y.stmt.values) != len(iter_args):
+                raise TypeCheckError(f"pl.yield_ gives {len(y.stmt.values)} values but the loop "
+                                     f"carries {len(iter_args)}", y.stmt.span,
+                                     "yield one value per init_values entry")
+            for ia, v in zip(iter_args, y.stmt.values):
+                if not _same_shape_dtype(getattr(v, "type", None), ia.var.type):
+                    raise TypeCheckError(
+                        f"carried value {ia.var.name!r} is {ops._tname(ia.var.type)} but the loop "
+                        f"yields {ops._tname(getattr(v, 'type', None))}", y.stmt.span,
+                        "a carried value keeps its shape and dtype across iterations")
+            if y.targets:
+                if len(y.targets) != len(iter_args):
+                    self.error(f"pl.yield_ binds {len(y.targets)} names but the loop carries "
+                               f"{len(iter_args)} values", s)
+                rets = [self.define(n, ia.var.type, y.stmt.span) for n, ia in zip(y.targets, iter_args)]
+        elif y is not None and (y.stmt.values or y.targets):
+            self.error("pl.yield_ in a loop without init_values", s,
+                       "carry values explicitly: for i, (acc,) in pl.range(n, init_values=(x,)):")
+        return For(loop_var, start, stop, step, body, iter_args, rets, kind, span)
+
+    def if_(self, s: ast.If, span):
+        cond = self.expr(s.test)
+        ct = getattr(cond, "type", None)
+        if not isinstance(ct, ScalarType):
+            self.error(f"an if condition must be a scalar, got {ops._tname(ct)}", s.test,
+                       "compare scalars: if i == 0:")
+        self.ctx.ifs += 1
+        try:
+            then_body, ty = self.block(s.body, allow_yield=True)
+            else_body, ey = (None, None)
+            if s.orelse:
+                else_body, ey = self.block(s.orelse, allow_yield=True)
+                else_body = else_body or None
+        finally:
+            self.ctx.ifs -= 1
+        self.ctx.cur, self.ctx.marked = span, bool(self.src.header_marker(s))
+        rets = []
+        elif_ = False
+        if ty is not None and ey is None and len(s.orelse) == 1 and isinstance(s.orelse[0], ast.If) \
+                and else_body and isinstance(else_body[-1], If) and else_body[-1].return_vars \
+                and [v.name for v in else_body[-1].return_vars] == (ty.targets or []):
+            # `elif` whose branches yield the same names: the else branch yields its result
+            inner = else_body[-1]
+            ey = _YieldInfo(Yield(list(inner.return_vars), inner.span), list(ty.targets))
+            else_body.append(ey.stmt)
+            elif_ = True
+        if ty is not None or ey is not None:
+            if ty is None or ey is None:
+                self.error("when one branch of an if ends with pl.yield_, both must", s,
+                           "add an else branch ending with `r = pl.yield_(...)`")
+            if len(ty.stmt.values) != len(ey.stmt.values) or (ty.targets or []) != (ey.targets or []):
+                self.error("both branches of an if must yield the same names", s,
+                           "end both with `a, b = pl.yield_(...)` binding the same names")
+            for a, b in zip(ty.stmt.values, ey.stmt.values):
+                if not _same_shape_dtype(getattr(a, "type", None), getattr(b, "type", None)):
+                    raise TypeCheckError(
+                        f"if branches yield different types: {ops._tname(a.type)} vs {ops._tname(b.type)}",
+                        span, "yield values of the same shape and dtype in both branches")
+            if ty.targets:
+                if elif_:       # fresh Vars: the inner if already bound these names
+                    rets = [Var(n, v.type, span) for n, v in zip(ty.targets, ty.stmt.values)]
+                    self.ctx.env.update({v.name: v for v in rets})
+                else:
+                    rets = [self.define(n, v.type, span) for n, v in zip(ty.targets, ty.stmt.values)]
+        return If(cond, then_body, else_body, rets, span)
+
+    def with_(self, s: ast.With, span):
+        if len(s.items) != 1:
+            self.error("a with statement takes one context", s, "with pl.at(level=pl.Level.CORE_GROUP):")
+        item = s.items[0]
+        ce = item.context_expr
+        if not isinstance(ce, ast.Call):
+            self.error(f"`with {ast.unparse(ce)}` is not supported", s, _unsupported("With"))
+        k = _kind(self.static(ce.func, "the with context"))
+        if item.optional_vars is not None:
+            self.error(f"`with {ast.unparse(ce)} as {ast.unparse(item.optional_vars)}` is not supported",
+                       s, "drop the `as ...` part")
+        if k == "at":
+            opts = {}
+            if len(ce.args) > 1:
+                self.error("pl.at takes the level as its only positional argument", s)
+            if ce.args:
+                opts["level"] = self.static(ce.args[0], "pl.at level")
+            for kw in ce.keywords:
+                if kw.arg not in ("level", "name_hint"):
+                    self.error(f"pl.at() got an unsupported argument {kw.arg!r}", s,
+                               "pl.at(level=pl.Level.CORE_GROUP, name_hint=\"stage1\")")
+                opts[kw.arg] = self.static(kw.value, f"pl.at {kw.arg}=")
+            level = opts.get("level")
+            if level is None:
+                self.error("pl.at() needs the level of the region", s,
+                           "with pl.at(level=pl.Level.CORE_GROUP):")
+            if level is not Level.CORE_GROUP:
+                self.error(f"pl.at(level={level}) is not supported; only pl.Level.CORE_GROUP regions exist",
+                           s, "with pl.at(level=pl.Level.CORE_GROUP):")
+            hint = opts.get("name_hint", "") or ""
+            if not isinstance(hint, str) or (hint and not hint.isidentifier()):
+                self.error(f"name_hint must be an identifier string, got {hint!r}", s,
+                           'it names the outlined kernel: letters, digits and _, e.g. name_hint="stage1"')
+            if self.ctx.incore:
+                self.error("pl.at regions cannot be nested", s, "remove the inner `with pl.at(...)`")
+            if self.ctx.sig.func_type in (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV):
+                self.error(f"pl.at inside the kernel {self.ctx.sig.name!r}: a kernel's body already runs "
+                           f"on the device", s, "remove the `with pl.at(...)` line and keep its body")
+            self.ctx.incore += 1
+            try:
+                body, _ = self.block(s.body, allow_yield=False)
+            finally:
+                self.ctx.incore -= 1
+            return InCoreScope(body, hint, span)
+        if k == "scope":
+            if self.ctx.incore or self.ctx.sig.func_type in (FunctionType.InCore, FunctionType.AIC,
+                                                             FunctionType.AIV):
+                self.error("pl.scope inside a kernel: a runtime scope groups the orchestration's "
+                           "kernel launches", s,
+                           "put `with pl.scope():` in the orchestration, around the `with pl.at(...)` "
+                           "blocks it groups")
+            if ce.args:
+                self.error("pl.scope takes keyword arguments only", s, "with pl.scope(mode=pl.ScopeMode.MANUAL):")
+            manual = False
+            for kw in ce.keywords:
+                if kw.arg != "mode":
+                    self.error(f"pl.scope() got an unsupported argument {kw.arg!r}", s)
+                mode = self.static(kw.value, "pl.scope mode=")
+                if getattr(mode, "name", None) not in ("AUTO", "MANUAL"):
+                    self.error(f"pl.scope mode must be pl.ScopeMode.AUTO or MANUAL, got {mode!r}", s)
+                manual = mode.name == "MANUAL"
+            body, _ = self.block(s.body, allow_yield=False)
+            return RuntimeScope(body, manual, span)
+        self.error(f"`with {ast.unparse(ce)}` is not supported", s, _unsupported("With"))
