@@ -311,38 +311,37 @@ class FuncEmitter:
         s = self.site(op)
         k = spec.kind
         fn = f"pto::{spec.cxx}"
-        if k in ("binary", "binary_full", "rowexpand_binary", "colexpand_binary", "scalar", "concat"):
-            call = f"{fn}({d}, {ins[0]}, {ins[1]}, {s})"
-        elif k in ("unary", "rowexpand", "colexpand", "mov", "trans", "rowreduce", "colreduce", "fill",
-                   "rowargreduce", "colargreduce"):
-            call = f"{fn}({d}, {ins[0]}, {s})"  # reductions/ttrans: the tmp operand is not needed here
-        elif k == "cvt":
-            call = f"{fn}({d}, {ins[0]}, {round_mode(op.attr('rmode'))}, {s})"
-        elif k in ("cmp", "cmps"):
-            call = f"{fn}({d}, {ins[0]}, {ins[1]}, {op.attr('cmp_type')}, {s})"
-        elif k == "sel":            # the scratch tile of the hardware form is not needed here
-            call = f"{fn}({d}, {ins[0]}, {ins[1]}, {ins[2]}, {s})"
-        elif k == "sels":           # ins: mask, src, tmp, scalar
-            call = f"{fn}({d}, {ins[0]}, {ins[1]}, {ins[3]}, {s})"
-        elif k == "ci":
-            call = f"{fn}({d}, {ins[0]}, {1 if op.attr('descending') == 'true' else 0}, {s})"
-        elif k == "insert":
-            call = f"{fn}({d}, {ins[0]}, {ins[1]}, {ins[2]}, {s})"
-        elif k == "tri":
-            call = f"{fn}({d}, {ins[0]}, {1 if op.attr('upper') == 'true' else 0}, {s})"
-        elif k == "fillpad":          # the pad value is an attribute of the result's type
-            call = f"pto::tfillpad({d}, {ins[0]}, {op.group('outs')[0].type.pad}, {s})"
-        elif k == "load":
-            call = f"{fn}({d}, {ins[0]}, {s})"
-        elif k == "store":
-            call = f"{fn}({d}, {ins[0]}, {s})"
-        elif k == "matmul":
-            call = f"{fn}({d}, {ins[0]}, {ins[1]}, {s})"
-        elif k in ("matmul_acc", "matmul_bias"):
-            call = f"{fn}({d}, {ins[0]}, {ins[1]}, {ins[2]}, {s})"
-        else:
+        args = _CALL_ARGS.get(k)
+        if args is None:
             raise self.error(op, f"ptoas cannot emit '{op.name}'")
+        if k == "fillpad":                # one library function for both forms
+            fn = "pto::tfillpad"
+        call = f"{fn}({', '.join([d] + args(ins, op))}, {s})"
         self.emit(ind, call + ";")
+
+
+def _flag(op, name) -> list[str]:
+    return ["1" if op.attr(name) == "true" else "0"]
+
+
+# What each kind of tile op passes to its pto_sim function after the result (then the
+# call site). Scratch operands of the hardware forms (reductions' and ttrans's tmp,
+# tsel's) are not needed here; a pad value rides on the result's tile_buf type.
+_CALL_ARGS = {
+    **dict.fromkeys(("binary", "binary_full", "rowexpand_binary", "colexpand_binary", "scalar",
+                     "concat", "matmul"), lambda ins, op: ins[:2]),
+    **dict.fromkeys(("unary", "rowexpand", "colexpand", "mov", "trans", "rowreduce", "colreduce",
+                     "fill", "rowargreduce", "colargreduce", "load", "store"),
+                    lambda ins, op: ins[:1]),
+    **dict.fromkeys(("matmul_acc", "matmul_bias", "insert", "sel"), lambda ins, op: ins[:3]),
+    "cvt": lambda ins, op: [ins[0], round_mode(op.attr("rmode"))],
+    "cmp": lambda ins, op: ins[:2] + [op.attr("cmp_type")],
+    "cmps": lambda ins, op: ins[:2] + [op.attr("cmp_type")],
+    "sels": lambda ins, op: [ins[0], ins[1], ins[3]],        # mask, src, (tmp), scalar
+    "ci": lambda ins, op: ins[:1] + _flag(op, "descending"),
+    "tri": lambda ins, op: ins[:1] + _flag(op, "upper"),
+    "fillpad": lambda ins, op: ins[:1] + [str(op.group("outs")[0].type.pad)],
+}
 
 
 def dim_args(f: Func) -> dict:

@@ -96,18 +96,26 @@ def _move(args, kw, span):
     return TileType(t.shape, t.dtype, space, None, t.valid)
 
 
-def _tri(args, kw, span):
-    diag = getattr(args[0], "type", None)
-    if not (isinstance(diag, ScalarType) and not diag.dtype.is_float and diag.dtype != dt.BOOL):
-        _err(f"tri: the diagonal is an integer, got {_tname(diag)}", span, "pl.tile.tri(0, [M, N], dtype=pl.FP32)")
-    shape = _dims("tri", args[1], span)
+def _generated(op, args, kw, span, what, flag, dtype=None):
+    """A 2-D Vec tile made from one integer scalar (tri's diagonal, ci's start):
+    checks the scalar, the shape, dtype= and the boolean option; (shape, dtype)."""
+    t = getattr(args[0], "type", None)
+    if not (isinstance(t, ScalarType) and not t.dtype.is_float and t.dtype != dt.BOOL):
+        _err(f"{op}: the {what} is an integer, got {_tname(t)}", span,
+             f"pl.tile.{op}(0, [M, N], dtype=...)")
+    shape = _dims(op, args[1], span)
     if len(shape) != 2:
-        _err(f"tri: the shape is 2-D, got {shape}", span)
-    dtype = kw.get("dtype")
+        _err(f"{op}: the shape is 2-D, got {shape}", span)
+    dtype = kw.get("dtype", dtype)
     if not isinstance(dtype, dt.DataType):
-        _err("tri: dtype=pl.<DTYPE> is required", span)
-    if not isinstance(kw.get("upper", False), bool):
-        _err("tri: upper is True or False", span)
+        _err(f"{op}: dtype=pl.<DTYPE> is required", span)
+    if not isinstance(kw.get(flag, False), bool):
+        _err(f"{op}: {flag} is True or False", span)
+    return shape, dtype
+
+
+def _tri(args, kw, span):
+    shape, dtype = _generated("tri", args, kw, span, "diagonal", "upper")
     valid = _valid_shape("tri", args[2], shape, span) if len(args) > 2 else None
     if valid is not None and None in valid:
         from pypto.errors import NotBuiltError
@@ -118,17 +126,9 @@ def _tri(args, kw, span):
 
 
 def _ci(args, kw, span):
-    start = getattr(args[0], "type", None)
-    if not (isinstance(start, ScalarType) and not start.dtype.is_float and start.dtype != dt.BOOL):
-        _err(f"ci: the start is an integer, got {_tname(start)}", span, "pl.tile.ci(0, [M, N], dtype=pl.INT32)")
-    shape = _dims("ci", args[1], span)
-    if len(shape) != 2:
-        _err(f"ci: the shape is 2-D, got {shape}", span)
-    dtype = kw.get("dtype", dt.INT32)
-    if not isinstance(dtype, dt.DataType) or dtype.is_float or dtype == dt.BOOL:
+    shape, dtype = _generated("ci", args, kw, span, "start", "descending", dt.INT32)
+    if dtype.is_float or dtype == dt.BOOL:
         _err(f"ci: an index ramp has an integer dtype, got {dtype!r}", span)
-    if not isinstance(kw.get("descending", False), bool):
-        _err("ci: descending is True or False", span)
     return TileType(tuple(shape), dtype, MemorySpace.Vec)
 
 
