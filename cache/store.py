@@ -137,14 +137,16 @@ class Store:
         if (data := self._in_memory(digest)) is not None:
             return data
         try:
-            f = open(path, "rb")
+            fd = os.open(path, _RDONLY)
         except FileNotFoundError:
             return None
-        with f:
-            data = f.read()
+        try:
+            data = _read_fd(fd)
             if digest_bytes(data) == digest:
                 return data
-            _drop_damaged(path, f)
+            _drop_damaged(path, fd)
+        finally:
+            os.close(fd)
         return None
 
     def verify(self, digest: str) -> bool:
@@ -176,7 +178,7 @@ class Store:
                 h.update(chunk)
             if h.hexdigest() == digest:
                 return True
-            _drop_damaged(path, f)
+            _drop_damaged(path, f.fileno())
         return False
 
     def materialize(self, digest: str, dest, executable: bool = False) -> bool:
@@ -198,7 +200,7 @@ class Store:
                 publish(read_chunks(f), dest, dest.parent,
                         mode=0o755 if executable else 0o644, expect=digest, durable=False)
             except Mismatch:
-                _drop_damaged(path, f)
+                _drop_damaged(path, f.fileno())
                 return False
         return True
 
@@ -353,11 +355,14 @@ def _encode_manifest(manifest: dict) -> bytes:
 def _load_manifest(path: Path) -> tuple[dict | None, float | None]:
     """(manifest or None if unusable, mtime or None if absent)."""
     try:
-        with open(path, "rb") as f:
-            mtime = os.fstat(f.fileno()).st_mtime
-            raw = f.read()
+        fd = os.open(path, _RDONLY)
     except FileNotFoundError:
         return None, None
+    try:
+        mtime = os.fstat(fd).st_mtime
+        raw = _read_fd(fd)
+    finally:
+        os.close(fd)
     try:
         return check_manifest(json.loads(raw)), mtime
     except (ValueError, CacheError):
@@ -391,10 +396,22 @@ def _syncfs(root: Path) -> None:
         os.close(fd)
 
 
-def _drop_damaged(path: Path, f) -> None:
+# raw descriptors: a lookup reads thousands of small files per build, and the
+# buffered file object costs more than the read itself
+_RDONLY = os.O_RDONLY | os.O_CLOEXEC
+
+
+def _read_fd(fd: int) -> bytes:
+    parts = []
+    while chunk := os.read(fd, 1 << 20):
+        parts.append(chunk)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def _drop_damaged(path: Path, fd: int) -> None:
     # Only unlink the file we actually read: a writer may have just replaced it.
     try:
-        st, fst = os.stat(path), os.fstat(f.fileno())
+        st, fst = os.stat(path), os.fstat(fd)
         if (st.st_ino, st.st_dev) == (fst.st_ino, fst.st_dev):
             os.unlink(path)
     except OSError:            # gone already, or a store we cannot write

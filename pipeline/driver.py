@@ -409,7 +409,7 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
             _finish(out, opts, records, set(hit["outputs"]), t0, {"ran": [], "cached": len(records)})
             return Build(out, records, frontend.decode("utf-8"))
         damaged = True                 # an object it names is gone: check every one
-    from pypto_pipeline.run import run_steps        # doit, only when the graph must run
+    from pypto_pipeline.run import resolve_refs, run_steps   # doit, only when the graph must run
     from pypto_pipeline import explain
     before = explain.load_keys(out)     # this directory's last build, to say why tasks ran
     preload()
@@ -422,10 +422,17 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
     found: list = []                   # (step, output, digest) of diagnostics to report
     outputs: dict[str, str] = {}
     executable: list[str] = []
-    steps = next(gen)
+    steps, deferred, known = next(gen), [], {}
     try:
         while True:
+            if steps.exits is not None:      # off the critical path: run with the last phase
+                later = _deferrable(steps)
+                deferred += later
+                steps = _Phase([s for s in steps if s not in later], steps.exits)
+            else:
+                steps = _Phase(steps + resolve_refs(deferred, known), None)
             digests = phases.run(steps)
+            known.update(digests)
             for s in steps:
                 for name in ("diagnostics", "perf_hints"):
                     if name in s.outputs:
@@ -455,6 +462,17 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
                             "tasks": [[r.name, r.stage] for r in records], "meta": meta})
     store.sync()                       # this build's results, durable once
     return Build(out, records, phases.read(meta["frontend"]).decode("utf-8"))
+
+
+def _deferrable(phase: "_Phase") -> list[Step]:
+    """The steps of a phase that nothing waits for: no step of the phase reads them
+    and the plan does not read them to lay out the next one (the whole-program pass
+    dumps). `build` runs them with the last phase, next to the kernels' C++ compiles,
+    which mostly wait on the compiler; the steps and their keys stay the same."""
+    read = set(phase.exits)
+    for s in phase:
+        read.update(r.step for r in s.inputs.values() if r.step is not None)
+    return [s for s in phase if s.name not in read]
 
 
 def _begin(store, output_dir, source: bytes):

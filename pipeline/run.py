@@ -448,11 +448,15 @@ def _merge(records: dict[str, TaskRecord], rec: TaskRecord) -> bool:
 
 
 def _serve_hits(ordered: list[Step], ctx: BuildContext,
-                on_record: Callable[[TaskRecord], None]) -> dict[str, dict[str, str]]:
+                on_record: Callable[[TaskRecord], None], pending: list | None = None
+                ) -> dict[str, dict[str, str]]:
     """The steps whose key the store's action cache already holds, found in graph
     order without doit: the same key, the same check of the outputs (the store
     verifies them) and the same targets as a store hit inside doit, without a doit
-    task per step. Returns their outputs; what depends on a miss is left to doit."""
+    task per step. Returns their outputs; what depends on a miss is left to doit.
+
+    With `pending`, a hit's targets are not written here but listed there as
+    (step, outputs), for `_Materializer` to write while doit builds the misses."""
     known: dict[str, dict[str, str]] = {}
     for s in ordered:
         digests = {}
@@ -469,14 +473,39 @@ def _serve_hits(ordered: list[Step], ctx: BuildContext,
             # only found, not hashed: materialising a target checks its bytes, and a
             # step that reads an object checks it there (deep mode hashes here too)
             outputs = _usable(ctx.store.get_action(key, verify=ctx.deep), s)
-            if outputs is None or not ctx.bad.isdisjoint(outputs.values()) \
-                    or not _materialize(ctx.store, s, outputs):
+            if outputs is None or not ctx.bad.isdisjoint(outputs.values()):
+                continue
+            if pending is not None and s.targets:
+                pending.append((s, outputs))
+            elif not _materialize(ctx.store, s, outputs):
                 continue
             known[s.name] = outputs
             ctx.keys[s.name] = key
             on_record(TaskRecord(s.name, s.stage, "cached", time.perf_counter() - t0, started,
                                  time.time(), threading.current_thread().name))
     return known
+
+
+class _Materializer(threading.Thread):
+    """Writes the targets of the hits `_serve_hits` left pending, on its own thread
+    while doit builds the misses (a kernel's C++ compile is mostly waiting on the
+    compiler): a one-kernel edit of a big program need not write every cached
+    kernel's files first. `failed` lists the output digests of hits whose objects
+    turned out missing or damaged; the caller rebuilds them."""
+
+    def __init__(self, store, pending: list):
+        super().__init__(name="pypto-materialize", daemon=True)
+        self.store, self.pending = store, pending
+        self.failed: set[str] = set()
+        self.error: BaseException | None = None
+
+    def run(self):
+        try:
+            for step, outputs in self.pending:
+                if not _materialize(self.store, step, outputs):
+                    self.failed.update(outputs.values())
+        except BaseException as e:          # noqa: BLE001 - re-raised by the caller
+            self.error = e
 
 
 def run_steps(steps: list[Step], *, store, db_path: str | None, jobs: int = 1,
@@ -522,13 +551,30 @@ def run_steps(steps: list[Step], *, store, db_path: str | None, jobs: int = 1,
                 "par_type": "thread",
                 "continue": False,
             }
-            known = _serve_hits(ordered, ctx, on_record) if serve_hits else {}
+            pending: list = []
+            known = _serve_hits(ordered, ctx, on_record, pending) if serve_hits else {}
             rest = resolve_refs([s for s in ordered if s.name not in known], known)
-            if not rest:
-                loader = None
-                break
-            dicts = [to_task_dict(s, store, ctx) for s in rest]
-            rc, loader, err_text = _run_doit(dicts, config, ["run"])
+            writer = _Materializer(store, pending)
+            overlap = bool(rest and pending)
+            if overlap:
+                writer.start()             # writes the hits' targets while doit builds
+            else:
+                writer.run()
+            rc, loader = 0, None
+            if rest:
+                dicts = [to_task_dict(s, store, ctx) for s in rest]
+                try:
+                    rc, loader, err_text = _run_doit(dicts, config, ["run"])
+                finally:
+                    if overlap:
+                        writer.join()
+            if writer.error is not None:
+                raise writer.error
+            if writer.failed:
+                # a hit's object went missing or bad under us: rebuild its producers
+                bad |= writer.failed
+                deep = True
+                continue
             if rc == 0:
                 break
             if ctx.errors:
@@ -588,7 +634,10 @@ def resolve_refs(steps: list[Step], known: dict[str, dict[str, str]]) -> list[St
                                      f"{ref.output!r} that {ref.step} did not produce") from None
             else:
                 inputs[inp] = ref
-        out.append(Step(name=s.name, stage=s.stage, fn=s.fn, impl=s.impl, options=s.options,
-                        inputs=inputs, outputs=s.outputs, targets=s.targets,
-                        executable=s.executable, doc=s.doc))
+        step = Step(name=s.name, stage=s.stage, fn=s.fn, impl=s.impl, options=s.options,
+                    inputs=inputs, outputs=s.outputs, targets=s.targets,
+                    executable=s.executable, doc=s.doc)
+        if "_options_json" in s.__dict__:       # the same options: keep their JSON
+            step._options_json = s._options_json
+        out.append(step)
     return out

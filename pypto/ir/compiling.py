@@ -330,4 +330,9 @@ def _program_input(program, **options):
     opts = build_options(**options)
     if not opts.skip_ptoas:
         _need_orchestration(program)
-    return program.name, print_program(program).encode("utf-8"), opts, False
+    text = print_program(program).encode("utf-8")
+    # the graph's frontend parses exactly this text: in this process it may take a copy
+    # of the program instead (an unused entry is dropped when the compile ends)
+    from pypto.stages.text import remember_copy
+    remember_copy(text, program)
+    return program.name, text, opts, False

@@ -32,7 +32,17 @@ def parse_bytes(data: bytes):
     """The program printed as `data`: the one this process printed, if not yet taken."""
     with _lock:
         prog = _memo.pop(data, None)
+    if type(prog) is _Copy:
+        return prog.make()
     return prog if prog is not None else parse_text(data)
+
+
+class _Copy:
+    """A memo entry made on demand: a copy of a program someone else keeps."""
+    __slots__ = ("make",)
+
+    def __init__(self, make):
+        self.make = make
 
 
 def remember(data: bytes, prog) -> None:
@@ -45,6 +55,15 @@ def remember(data: bytes, prog) -> None:
         _memo.move_to_end(data)
         while len(_memo) > MEMO_ENTRIES:
             _memo.popitem(last=False)
+
+
+def remember_copy(data: bytes, prog) -> None:
+    """`prog` prints as `data` but is not ours to change (the user's program): the
+    next parse of `data` may take a structural copy of it, made then."""
+    def make():
+        from pypto.ir.clone import clone
+        return clone(prog)
+    remember(data, _Copy(make))
 
 
 def forget() -> None:
