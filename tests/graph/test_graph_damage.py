@@ -74,3 +74,31 @@ def test_sigkill_mid_build_leaves_nothing_half_written(seed2, tmp_path):
     compile_in_subprocess(prog, tmp_path / "fresh", store)
     assert artifacts(tmp_path / "fresh") == ref
     assert not ran(by_stage(tasks(tmp_path / "fresh"), "pass", "pto", "ptoas", "kernel"))
+
+
+def test_a_hit_damaged_while_its_targets_are_written_next_to_a_build(seed2, tmp_path):
+    """One kernel edited, and the object of the other's .pto bit-flipped: the lookups
+    find both of k0's back steps cached (the object is there), its targets are written
+    while k1 builds, the copy finds the damage, and k0's pto step is built again in
+    the same compile; every artifact is right and the program runs."""
+    from pypto.runtime import CompiledProgram
+    from graph_helpers import import_file, run_and_check, write_program
+    store = seed2.store_copy(tmp_path / "store")
+    ref = artifacts(seed2.out)
+    want = digest_bytes(ref["ptoas/k0.pto"])
+    path = next(p for p in object_files(store) if p.name == want)
+    data = path.read_bytes()
+    os.chmod(path, 0o644)
+    i = len(data) // 2
+    path.write_bytes(data[:i] + bytes([data[i] ^ 0x01]) + data[i + 1:])
+
+    ops = {"k1": "pl.exp(ta)"}           # a kernel the store has never seen
+    prog = write_program(tmp_path / "prog.py", 2, ops=ops)
+    compile_in_subprocess(prog, tmp_path / "out", store)
+    got = artifacts(tmp_path / "out")
+    assert got["ptoas/k0.pto"] == ref["ptoas/k0.pto"] and path.read_bytes() == data
+    assert bad_objects(store) == []
+    rebuilt = {(r["stage"], kernel_of(r, 2)) for r in ran(tasks(tmp_path / "out"))}
+    assert ("pto", "k0") in rebuilt and ("kernel", "k1") in rebuilt, rebuilt
+    assert ("kernel", "k0") not in rebuilt          # its .pto came out the same: cut off
+    run_and_check(CompiledProgram.from_dir(tmp_path / "out"), 2, ops)

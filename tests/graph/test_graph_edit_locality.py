@@ -29,3 +29,21 @@ def test_a_new_temporary_in_one_kernel_leaves_later_kernels_alone(iso):
     assert k9 == (iso / "before" / "ptoas" / "k9.pto").read_text()
     assert "sub__tmp_v0" in k9
     run_and_check(compiled, n, ops={"k3": "pl.sub(ta, tb)"})
+
+
+def test_the_pass_dumps_are_joined_next_to_the_kernel_builds(iso):
+    """Nothing waits for the whole-program dumps of the per-function passes: they are
+    joined in the last phase, with the kernels' C++ compiles (records are in
+    completion order, phase by phase), and they are the whole program all the same."""
+    from pypto import ir
+    prog = write_program(iso / "prog.py", 3)
+    ir.compile(import_file(prog).PROGRAM, output_dir=str(iso / "out"), platform="a2a3sim")
+    recs = tasks(iso / "out")
+    names = [r["name"] for r in recs]
+    joins = [i for i, r in enumerate(recs) if r["stage"] == "pass" and r["name"].count(":") == 2
+             and int(r["name"].split(":")[2][:2]) >= 7]
+    layouts = [i for i, r in enumerate(recs) if r["stage"] == "layout"]
+    assert len(joins) == 10 and len(layouts) == 4, names
+    assert min(joins) > max(layouts), names
+    dump = (iso / "out" / "passes_dump" / "16_after_MaterializeRuntimeScopes.py").read_text()
+    assert all(f"def {f}(" in dump for f in ("main", "k0", "k1", "k2")), dump

@@ -25,11 +25,14 @@ EXAMPLES = ["elementwise", "softmax", "ffn_program", "matmul_acc", "dynamic_rows
 def _compile(mod, out: Path, store: Path, **kw):
     from pypto_cache import Store
     from pypto_pipeline.driver import build
-    from pypto.ir.compiling import build_options
-    src, from_spec = harness.source(mod)
-    name = mod.ENTRY.__name__ if hasattr(mod, "ENTRY") else mod.PROGRAM.name
-    build(name, src, build_options(platform="a2a3sim", skip_ptoas=True, **kw), out,
-          from_spec=from_spec, store=Store(store), jobs=1)
+    from pypto.ir.compiling import build_options, graph_input
+    if hasattr(mod, "ENTRY"):
+        src, from_spec = harness.source(mod)
+        name, opts = mod.ENTRY.__name__, build_options(platform="a2a3sim", skip_ptoas=True, **kw)
+    else:      # as ir.compile lays it out: the frontend may take a copy of the program
+        name, src, opts, from_spec = graph_input(mod.PROGRAM, platform="a2a3sim",
+                                                 skip_ptoas=True, **kw)
+    build(name, src, opts, out, from_spec=from_spec, store=Store(store), jobs=1)
     return artifacts(out)
 
 
@@ -96,3 +99,38 @@ def test_the_memo_is_bounded(monkeypatch):
         text.remember(b"%d" % i, object())
     assert list(text._memo) == [b"2", b"3", b"4"]
     text.forget()
+
+
+def test_the_frontend_takes_a_copy_of_the_users_program(tmp_path, parses):
+    """ir.compile hands the graph a copy of the program it was given (no parse of
+    its text), and the passes, which rewrite in place, leave the user's one alone."""
+    from pypto import ir
+    from pypto.ir.printer import print_program
+    prog = import_file(write_program(tmp_path / "prog.py", 8)).PROGRAM
+    before = print_program(prog, explicit=True)
+    main = prog.get("main")
+    body, first = list(main.body), main.body[0].body[0]
+    ir.compile(prog, output_dir=str(tmp_path / "out"), platform="a2a3sim", skip_ptoas=True)
+    assert len(print_program(prog).encode()) not in parses   # the frontend did not parse
+    assert print_program(prog, explicit=True) == before
+    assert main.body == body and main.body[0].body[0] is first
+    assert prog.get("main") is main and len(prog.functions) == 1
+
+
+def test_a_clone_shares_nothing_mutable_and_keeps_var_identity(tmp_path):
+    from pypto.ir.clone import clone
+    from pypto.ir.equal import assert_structural_equal
+    from pypto.ir.nodes import Var
+    from pypto.ir.visit import walk
+    prog = import_file(write_program(tmp_path / "prog.py", 3)).PROGRAM
+    copy = clone(prog)
+    assert_structural_equal(copy, prog)
+    f, g = prog.get("main"), copy.get("main")
+    assert g is not f and g.body is not f.body and g.params[0].var is not f.params[0].var
+    old_ids = {id(s) for s in walk(f.body)}
+    assert not old_ids & {id(s) for s in walk(g.body)}
+    # a Var read in two places of the original is one Var in the copy too
+    a = g.params[0].var
+    loads = [s for s in walk(g.body) if getattr(getattr(s, "value", None), "op", "") == "tile.load"
+             and isinstance(s.value.args[0], Var) and s.value.args[0].name == a.name]
+    assert len(loads) == 3 and all(s.value.args[0] is a for s in loads)
