@@ -9,10 +9,11 @@ import os
 from pathlib import Path
 
 from .counters import deferred as deferred_stats
+from .fsutil import file_holds
 from .names import CacheError, digest_bytes
 from .store import Store
 
-__all__ = ["Store", "MemoryStore", "open_store", "digest_bytes", "CacheError", "default_root",
+__all__ = ["Store", "file_holds", "MemoryStore", "open_store", "digest_bytes", "CacheError", "default_root",
            "deferred_stats"]
 
 

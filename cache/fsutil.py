@@ -83,6 +83,26 @@ def publish(chunks: Iterable[bytes], dest: Path, tmp_dir: Path, mode: int = 0o64
     return digest
 
 
+def file_holds(path, digest: str, executable: bool = False) -> bool:
+    """The file at `path` holds exactly the object `digest`, with the x bit as asked:
+    a target already in place need not be written again."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        if executable != bool(os.fstat(fd).st_mode & 0o100):
+            return False
+        h = new_hasher()
+        while chunk := os.read(fd, CHUNK):
+            h.update(chunk)
+        return h.hexdigest() == digest
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
 def discard(path) -> None:
     try:
         os.unlink(path)

@@ -100,18 +100,24 @@ def _split(store, text: bytes):
     from pypto.ir.nodes import Call, Program
     from pypto.ir.printer import print_program
     from pypto.ir.visit import stmt_exprs, walk, walk_expr
-    from pypto.stages.text import parse_bytes, remember
+    from pypto.stages.text import function_blocks, parse_bytes, remember, single_function
     prog = parse_bytes(text)
     stubs = {f.name: f.signature_only() for f in prog.functions}
     calls = {f.name: {e.callee for s in walk(f.body) for x in stmt_exprs(s)
                       for e in walk_expr(x) if isinstance(e, Call) and e.callee}
              for f in prog.functions}
     called = set().union(*calls.values())
+    # a function that calls nothing prints in its part exactly as in the whole program:
+    # its part is cut from the text (no dynamic dims to sort out), not printed again
+    dyns, blocks = function_blocks(text.decode("utf-8"))
     refs = {}
     for f in prog.functions:
         part = Program(prog.name, [f if g.name == f.name else stubs[g.name] for g in prog.functions
                                    if g.name == f.name or g.name in calls[f.name]], prog.source)
-        data = print_program(part).encode("utf-8")
+        if not calls[f.name] and not dyns and f.name in blocks:
+            data = single_function(prog.name, blocks[f.name])
+        else:
+            data = print_program(part).encode("utf-8")
         refs[f.name] = Ref.blob(store.put_bytes(data))
         if not calls[f.name] and f.name not in called:
             remember(data, part)       # no other part shares its objects: its chain may take it
@@ -699,9 +705,14 @@ class _Cached:
 
 def _materialize_all(store, out: Path, manifest: dict) -> bool:
     """Every recorded artifact into `out`, each checked against its digest."""
+    from pypto_cache import file_holds
     exe = set(manifest.get("executable", ()))
     for rel, digest in manifest["outputs"].items():
-        if not store.materialize(digest, out / rel, executable=rel in exe):
+        path = os.path.join(out, rel)
+        # the same directory again: a file that already holds it stays (a read is
+        # cheaper than writing it anew)
+        if not file_holds(path, digest, rel in exe) and \
+                not store.materialize(digest, path, executable=rel in exe):
             return False
     return True
 

@@ -101,24 +101,32 @@ def fn_id(fn: Callable) -> str:
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
 
+def _enc(text: str) -> bytes:
+    b = text.encode("utf-8")
+    return len(b).to_bytes(8, "little") + b
+
+
+# the encoded fields a step shares with every step of its stage, function and impl
+_PREFIX: dict[tuple, bytes] = {}
+
+
 def step_key(step: Step, input_digests: dict[str, str]) -> str:
     """xxh3-128 over length-prefixed fields: key schema, stage, the stage function's
     qualified name, impl digest, canonical options, output names, and the sorted
-    (input name, digest) pairs. The step's name is deliberately not part of it."""
-    h = xxhash.xxh3_128()
-    _field(h, KEY_SCHEMA)
-    _field(h, step.stage)
-    _field(h, fn_id(step.fn))
-    _field(h, step.impl)
-    _field(h, options_json(step))
-    _field(h, str(len(step.outputs)))
-    for out in sorted(step.outputs):
-        _field(h, out)
-    _field(h, str(len(input_digests)))
+    (input name, digest) pairs. The step's name is deliberately not part of it.
+    (One buffer hashed at once; the bytes are those `_field` by `_field` would give.)"""
+    sig = (step.stage, step.fn, step.impl)
+    head = _PREFIX.get(sig)
+    if head is None:
+        head = _PREFIX[sig] = (_enc(KEY_SCHEMA) + _enc(step.stage) + _enc(fn_id(step.fn))
+                               + _enc(step.impl))
+    parts = [head, _enc(options_json(step)), _enc(str(len(step.outputs)))]
+    parts += [_enc(out) for out in sorted(step.outputs)]
+    parts.append(_enc(str(len(input_digests))))
     for name in sorted(input_digests):
-        _field(h, name)
-        _field(h, input_digests[name])
-    return h.hexdigest()
+        parts.append(_enc(name))
+        parts.append(_enc(input_digests[name]))
+    return xxhash.xxh3_128_hexdigest(b"".join(parts))
 
 
 def impl_digest(*parts) -> str:

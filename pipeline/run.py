@@ -31,7 +31,7 @@ from doit.exceptions import TaskError
 from doit.globals import Globals
 from doit.task import dict_to_task
 
-from pypto_cache import deferred_stats, digest_bytes
+from pypto_cache import deferred_stats, file_holds as target_ok
 
 from .graph import GraphError, Step, check_graph, step_key
 
@@ -218,21 +218,10 @@ def _check_outputs(step: Step, produced) -> dict[str, bytes]:
     return blobs
 
 
-def _target_ok(path: str, digest: str, executable: bool) -> bool:
-    """The file at `path` holds exactly `digest` (and has the right x bit)."""
-    try:
-        with open(path, "rb") as f:
-            if executable != bool(os.fstat(f.fileno()).st_mode & 0o100):
-                return False
-            return digest_bytes(f.read()) == digest
-    except OSError:
-        return False
-
-
 def _materialize(store, step: Step, outputs: dict[str, str]) -> bool:
     for out, path in step.targets.items():
         exe = out in step.executable
-        if _target_ok(path, outputs[out], exe):
+        if target_ok(path, outputs[out], exe):
             continue
         parent = os.path.dirname(path)
         if parent:
@@ -288,7 +277,7 @@ class _Current(UptodateCalculator):
             if not d or d in bad or not present(d):
                 return False
         for out, path in step.targets.items():
-            if not _target_ok(path, values[out], out in step.executable):
+            if not target_ok(path, values[out], out in step.executable):
                 return False
         return True
 

@@ -89,6 +89,13 @@ def function_blocks(text: str) -> tuple[list[str], dict[str, str]]:
     return dyns, blocks
 
 
+def single_function(name: str, block: str) -> bytes:
+    """The text of program `name` holding one function, printed as `block`, that
+    names no dynamic dim: what printing that program gives."""
+    return (f"# pypto.program: {name}\nimport pypto.language as pl\n\n@pl.program\n"
+            f"class {name}:\n{block}\n").encode("utf-8")
+
+
 def join_functions(name: str, parts: list[tuple[str, bytes]]) -> bytes:
     """The text of program `name` holding, in order, function f of each printed
     program (f, text): what printing the joined program gives, without a parse."""

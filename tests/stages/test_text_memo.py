@@ -134,3 +134,22 @@ def test_a_clone_shares_nothing_mutable_and_keeps_var_identity(tmp_path):
     loads = [s for s in walk(g.body) if getattr(getattr(s, "value", None), "op", "") == "tile.load"
              and isinstance(s.value.args[0], Var) and s.value.args[0].name == a.name]
     assert len(loads) == 3 and all(s.value.args[0] is a for s in loads)
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_a_function_cut_from_the_text_is_what_printing_it_gives(name, tmp_path):
+    """The per-function passes start from each function's part; a function calling
+    nothing has its part cut from the outlined program's text (pypto.stages.text.
+    single_function) rather than printed again: the bytes must be the same."""
+    from pypto.ir.nodes import Program
+    from pypto.ir.printer import print_program
+    mod = harness.load(name)
+    _compile(mod, tmp_path / "out", tmp_path / "s")
+    for dump in sorted((tmp_path / "out" / "passes_dump").glob("*.py")):
+        data = dump.read_bytes()
+        dyns, blocks = text.function_blocks(data.decode())
+        prog = text.parse_text(data)
+        for f in prog.functions:
+            want = print_program(Program(prog.name, [f], prog.source)).encode()
+            if not dyns:
+                assert text.single_function(prog.name, blocks[f.name]) == want, (dump.name, f.name)
