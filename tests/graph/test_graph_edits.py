@@ -170,3 +170,23 @@ def test_comment_edit_in_jit_source_runs_only_specialize(tmp_path):
     rest = [r for r in recs if r["stage"] != "specialize"]
     assert rest and not ran(rest), ran(rest)
     assert artifacts(tmp_path / "second") == artifacts(tmp_path / "first")
+
+
+def test_a_compile_served_whole_into_its_own_directory_writes_nothing_again(iso):
+    """The same program into the same directory: the files that already hold their
+    artifact are left as they are (same inode, same mtime); one that was changed
+    meanwhile is put back."""
+    import os
+    from pypto import ir
+    prog = import_file(write_program(iso / "prog.py", 2)).PROGRAM
+    out = iso / "out"
+    ir.compile(prog, output_dir=str(out), platform="a2a3sim")
+    ref = artifacts(out)
+    files = [out / rel for rel in ref]
+    before = {p: (os.stat(p).st_ino, os.stat(p).st_mtime_ns) for p in files}
+    (out / "ptoas" / "k1.cpp").write_text("// edited by hand\n")
+    ir.compile(prog, output_dir=str(out), platform="a2a3sim")
+    assert artifacts(out) == ref
+    after = {p: (os.stat(p).st_ino, os.stat(p).st_mtime_ns) for p in files}
+    changed = {p.relative_to(out).as_posix() for p in files if after[p] != before[p]}
+    assert changed == {"ptoas/k1.cpp"}, changed
