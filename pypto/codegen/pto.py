@@ -83,7 +83,7 @@ from pypto.codegen.common import Names, c_string, fail, mlir_float
 from pypto.codegen.tileops import EMITTERS
 from pypto.ir import layout as _layout, ops
 from pypto.ir.layout import tile_layout, tile_rows_cols
-from pypto.ir.nodes import (Assign, BinOp, Call, Const, DynDim, Eval, For, FunctionType, If,
+from pypto.ir.nodes import (AtomicType, Assign, BinOp, Call, Const, DynDim, Eval, For, FunctionType, If,
                             MemorySpace, Program, PtrType, Return, ScalarType, TensorType,
                             TileType, TupleExpr, Var, Yield)
 
@@ -773,10 +773,13 @@ class _Kernel:
         src = self.tile(c.args[0], span)
         dst = self.tensor(c.args[2], span)
         rank = len(dst.param.type.shape)
+        # an atomic-add store adds into GM (split-K partial products from parallel kernels)
+        atomic = (" {atomicType = #pto<atomic_type atomic_add>}"
+                  if c.kwargs.get("atomic") is AtomicType.Add else "")
         if len(c.args) == 4:     # a flattened N-D tile: its window in the tensor's rank
             window = [_const_int(x) for x in c.args[3].items]
             pview, pty = self.partition(dst, c.args[1].items, window, span)
-            self.emit(f"pto.tstore ins({src.ssa} : {src.ty}) outs({pview} : {pty})", span)
+            self.emit(f"pto.tstore ins({src.ssa} : {src.ty}) outs({pview} : {pty}){atomic}", span)
             return dst
         shape = list(src.tile.valid_shape)           # the valid region is written
         if None in shape:                            # ... as it is when the kernel runs
@@ -787,7 +790,7 @@ class _Kernel:
         if len(shape) != rank:
             fail(f"tile.store: tile {list(src.tile.shape)} does not fit rank-{rank} tensor", span)
         pview, pty = self.partition(dst, c.args[1].items, shape, span)
-        self.emit(f"pto.tstore ins({src.ssa} : {src.ty}) outs({pview} : {pty})", span)
+        self.emit(f"pto.tstore ins({src.ssa} : {src.ty}) outs({pview} : {pty}){atomic}", span)
         return dst
 
     # ------------------------------------------------------------------ control flow

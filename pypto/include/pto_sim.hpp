@@ -458,6 +458,37 @@ template <class G, class T> inline void tstore(const GmPart<G>& p, const Tile<T>
     }
 }
 
+// tstore with atomicType = atomic_add: each element is added into GM in the GM dtype
+// (from acc, after the fix-pipe conversion). Kernels of a parallel loop run on several
+// threads and may add into one window: every element is a compare-and-swap on its bits,
+// atomic across threads and across kernel libraries.
+template <class G> inline void atomic_add_elem(G* p, G v) {
+    using U = typename pick<sizeof(G) == 1, uint8_t,
+              typename pick<sizeof(G) == 2, uint16_t,
+              typename pick<sizeof(G) == 4, uint32_t, uint64_t>::type>::type>::type;
+    static_assert(sizeof(U) == sizeof(G), "atomic add of an odd-sized element");
+    U* bits = reinterpret_cast<U*>(p);
+    U old = __atomic_load_n(bits, __ATOMIC_RELAXED);
+    for (;;) {
+        G cur;
+        std::memcpy(&cur, &old, sizeof(G));
+        const G sum = convert<G>(calc_t<G>(calc_t<G>(cur) + calc_t<G>(v)), RM_RINT);
+        U next;
+        std::memcpy(&next, &sum, sizeof(G));
+        if (__atomic_compare_exchange_n(bits, &old, next, true, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) return;
+    }
+}
+template <class G, class T> inline void tstore_add(const GmPart<G>& p, const Tile<T>& s, const char* site) {
+    if (s.space != VEC && s.space != ACC) fail(site, "GM stores come from vec or acc, not %s", kSpaceName[s.space]);
+    check_part(s, p, site);
+    const int64_t cs = p.col_stride();
+    for (int64_t i = 0; i < s.vr; ++i) {
+        G* dst = p.base + p.row_offset(i);
+        const T* sr = s.row(i);
+        for (int64_t j = 0; j < s.vc; ++j) atomic_add_elem(dst + j * cs, convert<G>(sr[j], RM_RINT));
+    }
+}
+
 // ---------------------------------------------------------------- cube
 // c[m,n] (+)= a[m,k] x b[k,n]; float inputs accumulate in f32, i8 in i32.
 template <class C, class A, class B>

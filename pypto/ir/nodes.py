@@ -50,6 +50,13 @@ class PadValue(enum.Enum, metaclass=_DslEnum):
     min = 3
 
 
+class AtomicType(enum.Enum, metaclass=_DslEnum):
+    """How a store combines with what the tensor holds: overwrite, or add into it (the
+    split-K accumulation of partial products from parallel kernels)."""
+    None_ = 0
+    Add = 1
+
+
 class FunctionType(enum.Enum, metaclass=_DslEnum):
     Opaque = "Opaque"
     Orchestration = "Orchestration"

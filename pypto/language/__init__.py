@@ -12,7 +12,7 @@ import importlib.util
 from pypto.dtype import (BF16, BOOL, FP16, FP32, INDEX, INT8, INT16, INT32, INT64, UINT8, UINT16,
                          UINT32, UINT64, DataType)
 from pypto.ir.nodes import ArgDir as adir
-from pypto.ir.nodes import (DynDim, ForKind, FunctionType, Level, MemorySpace, PadValue, ParamDirection,
+from pypto.ir.nodes import (AtomicType, DynDim, ForKind, FunctionType, Level, MemorySpace, PadValue, ParamDirection,
                             Role)
 from pypto.language import dsl
 from pypto.language.dsl import (DSLCallError, OPERATORS, at, cast, const, max, min, parallel,
@@ -29,7 +29,7 @@ __all__ = sorted(
     ["FP32", "FP16", "BF16", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32",
      "UINT64", "BOOL", "INDEX",
      "DataType", "Tensor", "Tile", "Scalar", "Out", "InOut", "Ptr", "MemRef", "TileView",
-     "Mem", "MemorySpace", "PadValue", "FunctionType", "Level", "Role", "ScopeMode", "ForKind",
+     "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "Level", "Role", "ScopeMode", "ForKind",
      "ParamDirection", "DynDim", "Annotation", "adir", "dynamic", "program", "function", "at",
      "scope", "range", "parallel", "unroll", "yield_", "const", "cast", "min", "max", "parse",
      "loads", "tile", "tensor", "DSLCallError"] + list(OPERATORS)

@@ -61,6 +61,17 @@ def _shape(shape, span):
     return TupleExpr([Const(d, dt.INDEX, span) for d in shape], span)
 
 
+def _add(a, b, span):
+    """a + b for index offsets, folded when both are constants."""
+    if isinstance(a, Const) and isinstance(b, Const):
+        return Const(a.value + b.value, dt.INDEX, span)
+    if isinstance(a, Const) and a.value == 0:
+        return b
+    if isinstance(b, Const) and b.value == 0:
+        return a
+    return BinOp("+", a, b, dt.INDEX, span)
+
+
 def _call_of(s):
     return s.value if isinstance(s, Assign) else (s.expr if isinstance(s, Eval) else None)
 
@@ -82,6 +93,7 @@ class _Convert(Rewriter):
         self.emit: list = []
         self.subst: dict[int, Var] = {}       # results of tiled groups -> the loop's results
         self.carry: list = []                 # per enclosing loop/if: which yields carry tiles
+        self.views: dict[int, tuple] = {}     # a tensor.slice result -> (tensor, offsets)
 
     def new(self, base, op, args, kwargs, span, tag="tile"):
         t = ops.infer_type(op, args, kwargs, span)
@@ -108,6 +120,17 @@ class _Convert(Rewriter):
                                "other way round")
         v = self.expr(v)
         t = v.type
+        if id(v) in self.views:                 # a slice: its window of the sliced tensor
+            if transpose:
+                from pypto.errors import NotBuiltError
+                raise NotBuiltError(f"a transposed matmul operand that is a slice ({v.name!r}) is "
+                                    f"not supported by this pypto yet", span,
+                                    "slice the tensor the other way round and multiply without a_trans/b_trans")
+            parent, offs = self.views[id(v)]
+            kw = {"target_memory": space}
+            tile = self.new(v.name, "tile.load", [parent, offs, _shape(t.shape, span)], kw, span)
+            self.tiles[(id(v), space, transpose)] = tile
+            return tile
         if any(not isinstance(d, int) for d in t.shape):
             raise CodegenError(f"tensor {v.name!r} has a dynamic shape; tensor ops on it need "
                                f"explicit tiling", span, "load fixed-size windows with pl.load in a pl.range loop")
@@ -160,11 +183,29 @@ class _Convert(Rewriter):
             return [self.default_stmt(s)]
         span = s.span
         op = call.op.split(".", 1)[1]
+        if op == "slice":                       # a view: loads and stores read its window
+            if not isinstance(s, Assign):
+                return []
+            base, _shape_arg, offs = call.args
+            base = self.expr(base)
+            offs = [self.expr(o) for o in offs.items]
+            if id(base) in self.views:          # a slice of a slice: offsets add up
+                parent, outer = self.views[id(base)]
+                offs = [_add(a, b, span) for a, b in zip(outer.items, offs)]
+                base = parent
+            self.views[id(s.var)] = (base, TupleExpr(offs, span))
+            return []
         if op == "assemble":
             dst, src, offs = call.args
             tile = self.tile_of(src, span)
             dst = self.expr(dst)
-            st = Call("tile.store", [tile, self.expr(offs), dst], {},
+            if id(dst) in self.views:
+                from pypto.errors import NotBuiltError
+                raise NotBuiltError(f"writing into a slice ({dst.name!r}) is not supported by this "
+                                    f"pypto yet", span, "write into the sliced tensor at the window's "
+                                                        "offsets: t[i:i+m, j:j+n] = value")
+            kw = {"atomic": call.kwargs["atomic"]} if "atomic" in call.kwargs else {}
+            st = Call("tile.store", [tile, self.expr(offs), dst], kw,
                       TensorType(dst.type.shape, dst.type.dtype), {}, span)
             return [Assign(s.var, st, span)] if isinstance(s, Assign) else [Eval(st, span)]
         if not isinstance(s, Assign):
@@ -579,7 +620,11 @@ def _emit_tiled(conv: _Convert, g: _Group) -> list:
     def load(a):
         src = conv.expr(a)
         shape = _chunk_of(a.type.shape, S, C)
-        return conv.new(a.name, "tile.load", [src, at(a.type.shape), _shape(shape, span)],
+        where = at(a.type.shape)
+        if id(src) in conv.views:                # a chunk of a slice: of the sliced tensor
+            src, base = conv.views[id(src)]
+            where = TupleExpr([_add(b, o, span) for b, o in zip(base.items, where.items)], span)
+        return conv.new(a.name, "tile.load", [src, where, _shape(shape, span)],
                         {"target_memory": MemorySpace.Vec}, span)
 
     # a leaf the loops do not move through (a [1, N] row under row chunks) is loaded once,
@@ -610,7 +655,8 @@ def _emit_tiled(conv: _Convert, g: _Group) -> list:
                 t = tile(src)
                 store_offs = at(src.type.shape, base.items if isinstance(base, TupleExpr) else None)
                 nv = Var(conv.namer.fresh(roots[k].name, "ssa"), roots[k].type, s.span)
-                conv.emit.append(Assign(nv, Call("tile.store", [t, store_offs, cur[k]], {}, nv.type, {},
+                kw = {"atomic": c.kwargs["atomic"]} if "atomic" in c.kwargs else {}
+                conv.emit.append(Assign(nv, Call("tile.store", [t, store_offs, cur[k]], kw, nv.type, {},
                                                  s.span), s.span))
                 cur[k] = nv
                 if isinstance(s, Assign):

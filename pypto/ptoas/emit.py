@@ -316,6 +316,8 @@ class FuncEmitter:
             raise self.error(op, f"ptoas cannot emit '{op.name}'")
         if k == "fillpad":                # one library function for both forms
             fn = "pto::tfillpad"
+        if k == "store" and op.attr("atomicType") == "#pto<atomic_type atomic_add>":
+            fn = "pto::tstore_add"
         call = f"{fn}({', '.join([d] + args(ins, op))}, {s})"
         self.emit(ind, call + ";")
 

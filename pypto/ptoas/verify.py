@@ -44,6 +44,9 @@ VECTOR_KINDS = {"binary", "binary_full", "scalar", "unary", "rowreduce", "colred
 MASK_KINDS = {"cmp", "cmps", "sel", "sels"}
 ARG_KINDS = {"rowargreduce", "colargreduce"}
 ACC_STORE_DTYPES = {"f32", "f16", "bf16", "i32"}
+# pto.tstore's atomicType attribute: its values, and whether each adds into GM
+ATOMIC_TYPES = {"#pto<atomic_type atomic_none>": False, "#pto<atomic_type atomic_add>": True}
+ATOMIC_ADD_DTYPES = {"f32", "f16", "i32", "i16", "i8"}
 
 
 def _shape_str(s) -> str:
@@ -536,6 +539,14 @@ class Verifier:
                 raise self.error(op, f"an acc tile stores as {', '.join(sorted(ACC_STORE_DTYPES))}, not {dst.type.elem}")
         elif dst.type.elem != s.dtype:
             raise self.error(op, f"tstore of a {s.dtype} tile into {dst.type.elem} data: use pto.tcvt first")
+        atomic = op.attr("atomicType")
+        if atomic is not None:
+            if atomic not in ATOMIC_TYPES:
+                raise self.error(op, f"unknown atomicType {atomic}; expected one of {', '.join(ATOMIC_TYPES)}")
+            adds = ATOMIC_ADD_DTYPES | ({"bf16"} if self.arch.name == "a2a3" else set())
+            if ATOMIC_TYPES[atomic] and dst.type.elem not in adds:
+                raise self.error(op, f"an atomic-add store into {dst.type.elem} data is not supported on "
+                                     f"{self.arch.name} (it adds into {', '.join(sorted(adds))})")
         self.partition_matches(op, dst.type, src)
 
     def partition_matches(self, op: Op, p: PartitionType, tile: Value) -> None:

@@ -87,7 +87,8 @@ def test_an_option_under_both_names():
 
 @pytest.mark.parametrize("call, word", [
     ("t = pl.load(a, offsets=[0, 0], shapes=[32, 64], clamp=True)", "clamp"),
-    ("t = pl.load(a, [0, 0], [32, 64])\no = pl.store(pl.cast(t, pl.FP16), [0, 0], o, atomic=1)", "atomic"),
+    ("t = pl.load(a, [0, 0], [32, 64])\nv = pl.slice(a, [32, 64], [0, 0], valid_shape=[16, 64])",
+     "valid_shape"),
 ])
 def test_keywords_not_built_yet_are_refused_not_ignored(call, word):
     with pytest.raises(NotBuiltError) as exc:

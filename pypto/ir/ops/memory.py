@@ -3,7 +3,7 @@ spaces, creating tiles and tensors, filling, assembling."""
 from __future__ import annotations
 
 from pypto import dtype as dt
-from pypto.ir.nodes import (MemorySpace, PadValue, PtrType, ScalarType, TensorType, TileType, Const,
+from pypto.ir.nodes import (AtomicType, MemorySpace, PadValue, PtrType, ScalarType, TensorType, TileType, Const,
                             TupleExpr)
 from pypto.ir.ops.base import (MIX_HINT as _MIX_HINT, _check_dtype, _check_window, _dims, _err,
                                _indices, _ints, _same_kind, _shaped, _static, _tname, same_valid, valid_of, whole, reg)
@@ -64,6 +64,21 @@ def _load(args, kw, span):
     return TileType(tuple(shapes), t.dtype, space, None, partial)
 
 
+# the dtypes the store pipe can add into GM (bf16 only on a2a3)
+ATOMIC_ADD_DTYPES = (dt.FP32, dt.FP16, dt.BF16, dt.INT32, dt.INT16, dt.INT8)
+
+
+def _atomic(op, kw, dtype, span):
+    """The atomic= keyword: pl.AtomicType.None_ (overwrite) or .Add (add into the tensor)."""
+    a = kw.get("atomic", AtomicType.None_)
+    if not isinstance(a, AtomicType):
+        _err(f"{op}: atomic= must be pl.AtomicType.None_ or pl.AtomicType.Add, got {a!r}", span)
+    if a is AtomicType.Add and dtype not in ATOMIC_ADD_DTYPES:
+        _err(f"{op} with atomic=pl.AtomicType.Add needs a {'/'.join(map(str, ATOMIC_ADD_DTYPES))} "
+             f"destination (what the store pipe can add into), got {dtype}", span,
+             "accumulate into an fp32 tensor and pl.cast the sum afterwards")
+
+
 def _store(args, kw, span):
     tile = _shaped("store", args[0], span, (TileType,))
     if isinstance(args[2], TupleExpr) and isinstance(getattr(args[1], "type", None), TensorType):
@@ -71,6 +86,7 @@ def _store(args, kw, span):
              "the tensor comes last: pl.store(tile, offsets, out_tensor)")
     out = _shaped("store", args[2], span, (TensorType,))
     _check_dtype("store", tile, out, span) if tile.memory_space != MemorySpace.Acc else None
+    _atomic("store", kw, out.dtype, span)
     offs = _indices("store", args[1], span)
     if len(offs) != len(out.shape):
         _err(f"store: tensor has rank {len(out.shape)} but offsets have {len(offs)} entries", span)
@@ -189,6 +205,7 @@ def _assemble(args, kw, span):
     dst = _shaped("assemble", args[0], span, (TensorType,))
     src = _shaped("assemble", args[1], span)
     _check_dtype("assemble", dst, src, span)
+    _atomic("assemble", kw, dst.dtype, span)
     if isinstance(args[2], TupleExpr) and len(src.shape) == len(dst.shape):
         _check_window("assemble", args[2].items, list(src.shape), dst.shape, span)
     return TensorType(dst.shape, dst.dtype)
@@ -273,9 +290,10 @@ reg("tile.fillpad_inplace", (1, 1), _fillpad, ("pad_value",), params=("tile",), 
 reg("tile.fillpad", (1, 1), _fillpad, ("pad_value",), params=("tile",),
     sig="pl.fillpad(tile, pad_value=pl.PadValue.zero)  (fills outside the valid region; the "
         "result is valid over the whole tile)", pto="tfillpad")
-reg("tile.store", (3, 4), _store, (), pure=False, params=("tile", "offsets", "output_tensor"),
-    unbuilt={"atomic": "store without atomic=: each kernel writes its own window"},
-    sig="pl.store(tile, offsets, output_tensor)")
+reg("tile.store", (3, 4), _store, ("atomic",), pure=False, params=("tile", "offsets", "output_tensor"),
+    sig="pl.store(tile, offsets, output_tensor, atomic=pl.AtomicType.None_)  (atomic=pl.AtomicType."
+        "Add adds the tile into the tensor: parallel kernels may accumulate into one window)",
+    pto="tstore")
 reg("tile.move", (1, 1), _move, ("target_memory",), params=("tile",),
     sig="pl.move(tile, target_memory=pl.Mem.Left)")
 reg("tile.create", (1, 1), _create_tile, ("dtype", "target_memory"), params=("shape",),
@@ -288,5 +306,6 @@ reg("tensor.full", (1, 1), _full, ("dtype", "value"), params=("shape",),
     sig="pl.full([M, N], dtype=pl.FP32, value=0.0)")
 reg("tile.full", (1, 1), _tile_full, ("dtype", "value", "target_memory"), params=("shape",),
     sig="pl.tile.full([M, N], dtype=pl.FP32, value=0.0)")
-reg("tensor.assemble", (3, 3), _assemble, (), pure=False, params=("dst", "src", "offset"),
-    sig="pl.assemble(dst, src, [row_offset, col_offset])  (or dst[i:i+m, :] = src)")
+reg("tensor.assemble", (3, 3), _assemble, ("atomic",), pure=False, params=("dst", "src", "offset"),
+    sig="pl.assemble(dst, src, [row_offset, col_offset], atomic=pl.AtomicType.None_)  (or "
+        "dst[i:i+m, :] = src; atomic=pl.AtomicType.Add adds src into the region)")

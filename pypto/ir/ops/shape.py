@@ -1,4 +1,5 @@
-"""Operators that change a shape: reshape."""
+"""Operators that change a shape or look at part of one: reshape, transpose, concat,
+assemble into a tile, slices of a tensor."""
 from __future__ import annotations
 
 from pypto import dtype as dt
@@ -98,3 +99,24 @@ def _tile_assemble(args, kw, span):
 reg("tile.assemble", (3, 3), _tile_assemble, params=("target", "src", "offset"), pto="tinsert",
     sig="pl.tile.assemble(target, src, [row, col])  (target with src written at the offset; "
         "Vec tiles)")
+
+
+def _slice(args, kw, span):
+    """A view of a window of a tensor: its shape (static), at offsets (scalars)."""
+    t = _shaped("slice", args[0], span, (TensorType,))
+    shape = _dims("slice", args[1], span)
+    offs = _indices("slice", args[2], span)
+    if len(shape) != len(t.shape) or len(offs) != len(t.shape):
+        _err(f"slice: tensor has rank {len(t.shape)} but the window has {len(shape)} extents and "
+             f"{len(offs)} offsets", span, "give one extent and one offset per dimension")
+    for i, (s, d) in enumerate(zip(shape, t.shape)):
+        if isinstance(d, int) and s > d:
+            _err(f"slice: extent {s} of dim {i} is larger than the tensor's {d}", span)
+    _check_window("slice", offs, shape, t.shape, span)
+    return TensorType(tuple(shape), t.dtype)
+
+
+reg("tensor.slice", (3, 3), _slice, params=("tensor", "shape", "offset"),
+    unbuilt={"valid_shape": "slice a window whose whole extent is valid"},
+    sig="pl.slice(tensor, [M, N], [row, col])  (or tensor[row:row+M, col:col+N]; a view: no "
+        "copy, the ops that read it read the tensor's window)")

@@ -177,10 +177,57 @@ class ValuesMixin:
         if isinstance(node, ast.Call):
             return self.call(node)
         if isinstance(node, ast.Subscript):
-            self.error(f"reading a sub-region `{ast.unparse(node)}` is not supported", node,
-                       "load a window with pl.load(t, offsets, shapes), or write with dst[i:i+m, :] = src")
+            return self.subscript(node)
         name = type(node).__name__
         self.error(f"unsupported expression `{ast.unparse(node)}` ({name})", node, _unsupported(name))
+
+    def subscript(self, node: ast.Subscript):
+        """`t[i:i+m, j:j+n]` of a tensor: a view of that window (tensor.slice); `t[i, j]`
+        with one index per dim: that element (tensor.read)."""
+        base = self.expr(node.value)
+        t = getattr(base, "type", None)
+        text = ast.unparse(node)
+        if not isinstance(t, TensorType):
+            self.error(f"reading a sub-region `{text}` of {ops._tname(t)} is not supported", node,
+                       "slice tensors (t[i:i+m, :]); for a tile, pl.load the window from its tensor")
+        elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        rank = len(t.shape)
+        if len(elts) > rank:
+            self.error(f"`{text}`: the tensor has rank {rank} but {len(elts)} indices are given",
+                       node, "give at most one index or slice per dimension")
+        span = self.span(node)
+        if all(not isinstance(e, ast.Slice) for e in elts):
+            if len(elts) != rank:
+                self.error(f"`{text}` indexes {len(elts)} of {rank} dims", node,
+                           "give one index per dim for an element (t[i, j]), or slice the rest "
+                           "(t[i:i+1, :])")
+            idx = TupleExpr([self.expr(e) for e in elts], span)
+            return self.op_call_values("read", "tensor", [base, idx], {}, node, f"`{text}`")
+        offs, extents = [], []
+        for i, e in enumerate(elts):
+            if not isinstance(e, ast.Slice):
+                self.error(f"`{text}` mixes an index and slices", node,
+                           f"keep every dim: write {ast.unparse(e)}:{ast.unparse(e)}+1 for dim {i}")
+            if e.step is not None:
+                self.error("slices with a step are not supported", node,
+                           "slice a contiguous window (t[i:i+m, :])")
+            lo = self.expr(e.lower) if e.lower is not None else self.lit(Const(0, dt.INDEX, span))
+            ext = self.extent(e, lo)
+            if ext is None and e.upper is None and isinstance(t.shape[i], int) and isinstance(lo, Const):
+                ext = t.shape[i] - lo.value
+            if ext is None:
+                self.error(f"`{text}`: the extent of dim {i} is not known when compiling", node,
+                           "write the slice as i:i+m with a constant m (the window's shape is static)")
+            offs.append(lo)
+            extents.append(ext)
+        for i in range(len(elts), rank):
+            if not isinstance(t.shape[i], int):
+                self.error(f"`{text}`: dim {i} is dynamic; slice it explicitly", node)
+            offs.append(self.lit(Const(0, dt.INDEX, span)))
+            extents.append(t.shape[i])
+        shape = TupleExpr([Const(x, dt.INDEX, span) for x in extents], span)
+        return self.op_call_values("slice", "tensor", [base, shape, TupleExpr(offs, span)], {}, node,
+                                   f"`{text}`")
 
     def scalar_dtype(self, e):
         t = getattr(e, "type", None)
