@@ -20,7 +20,8 @@ TILE_ONLY = {"load": "tile.load", "store": "tile.store", "move": "tile.move",
              "create_tile": "tile.create", "fillpad": "tile.fillpad", "tri": "tile.tri",
              "lrelu": "tile.lrelu", "cmp": "tile.cmp", "cmps": "tile.cmps", "sel": "tile.sel",
              "sels": "tile.sels", "transpose": "tile.transpose", "concat": "tile.concat", "relu": None}
-TENSOR_ONLY = {"create_tensor": "tensor.create", "full": "tensor.full", "read": "tensor.read"}
+TENSOR_ONLY = {"create_tensor": "tensor.create", "full": "tensor.full", "read": "tensor.read",
+               "dim": "tensor.dim"}
 
 
 def dsl_names() -> set[str]:
@@ -78,7 +79,8 @@ def _check_kwarg_kind(op, key, value, span):
 
 def is_tensor_op(op: str) -> bool:
     """A tensor-level op that ConvertTensorToTileOps turns into tile ops."""
-    return op.startswith("tensor.") and op not in ("tensor.create", "tensor.full", "tensor.read")
+    return op.startswith("tensor.") and op not in ("tensor.create", "tensor.full", "tensor.read",
+                                                   "tensor.dim")
 
 
 def is_tile_op(op: str) -> bool:

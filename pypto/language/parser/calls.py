@@ -191,6 +191,8 @@ class CallsMixin:
                 raise
             raise TypeCheckError(e.message, e.span or span, _sig_hint(name)) from None
         self.check_loop_window(op, pos, span)
+        if op == "tensor.dim":          # a static extent: the constant itself
+            return self.lit(Const(pos[0].type.shape[pos[1].value], dt.INDEX, span))
         return Call(op, pos, kw, t, dict(attrs), span)
 
     def check_loop_window(self, op: str, args: list, span) -> None:
