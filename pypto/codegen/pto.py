@@ -90,8 +90,9 @@ from pypto.ir.nodes import (AtomicType, Assign, BinOp, Call, Const, DynDim, Eval
 # ----------------------------------------------------------------------------- op tables
 # each tile op's emitter lives with its family (pypto.codegen.tileops), its pto op name
 # with the op (pypto.ir.ops)
-SUPPORTED_OPS = tuple(sorted(set(EMITTERS) | {"tile.store", "tile.alloc"}))   # (those two: a
-# tensor and a Ptr, handled where a kernel assigns them)
+# (the others: a tensor, a Ptr, a scalar read and an element write, handled where a kernel
+# assigns, evaluates or reads them)
+SUPPORTED_OPS = tuple(sorted(set(EMITTERS) | {"tile.store", "tile.alloc", "tile.read", "tile.write"}))
 
 PLANNERS = ("PYPTO", "DSA_RP", "PTOAS")
 
@@ -464,6 +465,8 @@ class _Kernel:
             c = s.expr
             if isinstance(c, Call) and c.op == "tile.store":
                 self.store(c, span)
+            elif isinstance(c, Call) and c.op in ("tile.write", "tensor.write"):
+                self.write(c, span)
             else:
                 what = c.op if isinstance(c, Call) else type(c).__name__
                 fail(f"cannot generate PTO for the statement-level expression {what}", span)
@@ -497,6 +500,9 @@ class _Kernel:
             return
         if not isinstance(e, Call):
             fail(f"cannot assign {type(e).__name__} to {v.name!r} in a kernel", span)
+        if e.op in ("tile.write", "tensor.write"):
+            self.env[id(v)] = self.write(e, span, v)
+            return
         if isinstance(v.type, TensorType):
             if e.op != "tile.store":
                 fail(f"{e.op} producing tensor {v.name!r} inside a kernel", span,
@@ -579,7 +585,49 @@ class _Kernel:
             r = self.tmp()
             self.emit(f"{r} = pto.load_scalar {pview} : {pty} -> {ty}", span)
             return self.convert(_Scalar(r, ty), want, span)
+        if isinstance(e, Call) and e.op == "tile.read":
+            src = self.tile(e.args[0], span)
+            off = self.flat_offset(e.args[1], src.tile.shape, span)
+            ty = src.tile.dtype.mlir
+            r = self.tmp()
+            self.emit(f"{r} = pto.tgetval ins({src.ssa}, {off} : {src.ty}, index) outs : {ty}", span)
+            return self.convert(_Scalar(r, ty), want, span)
         fail(f"cannot use {type(e).__name__} as a scalar value in a kernel", span)
+
+    def flat_offset(self, idx, shape, span) -> str:
+        """The row-major element offset of indices `idx` in `shape`, as an index SSA value."""
+        items = idx.items if isinstance(idx, TupleExpr) else [idx]
+        flat = None
+        for i, x in enumerate(items):
+            stride = 1
+            for d in shape[i + 1:]:
+                stride *= d
+            term = x if stride == 1 else BinOp("*", x, Const(stride, dt.INDEX, span), dt.INDEX, span)
+            flat = term if flat is None else BinOp("+", flat, term, dt.INDEX, span)
+        return self.index(flat, span)
+
+    def write(self, c: Call, span, v: Var | None = None):
+        """One element written: pto.tsetval into a Vec tile, pto.store_scalar through a
+        1x1 partition of a tensor. A statement writes the target in place; an assigned
+        tile.write writes its result's buffer (the target's data first, unless the
+        planner gave both one buffer). Returns the written value."""
+        if c.op == "tile.write":
+            dst = tgt = self.tile(c.args[0], span)
+            if v is not None:
+                dst = self.alloc(v, span)
+                if not self.same_buffer(dst, tgt):
+                    self.op("tmov", [tgt], dst, span)
+            off = self.flat_offset(c.args[1], dst.tile.shape, span)
+            val = self.scalar(c.args[2], dst.tile.dtype.mlir, span)
+            self.emit(f"pto.tsetval ins({off}, {val.ssa} : index, {val.ty}) outs({dst.ssa} : {dst.ty})",
+                      span)
+            return dst
+        dst = self.tensor(c.args[0], span)
+        items = c.args[1].items if isinstance(c.args[1], TupleExpr) else [c.args[1]]
+        pview, pty = self.partition(dst, items, [1] * len(items), span)
+        val = self.scalar(c.args[2], dst.param.type.dtype.mlir, span)
+        self.emit(f"pto.store_scalar {val.ssa}, {pview} : {val.ty}, {pty}", span)
+        return dst
 
     def convert(self, v: _Scalar, want: str | None, span) -> _Scalar:
         if want is None or want == v.ty:

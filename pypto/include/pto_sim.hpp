@@ -49,6 +49,18 @@ inline Tile<U> treshape(const Tile<T>& s, int32_t rows, int32_t cols, int64_t vr
     return alloc_tile<U>(s.space, s.addr, rows, cols, vr, vc, site);
 }
 
+// pto.tgetval / pto.tsetval: one element of a vec tile at a row-major offset.
+template <class T> inline T* element(const Tile<T>& t, int64_t off, const char* site) {
+    if (t.space != VEC) fail(site, "element access needs a vec tile, not %s", kSpaceName[t.space]);
+    if (off < 0 || off >= int64_t(t.rows) * t.cols)
+        fail(site, "element offset %lld is outside the %dx%d tile", (long long)off, t.rows, t.cols);
+    return t.p + off;
+}
+template <class T> inline T tgetval(const Tile<T>& t, int64_t off, const char* site) { return *element(t, off, site); }
+template <class T, class V> inline void tsetval(const Tile<T>& t, int64_t off, V v, const char* site) {
+    *element(t, off, site) = T(v);
+}
+
 template <class A, class B> inline void same_valid(const Tile<A>& a, const Tile<B>& b, const char* site) {
     if (a.vr != b.vr || a.vc != b.vc)
         fail(site, "valid shapes differ: %dx%d vs %dx%d", a.vr, a.vc, b.vr, b.vc);

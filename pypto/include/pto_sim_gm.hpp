@@ -153,4 +153,12 @@ template <class T> inline T load_scalar(const GmPart<T>& p, const char* site) {
     return *p.base;
 }
 
+// pto.store_scalar: the one element a 1x..x1 partition names, written.
+template <class T, class V> inline void store_scalar(const GmPart<T>& p, V v, const char* site) {
+    for (int i = 0; i < p.rank; ++i)
+        if (p.size[i] != 1) fail(site, "store_scalar writes one element, the partition has %lld in dim %d", (long long)p.size[i], i);
+    p.check_bounds(site);
+    *p.base = T(v);
+}
+
 }  // namespace pto

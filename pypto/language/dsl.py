@@ -84,7 +84,7 @@ class OpNamespace:
     def __init__(self, ns: str):
         self._ns = ns
         self._ops = {}
-        for full in ops.OPS:
+        for full in list(ops.OPS) + list(ops.OP_ALIASES):
             level, name = full.split(".", 1)
             if level == ns:
                 self._ops[name] = _stub(f"pl.{ns}.{name}", "op", (name, ns))

@@ -11,7 +11,7 @@ from pypto.ir.visit import Rewriter
 # full-shape operands, so the result may be written over such an operand in place
 IN_PLACE_OPS = frozenset({f"tile.{o}" for o in ops.BINARY + ops.UNARY + ops.ROW_EXPAND + ops.COL_EXPAND}
                          | {f"tile.{ops.SCALAR_FORM[o]}" for o in ops.BINARY}
-                         | {"tile.fillpad", "tile.fillpad_inplace", "tile.assemble"})
+                         | {"tile.fillpad", "tile.fillpad_inplace", "tile.assemble", "tile.write"})
 
 
 @dataclass(frozen=True)

@@ -179,6 +179,11 @@ class _Convert(Rewriter):
             self.tiles[id(s.var)] = self.new(s.var.name, "tile.full", [self.expr(call.args[0])],
                                              dict(call.kwargs), s.span)
             return []
+        if isinstance(call, Call) and call.op == "tensor.ci" and isinstance(s, Assign):
+            # an index ramp inside a kernel is a ramp tile (pl.arange -> tile.ci)
+            self.tiles[id(s.var)] = self.new(s.var.name, "tile.ci", [self.expr(a) for a in call.args],
+                                             dict(call.kwargs), s.span)
+            return []
         if not (isinstance(call, Call) and ops.is_tensor_op(call.op)):
             return [self.default_stmt(s)]
         span = s.span
@@ -308,14 +313,22 @@ def _tile_type(t: TensorType) -> TileType:
 
 
 def _computed(stmts) -> set[int]:
-    """ids of the tensor values computed by tensor ops (not writes) in a body."""
+    """ids of the tensor values computed by tensor ops (not writes) in a body, and of
+    the results of its loops and ifs that carry such a value (a tensor a nested loop
+    only writes into stays a tensor)."""
     out = set()
-    for s in walk(stmts):
+    for s in stmts:
         op = _tensor_op(s)
         if op is not None and op != "assemble" and isinstance(s, Assign):
             out.add(id(s.var))
-        if isinstance(s, (For, If)):
-            out |= {id(r) for r in s.return_vars if isinstance(r.type, TensorType)}
+        bodies = [s.body] if isinstance(s, For) else \
+            [s.then_body, s.else_body or []] if isinstance(s, If) else []
+        for b in bodies:
+            inner = _computed(b)
+            out |= inner
+            if b and isinstance(b[-1], Yield):
+                out |= {id(r) for r, v in zip(s.return_vars, b[-1].values)
+                        if isinstance(r.type, TensorType) and id(v) in inner}
     return out
 
 

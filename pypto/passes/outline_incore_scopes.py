@@ -18,7 +18,7 @@ from pypto.ir.visit import Rewriter, Substitute, bodies, defs, stmt_uses, walk
 NAME = "OutlineIncoreScopes"
 READS = ()
 
-_WRITES = {"tensor.assemble": 0, "tile.store": 2}   # op -> index of the written tensor
+_WRITES = {"tensor.assemble": 0, "tile.store": 2, "tensor.write": 0}   # op -> index of the written tensor
 
 
 def _user_name(name: str) -> str:

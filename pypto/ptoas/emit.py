@@ -197,6 +197,18 @@ class FuncEmitter:
             r = op.results[0]
             self.emit(ind, f"const {cxx_type(r.type)} {self.n(r)} = pto::load_scalar("
                            f"{self.n(op.group('source')[0])}, {self.site(op)});")
+        elif name == "pto.store_scalar":
+            val, dst = op.group("args")
+            self.emit(ind, f"pto::store_scalar({self.n(dst)}, {self.n(val)}, {self.site(op)});")
+        elif name == "pto.tgetval":
+            r = op.results[0]
+            tile, off = op.group("ins")
+            self.emit(ind, f"const {cxx_type(r.type)} {self.n(r)} = pto::tgetval({self.n(tile)}, "
+                           f"{self.n(off)}, {self.site(op)});")
+        elif name == "pto.tsetval":
+            off, val = op.group("ins")
+            self.emit(ind, f"pto::tsetval({self.n(op.group('outs')[0])}, {self.n(off)}, {self.n(val)}, "
+                           f"{self.site(op)});")
         elif name == "pto.treshape":
             r = op.results[0]
             t: TileType = r.type

@@ -518,6 +518,14 @@ class Parser:
             result_types = self.paren_type_list()
         return result_types
 
+    def p_getval(self, op: Op):
+        """`%v = pto.tgetval ins(%tile, %off : TB, index) outs : T`."""
+        self.expect("ins")
+        self.operand_group("ins", op)
+        self.expect("outs")
+        self.expect(":")
+        return [self.type()]
+
     HANDLERS = {
         "arith.constant": p_constant,
         "arith.cmpi": p_cmp,
@@ -533,6 +541,7 @@ class Parser:
         "pto.alloc_tile": p_alloc_tile,
         "pto.treshape": p_treshape,
         "pto.load_scalar": p_treshape,        # %v = pto.load_scalar %pview : P -> T
+        "pto.tgetval": p_getval,
     }
     HANDLERS.update(dict.fromkeys(CAST_OPS, p_cast))
 

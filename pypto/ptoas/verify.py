@@ -137,6 +137,10 @@ class Verifier:
             return self.treshape(op)
         if n == "pto.load_scalar":
             return self.load_scalar(op)
+        if n == "pto.store_scalar":
+            return self.store_scalar(op)
+        if n in ("pto.tgetval", "pto.tsetval"):
+            return self.tile_element(op)
         if n in TILE_OPS:
             return self.tile_op(op, TILE_OPS[n].kind)
         raise self.error(op, f"unsupported operation '{n}' (ptoas supports arith/scf scalar ops, "
@@ -333,6 +337,41 @@ class Verifier:
         if op.results[0].type.name != src.type.elem:
             raise self.error(op, f"load_scalar of {src.type.elem} data gives {src.type.elem}, "
                                  f"not {op.results[0].type.name}")
+
+    def store_scalar(self, op: Op) -> None:
+        """`pto.store_scalar %v, %pview : T, P`: one element of GM written."""
+        args = op.group("args")
+        types = op.types.get("args", [])
+        if len(args) != 2 or len(types) != 2 or op.results or not isinstance(args[1].type, PartitionType):
+            raise self.error(op, "store_scalar writes one scalar: pto.store_scalar %v, %pview : T, P")
+        val, dst = args
+        if any(d != 1 for d in dst.type.shape):
+            raise self.error(op, f"store_scalar writes one element: the partition is {dst.type}")
+        if not isinstance(val.type, ScalarType) or val.type.name != dst.type.elem:
+            raise self.error(op, f"store_scalar of a {val.type} value into {dst.type.elem} data")
+
+    def tile_element(self, op: Op) -> None:
+        """pto.tgetval reads, pto.tsetval writes one element of a vec tile, at a row-major
+        offset (index)."""
+        getval = op.name == "pto.tgetval"
+        ins = op.group("ins")
+        if getval:
+            ok = len(ins) == 2 and len(op.results) == 1 and not op.group("outs")
+            tile, off, val = (ins[0], ins[1], op.results[0]) if ok else (None, None, None)
+        else:
+            ok = len(ins) == 2 and len(op.group("outs")) == 1 and not op.results
+            tile, off, val = (op.group("outs")[0], ins[0], ins[1]) if ok else (None, None, None)
+        if not ok:
+            form = ("%v = pto.tgetval ins(%tile, %off : TB, index) outs : T" if getval
+                    else "pto.tsetval ins(%off, %v : index, T) outs(%tile : TB)")
+            raise self.error(op, f"expected {form}")
+        t = self.tile(op, tile, "tile")
+        if t.loc != "vec":
+            raise self.error(op, f"{op.name} addresses elements of a 'vec' tile, not '{t.loc}'")
+        if not isinstance(off.type, ScalarType) or off.type.name != "index":
+            raise self.error(op, f"{op.name}: the element offset is an index, not {off.type}")
+        if not isinstance(val.type, ScalarType) or val.type.name != t.dtype:
+            raise self.error(op, f"{op.name}: a {t.dtype} tile's element is {t.dtype}, not {val.type}")
 
     def treshape(self, op: Op) -> None:
         src = op.group("source")[0]

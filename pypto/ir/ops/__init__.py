@@ -20,8 +20,16 @@ TILE_ONLY = {"load": "tile.load", "store": "tile.store", "move": "tile.move",
              "create_tile": "tile.create", "fillpad": "tile.fillpad", "tri": "tile.tri",
              "lrelu": "tile.lrelu", "cmp": "tile.cmp", "cmps": "tile.cmps", "sel": "tile.sel",
              "sels": "tile.sels", "transpose": "tile.transpose", "concat": "tile.concat", "relu": None}
-TENSOR_ONLY = {"create_tensor": "tensor.create", "full": "tensor.full", "read": "tensor.read",
-               "dim": "tensor.dim"}
+TENSOR_ONLY = {"create_tensor": "tensor.create", "full": "tensor.full", "dim": "tensor.dim",
+               "arange": "tensor.ci"}
+# tensor ops a kernel keeps as they are (scalar reads/writes of GM) or that
+# ConvertTensorToTileOps makes from nothing (filled tensors, ramps)
+_NOT_CONVERTED = ("tensor.create", "tensor.full", "tensor.read", "tensor.write", "tensor.dim",
+                  "tensor.ci")
+
+
+# other names the reference gives an op (pl.tile.arange is pl.tile.ci)
+OP_ALIASES = {"tile.arange": "tile.ci", "tensor.arange": "tensor.ci"}
 
 
 def dsl_names() -> set[str]:
@@ -79,8 +87,7 @@ def _check_kwarg_kind(op, key, value, span):
 
 def is_tensor_op(op: str) -> bool:
     """A tensor-level op that ConvertTensorToTileOps turns into tile ops."""
-    return op.startswith("tensor.") and op not in ("tensor.create", "tensor.full", "tensor.read",
-                                                   "tensor.dim")
+    return op.startswith("tensor.") and op not in _NOT_CONVERTED
 
 
 def is_tile_op(op: str) -> bool:

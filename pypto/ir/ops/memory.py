@@ -157,13 +157,39 @@ def _fillpad_expand(args, kw, span):
     return TileType(tuple(shape), t.dtype, t.memory_space)
 
 
-def _read(args, kw, span):
-    t = _shaped("read", args[0], span, (TensorType,))
-    idx = _indices("read", args[1] if isinstance(args[1], TupleExpr) else TupleExpr([args[1]], span), span)
+def _element(op, args, span, kinds):
+    """The tensor or tile and the indices of one of its elements (one per dim, inside it)."""
+    t = _shaped(op, args[0], span, kinds)
+    what = "tensor" if isinstance(t, TensorType) else "tile"
+    idx = _indices(op, args[1] if isinstance(args[1], TupleExpr) else TupleExpr([args[1]], span), span)
     if len(idx) != len(t.shape):
-        _err(f"read: tensor has rank {len(t.shape)} but {len(idx)} indices are given", span)
-    _check_window("read", idx, [1] * len(idx), t.shape, span)
-    return ScalarType(t.dtype)
+        _err(f"{op}: {what} has rank {len(t.shape)} but {len(idx)} indices are given", span)
+    _check_window(op, idx, [1] * len(idx), t.shape, span)
+    if isinstance(t, TileType) and t.memory_space not in (None, MemorySpace.Vec):
+        _err(f"{op}: a {t.memory_space.name} tile's elements are not addressable; {op} works on "
+             f"Vec tiles", span, "move it to Vec first, or read it from its tensor")
+    return t
+
+
+def _read(args, kw, span):
+    return ScalarType(_element("read", args, span, (TensorType, TileType)).dtype)
+
+
+def _write(args, kw, span):
+    t = _element("write", args, span, (TensorType, TileType))
+    v = getattr(args[2], "type", None)
+    if not isinstance(v, ScalarType):
+        _err(f"write: the value is a scalar, got {_tname(v)}", span,
+             "write one element: pl.write(t, [i, j], value)")
+    if v.dtype != t.dtype and not (isinstance(args[2], Const)):
+        _err(f"write: a {v.dtype} value into {t.dtype} elements", span,
+             f"pl.cast(value, {t.dtype!r}) first")
+    return t
+
+
+def _tensor_ci(args, kw, span):
+    t = _ci(args, kw, span)
+    return TensorType(t.shape, t.dtype)
 
 
 def _fillpad(args, kw, span):
@@ -277,6 +303,16 @@ reg("tile.tri", (2, 3), _tri, ("dtype", "upper"), params=("diagonal", "shape", "
         "and below the diagonal, or on and above it with upper=True; zeros elsewhere)", pto="ttri")
 reg("tensor.read", (2, 2), _read, params=("tensor", "indices"),
     sig="pl.read(tensor, [i, j])  (one element of a tensor, in a kernel: a scalar)")
+reg("tile.read", (2, 2), _read, params=("tile", "indices"), pto="tgetval",
+    sig="pl.read(tile, [i, j])  (one element of a Vec tile: a scalar)")
+reg("tensor.write", (3, 3), _write, pure=False, params=("tensor", "indices", "value"),
+    sig="pl.write(tensor, [i, j], value)  (one element of a tensor, in a kernel; returns the "
+        "tensor)")
+reg("tile.write", (3, 3), _write, pure=False, params=("tile", "indices", "value"), pto="tsetval",
+    sig="pl.write(tile, [i, j], value)  (one element of a Vec tile, in place; returns the tile)")
+reg("tensor.ci", (2, 2), _tensor_ci, ("dtype", "descending"), params=("start", "shape"),
+    sig="pl.tensor.ci(start, [M, N], dtype=pl.INT32, descending=False)  (or pl.arange; in a "
+        "kernel: start + k at row-major position k)")
 reg("tile.ci", (2, 2), _ci, ("dtype", "descending"), params=("start", "shape"), pto="tci",
     sig="pl.tile.ci(start, [M, N], dtype=pl.INT32, descending=False)  (start + k at row-major "
         "position k, or start - k)")

@@ -138,6 +138,7 @@ class CallsMixin:
             op = ops.resolve(name, exprs, span)
         else:
             op = f"{ns}.{name}"
+        op = ops.OP_ALIASES.get(op, op)
         d = ops.OPS.get(op)
         if d is None:
             first = exprs[0].type if exprs else None
@@ -253,14 +254,14 @@ class CallsMixin:
                 "the @pl.jit entry) and pass it to the kernel")
         if c is None or c.sig.func_type is not FunctionType.Orchestration or c.incore:
             return
-        if op == "tensor.full":
+        if op in ("tensor.full", "tensor.ci"):
             raise MisplacedTensorOpError(
                 f"misplaced tensor op: {display} fills a tensor on the device; it cannot run in the "
                 f"orchestration body of {c.sig.name!r}", self.span(node),
                 "fill it where it is used, inside `with pl.at(level=pl.Level.CORE_GROUP):` "
                 "(x = pl.full(...) or out[:] = pl.full(...)); the orchestration only allocates "
                 "tensors (pl.create_tensor)")
-        if op.startswith("tile.") or ops.is_tensor_op(op):
+        if op.startswith("tile.") or ops.is_tensor_op(op) or op == "tensor.write":
             span = self.span(node)
             raise MisplacedTensorOpError(
                 f"misplaced tensor op: {display} ({op}) at line {span.line} is written directly in "
