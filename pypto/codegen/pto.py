@@ -761,6 +761,17 @@ class _Kernel:
         rows, cols = tile_rows_cols(t.valid_shape)
         self.env[id(v)] = _Tile(name, ty, t, (self.const(rows, "index"), self.const(cols, "index")))
 
+    def subview(self, v: Var, a: _Tile, offsets, span):
+        """A window of tile `a` at `offsets` (pto.subview): `v`'s shape, the same bytes."""
+        t: TileType = v.type
+        ty = self.tile_ty(t, span, static_valid=True)
+        offs = [self.index(o, span) for o in offsets]
+        rows, cols = tile_rows_cols(t.shape)
+        name = "%" + self.names.fresh(_mlir_name(v.name))
+        self.emit(f"{name} = pto.subview {a.ssa}[{', '.join(offs)}] sizes [{rows}, {cols}] : "
+                  f"{a.ty} -> {ty}", span)
+        self.env[id(v)] = _Tile(name, ty, t, (self.const(rows, "index"), self.const(cols, "index")))
+
     def same_storage(self, a: TileType, b: TileType) -> bool:
         return _same_storage(a, b)
 

@@ -17,7 +17,8 @@ template <class T> struct Tile {
     int32_t rows, cols, vr, vc;
     int32_t space;
     int64_t addr;
-    T* row(int64_t i) const { return p + i * cols; }
+    int32_t stride;   // elements from one row to the next: cols, or the base tile's for a subview
+    T* row(int64_t i) const { return p + i * stride; }
 };
 
 template <class T>
@@ -38,6 +39,23 @@ inline Tile<T> alloc_tile(int space, int64_t addr, int32_t rows, int32_t cols, i
     t.vc = int32_t(vc);
     t.space = space;
     t.addr = addr;
+    t.stride = cols;
+    return t;
+}
+
+// pto.subview: a window of a tile, at (r, c), rows x cols, over the same bytes.
+template <class T>
+inline Tile<T> subview(const Tile<T>& s, int64_t r, int64_t c, int32_t rows, int32_t cols, const char* site) {
+    if (r < 0 || c < 0 || r + rows > s.rows || c + cols > s.cols)
+        fail(site, "subview [%lld:%lld, %lld:%lld] lies outside the %dx%d tile", (long long)r,
+             (long long)(r + rows), (long long)c, (long long)(c + cols), s.rows, s.cols);
+    Tile<T> t = s;
+    t.p = s.row(r) + c;
+    t.rows = rows;
+    t.cols = cols;
+    t.vr = rows;
+    t.vc = cols;
+    t.addr = s.addr + (r * s.stride + c) * int64_t(sizeof(T));
     return t;
 }
 
@@ -54,7 +72,7 @@ template <class T> inline T* element(const Tile<T>& t, int64_t off, const char* 
     if (t.space != VEC) fail(site, "element access needs a vec tile, not %s", kSpaceName[t.space]);
     if (off < 0 || off >= int64_t(t.rows) * t.cols)
         fail(site, "element offset %lld is outside the %dx%d tile", (long long)off, t.rows, t.cols);
-    return t.p + off;
+    return t.row(off / t.cols) + off % t.cols;
 }
 template <class T> inline T tgetval(const Tile<T>& t, int64_t off, const char* site) { return *element(t, off, site); }
 template <class T, class V> inline void tsetval(const Tile<T>& t, int64_t off, V v, const char* site) {
@@ -84,8 +102,8 @@ template <class T, class F>
 inline void map2(const Tile<T>& d, const Tile<T>& a, const Tile<T>& b, int allowed, F f, const char* site) {
     same_valid(d, a, site);
     int64_t si, sj;  // strides into b
-    if ((allowed & B_FULL) && b.vr == d.vr && b.vc == d.vc) { si = b.cols; sj = 1; }
-    else if ((allowed & B_ROW) && b.vr == d.vr && b.vc == 1) { si = b.cols; sj = 0; }
+    if ((allowed & B_FULL) && b.vr == d.vr && b.vc == d.vc) { si = b.stride; sj = 1; }
+    else if ((allowed & B_ROW) && b.vr == d.vr && b.vc == 1) { si = b.stride; sj = 0; }
     else if ((allowed & B_COL) && b.vr == 1 && b.vc == d.vc) { si = 0; sj = 1; }
     else fail(site, "operand shape %dx%d does not broadcast to %dx%d", b.vr, b.vc, d.vr, d.vc);
     using C = calc_t<T>;

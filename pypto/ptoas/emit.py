@@ -209,6 +209,12 @@ class FuncEmitter:
             off, val = op.group("ins")
             self.emit(ind, f"pto::tsetval({self.n(op.group('outs')[0])}, {self.n(off)}, {self.n(val)}, "
                            f"{self.site(op)});")
+        elif name == "pto.subview":
+            r = op.results[0]
+            row, col = (self.n(v) for v in op.group("offsets"))
+            rows, cols = op.value
+            self.emit(ind, f"const {cxx_type(r.type)} {self.n(r)} = pto::subview("
+                           f"{self.n(op.group('source')[0])}, {row}, {col}, {rows}, {cols}, {self.site(op)});")
         elif name == "pto.treshape":
             r = op.results[0]
             t: TileType = r.type

@@ -67,7 +67,7 @@ TILE_OPS = _table()
 
 # Ops with their own syntax (parser handlers) that are not in TILE_OPS.
 STRUCTURAL_OPS = {"pto.make_tensor_view", "pto.partition_view", "pto.alloc_tile", "pto.treshape",
-                  "pto.load_scalar", "pto.store_scalar", "pto.tgetval", "pto.tsetval"}
+                  "pto.load_scalar", "pto.store_scalar", "pto.tgetval", "pto.tsetval", "pto.subview"}
 
 # Matmul element types (acc, left, right).
 MATMUL_DTYPES = {("i32", "i8", "i8"), ("f32", "f16", "f16"), ("f32", "bf16", "bf16"),

@@ -518,6 +518,24 @@ class Parser:
             result_types = self.paren_type_list()
         return result_types
 
+    def p_subview(self, op: Op):
+        """`%v = pto.subview %tile[%row, %col] sizes [R, C] : TB -> TB2`."""
+        op.operands["source"] = [self.ssa()]
+        self.expect("[")
+        op.operands["offsets"] = self.ssa_list("]")
+        self.expect("]")
+        self.expect("sizes")
+        self.expect("[")
+        sizes = [int(self.expect_kind("int", "an integer size").text)]
+        while self.accept(","):
+            sizes.append(int(self.expect_kind("int", "an integer size").text))
+        self.expect("]")
+        op.value = sizes
+        self.expect(":")
+        op.types["source"] = [self.type()]
+        self.expect("->")
+        return [self.type()]
+
     def p_getval(self, op: Op):
         """`%v = pto.tgetval ins(%tile, %off : TB, index) outs : T`."""
         self.expect("ins")
@@ -542,6 +560,7 @@ class Parser:
         "pto.treshape": p_treshape,
         "pto.load_scalar": p_treshape,        # %v = pto.load_scalar %pview : P -> T
         "pto.tgetval": p_getval,
+        "pto.subview": p_subview,
     }
     HANDLERS.update(dict.fromkeys(CAST_OPS, p_cast))
 

@@ -54,7 +54,7 @@ def _lifetimes(f: Func) -> tuple[list[Buffer], dict[int, Op], dict[Value, Buffer
             b = Buffer(op, op.results[0], t.loc, size)
             buffers.append(b)
             owner[op.results[0]] = b
-        elif op.name == "pto.treshape":  # a view of the same bytes
+        elif op.name in ("pto.treshape", "pto.subview"):  # a view of the same bytes
             b = owner.get(op.group("source")[0])
             if b is not None:
                 owner[op.results[0]] = b

@@ -104,6 +104,9 @@ def op_body(op: Op) -> str:
         return f"{text}: {res_t[0]}"
     if n in ("pto.treshape", "pto.load_scalar"):
         return f"{_v(op.group('source')[0])} : {op.types['source'][0]} -> {res_t[0]}"
+    if n == "pto.subview":
+        return (f"{_v(op.group('source')[0])}[{_vs(op.group('offsets'))}] sizes "
+                f"[{', '.join(map(str, op.value))}] : {op.types['source'][0]} -> {res_t[0]}")
     if n == "pto.tgetval":
         return f"ins({_vs(op.group('ins'))} : {_types(op.types['ins'])}) outs : {res_t[0]}"
     return _dps(op)

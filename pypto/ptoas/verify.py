@@ -135,6 +135,8 @@ class Verifier:
             return self.alloc_tile(op)
         if n == "pto.treshape":
             return self.treshape(op)
+        if n == "pto.subview":
+            return self.subview(op)
         if n == "pto.load_scalar":
             return self.load_scalar(op)
         if n == "pto.store_scalar":
@@ -372,6 +374,27 @@ class Verifier:
             raise self.error(op, f"{op.name}: the element offset is an index, not {off.type}")
         if not isinstance(val.type, ScalarType) or val.type.name != t.dtype:
             raise self.error(op, f"{op.name}: a {t.dtype} tile's element is {t.dtype}, not {val.type}")
+
+    def subview(self, op: Op) -> None:
+        """A window of a tile: same space, dtype and layout, inside it."""
+        src = op.group("source")[0]
+        if not isinstance(src.type, TileType) or len(op.results) != 1 \
+                or not isinstance(op.results[0].type, TileType):
+            raise self.error(op, "subview maps one tile to a window of it")
+        a, b = src.type, op.results[0].type
+        self.tile_type(op, b)
+        offs, sizes = op.group("offsets"), op.value
+        if len(offs) != 2 or len(sizes) != 2:
+            raise self.error(op, "subview takes a 2-D offset and 2-D sizes")
+        if (a.loc, a.dtype, a.blayout, a.slayout) != (b.loc, b.dtype, b.blayout, b.slayout):
+            raise self.error(op, f"a subview keeps its tile's space, dtype and layout: {a} -> {b}")
+        if (b.rows, b.cols) != tuple(sizes):
+            raise self.error(op, f"subview sizes {sizes} differ from the result's {b.rows}x{b.cols}")
+        for v, size, extent in zip(offs, sizes, (a.rows, a.cols)):
+            k = const_int(v, self.defs)
+            if k is not None and (k < 0 or k + size > extent):
+                raise self.error(op, f"subview window [{k}, {k + size}) lies outside the tile's "
+                                     f"extent {extent}")
 
     def treshape(self, op: Op) -> None:
         src = op.group("source")[0]

@@ -17,10 +17,10 @@ def test_vec_into_vec(tmp_path, monkeypatch):
     assert torch.equal(y, want + want)
 
 
-def test_other_spaces_are_not_built_yet():
+def test_mat_into_mat_is_not_a_data_path():
     import pytest
     import pypto.language as pl
-    from pypto.errors import NotBuiltError
+    from pypto.errors import TypeCheckError
     src = """
 import pypto.language as pl
 
@@ -32,5 +32,5 @@ class As:
         r = pl.tile.assemble(tx, tx, [0, 0])
         return o
 """
-    with pytest.raises(NotBuiltError, match=r"a Mat tile is not supported"):
+    with pytest.raises(TypeCheckError, match=r"assemble: Mat into Mat is not a data path"):
         pl.parse(src, filename="/u/as.py")

@@ -1,8 +1,9 @@
-"""Emitters of the shape family: reshape (a view), transposes, concat, assemble."""
+"""Emitters of the shape family: reshape and slice (views), transposes, concat, assemble."""
 from __future__ import annotations
 
 from pypto.codegen.common import fail
 from pypto.codegen.tileops import emits
+from pypto.ir.nodes import MemorySpace as M
 
 
 @emits("tile.reshape")
@@ -11,6 +12,14 @@ def reshape(k, v, c, span):
     if v.type.memory_space is not a.tile.memory_space:
         fail("reshape keeps a tile in its memory space", span)
     k.view(v, "pto.treshape", a, span)
+
+
+@emits("tile.slice")
+def slice_(k, v, c, span):               # a view: pto.subview of the tile's bytes
+    a = k.tile(c.args[0], span)
+    if v.type.memory_space is not a.tile.memory_space:
+        fail("a slice keeps a tile in its memory space", span)
+    k.subview(v, a, c.args[2].items, span)
 
 
 @emits("tile.transpose", "tile.transpose_view")
@@ -29,7 +38,26 @@ def concat(k, v, c, span):
 def assemble(k, v, c, span):
     tgt, src = k.tile(c.args[0], span), k.tile(c.args[1], span)
     dst = k.alloc(v, span)
+    if src.tile.memory_space is M.Acc:           # Acc into Mat: the move into the window
+        if not k.same_buffer(dst, tgt):
+            fail("assembling a matmul result into a Mat tile that is still read afterwards needs "
+                 "a Mat -> Mat copy, which the hardware does not have", span,
+                 "assemble into a Mat tile the kernel does not read again (reassign it: "
+                 "x = pl.tile.assemble(x, acc, [r, c]))")
+        window = _Window(c.args[1].type, dst.tile.memory_space)
+        k.subview(window, dst, c.args[2].items, span)
+        k.op("tmov", [src], k.env[id(window)], span)
+        return
     if not k.same_buffer(dst, tgt):              # the target's data, then the insert
         k.op("tmov", [tgt], dst, span)
     r, col = (k.index_scalar(x, span) for x in c.args[2].items)
     k.op("tinsert", [src, r, col], dst, span)
+
+
+class _Window:
+    """The part of a tile an Acc source is moved into: a var-like handle for subview."""
+    name = "window"
+
+    def __init__(self, src_type, space):
+        from pypto.ir.nodes import TileType
+        self.type = TileType(tuple(src_type.shape), src_type.dtype, space)

@@ -81,12 +81,14 @@ reg("tile.concat", (2, 2), _concat, params=("lhs", "rhs"), pto="tconcat",
 def _tile_assemble(args, kw, span):
     dst = _shaped("assemble", args[0], span, (TileType,))
     src = _shaped("assemble", args[1], span, (TileType,))
-    for t in (dst, src):
-        if t.memory_space not in (None, MemorySpace.Vec):
-            from pypto.errors import NotBuiltError
-            raise NotBuiltError(f"assemble: a {t.memory_space.name} tile is not supported by this "
-                                f"pypto yet (Vec into Vec is)", span,
-                                "store the matmul result and load it into Vec")
+    vec = (None, MemorySpace.Vec)
+    # Vec into Vec (tinsert), or a matmul result (Acc) into a Mat tile (a converting move
+    # into the window); the other spaces have no such data path
+    if not ((dst.memory_space in vec and src.memory_space in vec) or
+            (dst.memory_space is MemorySpace.Mat and src.memory_space is MemorySpace.Acc)):
+        name = lambda t: t.memory_space.name if t.memory_space else "Vec"   # noqa: E731
+        _err(f"assemble: {name(src)} into {name(dst)} is not a data path (Vec into Vec and Acc "
+             f"into Mat are)", span, "move the tile to the target's space first, or go through GM")
     _check_dtype("assemble", dst, src, span)
     offs = _indices("assemble", args[2], span)
     if len(dst.shape) != 2 or len(src.shape) != 2 or len(offs) != 2:
@@ -97,7 +99,8 @@ def _tile_assemble(args, kw, span):
 
 
 reg("tile.assemble", (3, 3), _tile_assemble, params=("target", "src", "offset"), pto="tinsert",
-    sig="pl.tile.assemble(target, src, [row, col])  (target with src written at the offset; "
+    sig="pl.tile.assemble(target, src, [row, col])  (target with src written at the offset; Acc "
+        "into Mat, or "
         "Vec tiles)")
 
 
@@ -116,6 +119,29 @@ def _slice(args, kw, span):
     return TensorType(tuple(shape), t.dtype)
 
 
+def _tile_slice(args, kw, span):
+    """A window of a tile (a view over its bytes): its shape (static), at offsets."""
+    t = _shaped("slice", args[0], span, (TileType,))
+    shape = _dims("slice", args[1], span)
+    offs = _indices("slice", args[2], span)
+    if len(t.shape) != 2 or len(shape) != 2 or len(offs) != 2:
+        _err(f"slice: a 2-D tile, a 2-D shape and a 2-D offset, got {_tname(t)}, {shape}, "
+             f"{len(offs)} offsets", span)
+    if t.memory_space not in (None, MemorySpace.Vec, MemorySpace.Mat):
+        _err(f"slice: a window of a {t.memory_space.name} tile is not addressable (Vec and Mat "
+             f"tiles are)", span)
+    whole("slice", t, span)
+    for i, (s, d) in enumerate(zip(shape, t.shape)):
+        if s > d:
+            _err(f"slice: extent {s} of dim {i} is larger than the tile's {d}", span)
+    _check_window("slice", offs, shape, t.shape, span)
+    return TileType(tuple(shape), t.dtype, t.memory_space)
+
+
+reg("tile.slice", (3, 3), _tile_slice, params=("tile", "shape", "offset"), pto="subview",
+    unbuilt={"valid_shape": "slice a window whose whole extent is valid"},
+    sig="pl.slice(tile, [M, N], [row, col])  (a window of a Vec or Mat tile: a view of its "
+        "bytes, offsets known when compiling or at run time)")
 reg("tensor.slice", (3, 3), _slice, params=("tensor", "shape", "offset"),
     unbuilt={"valid_shape": "slice a window whose whole extent is valid"},
     sig="pl.slice(tensor, [M, N], [row, col])  (or tensor[row:row+M, col:col+N]; a view: no "
