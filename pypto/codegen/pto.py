@@ -913,6 +913,9 @@ class _Kernel:
 
     def if_(self, s: If):
         span = s.span
+        tensors = [i for i, r in enumerate(s.return_vars) if isinstance(r.type, TensorType)]
+        if tensors:                      # tensors are written in place: no scf results
+            return self.tensor_results(s, tensors)
         if s.return_vars and all(isinstance(r.type, ScalarType) for r in s.return_vars):
             return self.scalar_if(s)
         if s.return_vars:
@@ -927,6 +930,29 @@ class _Kernel:
             self.branch(s.else_body)
         self.span_stack.pop()
         self.emit("}", loc=False)
+
+    def tensor_results(self, s: If, which: list[int]):
+        """An if whose results include tensors: each is the kernel parameter both branches
+        wrote in place (what they yield), bound after the if; the rest as usual."""
+        def strip(body):
+            if body and isinstance(body[-1], Yield):
+                y = body[-1]
+                return body[:-1] + [Yield([v for i, v in enumerate(y.values) if i not in which], y.span)]
+            return body
+        rest = [r for i, r in enumerate(s.return_vars) if i not in which]
+        self.if_(If(s.cond, strip(s.then_body), strip(s.else_body) if s.else_body else None, rest,
+                    s.span))
+        for i in which:
+            got = set()
+            for body in (s.then_body, s.else_body or []):
+                y = body[-1] if body and isinstance(body[-1], Yield) else None
+                v = y.values[i] if y is not None and i < len(y.values) else None
+                got.add(id(self.value_of(v, s.span)) if isinstance(v, Var) else None)
+                val = self.value_of(v, s.span) if isinstance(v, Var) else None
+            if len(got) != 1 or not isinstance(val, _Tensor):
+                fail(f"the branches of this if give {s.return_vars[i].name!r} different tensors", s.span,
+                     "write the same tensor parameter in both branches")
+            self.env[id(s.return_vars[i])] = val
 
     def scalar_if(self, s: If):
         """An if whose results are scalars (a valid extent picked at run time, ...): an

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pypto.errors import ParserError
 from pypto.ir.nodes import (Assign, For, Function, If, InCoreScope, IterArg, Program,
                             RuntimeScope, Var, Yield)
+from pypto.ir import ops
 from pypto.ir.visit import Rewriter, walk, defs
 from pypto.passes.base import Namer
 
@@ -93,7 +94,30 @@ class _SSA(Rewriter):
             return [RuntimeScope(self.body(s.body), s.manual, s.span)]
         return [self.default_stmt(s)]
 
+    def writes_into(self, stmts) -> None:
+        """A name first bound in `stmts` to what writes into one tensor -- `out =
+        pl.store(t, offs, c)`, pl.assemble / pl.write into c -- is that tensor (the
+        write returns it, written in place): give it c's value before them, so it is
+        carried (or merged) like any variable and has a value after the loop or if."""
+        found: dict[str, str | None] = {}
+        for st in walk(stmts):
+            if not isinstance(st, Assign) or st.var.name in self.env:
+                continue
+            c = st.value
+            k = ops.WRITES.get(getattr(c, "op", None))
+            dst = c.args[k] if k is not None and len(c.args) > k else None
+            name = dst.name if isinstance(dst, Var) else None
+            if name is not None and found.get(st.var.name, name) == name:
+                found[st.var.name] = name
+            else:
+                found[st.var.name] = None
+        for name, tensor in found.items():
+            if tensor is not None and tensor in self.env:
+                self.env[name] = self.env[tensor]
+                self.defined.add(name)
+
     def for_(self, s: For) -> For:
+        self.writes_into(s.body)
         start, stop, step = self.expr(s.start), self.expr(s.stop), self.expr(s.step)
         explicit = [(a.var, self.expr(a.init)) for a in s.iter_args]
         explicit_names = {a.var.name for a in s.iter_args}
@@ -115,6 +139,7 @@ class _SSA(Rewriter):
         return For(loop_var, start, stop, step, body, iter_args, rets, s.kind, s.span)
 
     def if_(self, s: If) -> If:
+        self.writes_into(list(s.then_body) + list(s.else_body or []))
         cond = self.expr(s.cond)
         before = dict(self.env)
         then_body = self.body(s.then_body)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from pypto.errors import CodegenError
+from pypto.ir import ops
 from pypto.ir.nodes import (Assign, Call, Eval, For, Function, FunctionType, If, InCoreScope,
                             Param, ParamDirection, Program, Return, Var, Yield,
                             derived_level_role)
@@ -18,7 +19,7 @@ from pypto.ir.visit import Rewriter, Substitute, bodies, defs, stmt_uses, walk
 NAME = "OutlineIncoreScopes"
 READS = ()
 
-_WRITES = {"tensor.assemble": 0, "tile.store": 2, "tensor.write": 0}   # op -> index of the written tensor
+_WRITES = ops.WRITES            # op -> index of the written tensor
 
 
 def _user_name(name: str) -> str:

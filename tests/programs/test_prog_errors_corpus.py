@@ -603,18 +603,20 @@ def test_break(w):
 
 @pl.jit
 def skip_with_continue(a: pl.Tensor, o: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        for i in pl.range(2):
+    for i in pl.range(2):
+        with pl.at(level=pl.Level.CORE_GROUP):
             if i == 1:
                 continue  # BAD-C29
             pl.store(pl.load(a, [i * 32, 0], [32, 64]), [i * 32, 0], o)
     return o
 
 
-def test_continue(w):
+def test_continue_out_of_a_region(w):
+    """continue works in the ifs of a loop body; out of a pl.at region it cannot."""
     with pytest.raises(E.ParserError) as e:
         w.jit(skip_with_continue, A, O)
-    check(w, e, E.ParserError, "BAD-C29", r"if/else inside the loop", r"unsupported statement: continue", "frontend")
+    check(w, e, E.ParserError, "BAD-C29", r"continue works inside the ifs of a loop body",
+          r"unsupported statement: continue", "frontend")
 
 
 @pl.jit

@@ -28,6 +28,9 @@ _NOT_CONVERTED = ("tensor.create", "tensor.full", "tensor.read", "tensor.write",
                   "tensor.ci")
 
 
+# ops that write into a tensor operand (in place) and return it: op -> that operand's index
+WRITES = {"tensor.assemble": 0, "tile.store": 2, "tensor.write": 0}
+
 # other names the reference gives an op (pl.tile.arange is pl.tile.ci)
 OP_ALIASES = {"tile.arange": "tile.ci", "tensor.arange": "tensor.ci"}
 

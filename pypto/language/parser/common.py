@@ -63,7 +63,7 @@ def _unsupported(what: str) -> str:
         "DictComp": "comprehensions are not supported",
         "GeneratorExp": "generator expressions are not supported",
         "Break": "break is not supported; restructure the loop bounds",
-        "Continue": "continue is not supported; use if/else inside the loop",
+        "Continue": "continue works inside the ifs of a loop body; elsewhere use if/else",
         "FunctionDef": "nested functions are not supported; add a method with @pl.function",
         "ClassDef": "classes are not allowed inside a kernel",
         "Import": "import at module level, outside the kernel",

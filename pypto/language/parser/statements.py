@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import ast
+import copy
 
+from pypto.language.parser.continues import without_continue
 from pypto.language.parser.common import (Assign, Call, Const, Eval, For, ForKind, FunctionType,
                                           If, InCoreScope, IterArg, Level, PtrType, PyptoError,
                                           Return, RuntimeScope, ScalarType, TensorType, TileType,
@@ -315,6 +317,10 @@ class StatementsMixin:
     def for_(self, s: ast.For, span):
         if s.orelse:
             self.error("for ... else is not supported", s, "remove the else branch")
+        body = without_continue(s.body)
+        if body is not s.body:                 # continue -> the rest under the other branch
+            s = copy.copy(s)
+            s.body = body
         it = s.iter
         if not isinstance(it, ast.Call):
             self.error(f"`for ... in {ast.unparse(it)}` is not supported", s,
