@@ -153,6 +153,13 @@ class TensorType:
     shape: tuple[Dim, ...]
     dtype: DataType
     memref: MemRef | None = None
+    # the part that holds data (pl.set_validshape), a dim None when known only at run
+    # time, as for tiles; None: all of it
+    valid: tuple | None = None
+
+    @property
+    def valid_shape(self) -> tuple:
+        return self.valid if self.valid is not None else tuple(self.shape)
 
     def nbytes(self) -> int | None:
         n = self.dtype.nbytes
@@ -199,7 +206,7 @@ Type = Union[ScalarType, TensorType, TileType, PtrType, TupleType]
 
 def with_memref(t, memref):
     if isinstance(t, TensorType):
-        return TensorType(t.shape, t.dtype, memref)
+        return TensorType(t.shape, t.dtype, memref, t.valid)
     if isinstance(t, TileType):
         return TileType(t.shape, t.dtype, t.memory_space, memref, t.valid)
     return t

@@ -63,6 +63,8 @@ class _Printer:
             parts = [self.shape(t.shape), repr(t.dtype)]
             if t.memref is not None:
                 parts.append(self.memref(t.memref))
+            if t.valid is not None:
+                parts.append(f"pl.TensorView(valid_shape={_valid_text(t.valid)})")
             return f"pl.Tensor[{', '.join(parts)}]"
         if isinstance(t, TileType):
             parts = [self.shape(t.shape), repr(t.dtype)]

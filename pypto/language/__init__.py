@@ -19,7 +19,7 @@ from pypto.language.dsl import (DSLCallError, OPERATORS, at, cast, const, max, m
                                 range, scope, tensor, tile, unroll, yield_)
 from pypto.language.parser import function, loads, parse, program
 from pypto.language.typing import (Annotation, InOut, MemRef, Out, Ptr, Scalar, ScopeMode,
-                                   Tensor, Tile, TileView, dynamic)
+                                   Tensor, TensorLayout, TensorView, Tile, TileView, dynamic)
 
 Mem = MemorySpace
 
@@ -28,7 +28,7 @@ globals().update(OPERATORS)
 __all__ = sorted(
     ["FP32", "FP16", "BF16", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32",
      "UINT64", "BOOL", "INDEX",
-     "DataType", "Tensor", "Tile", "Scalar", "Out", "InOut", "Ptr", "MemRef", "TileView",
+     "DataType", "Tensor", "Tile", "Scalar", "Out", "InOut", "Ptr", "MemRef", "TileView", "TensorView", "TensorLayout",
      "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "Level", "Role", "ScopeMode", "ForKind",
      "ParamDirection", "DynDim", "Annotation", "adir", "dynamic", "program", "function", "at",
      "scope", "range", "parallel", "unroll", "yield_", "const", "cast", "min", "max", "parse",

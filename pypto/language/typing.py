@@ -78,6 +78,21 @@ class TileView:
         return f"pl.TileView({', '.join(parts)})"
 
 
+class TensorView(TileView):
+    """`pl.TensorView(valid_shape=[...])` in a tensor type: the part that holds data (what
+    pl.set_validshape sets). The reference's stride= / layout= are not built yet."""
+
+    def __repr__(self) -> str:
+        return "pl.TensorView" + super().__repr__()[len("pl.TileView"):]
+
+
+class TensorLayout(enum.Enum):
+    """A tensor's layout in DDR (`pl.TensorView(layout=...)`): ND is row-major."""
+    ND = "ND"
+    DN = "DN"
+    NZ = "NZ"
+
+
 class ScopeMode(enum.Enum):
     """`with pl.scope(mode=pl.ScopeMode.MANUAL):` — who manages the runtime scope."""
     AUTO = "AUTO"

@@ -126,9 +126,21 @@ class _Convert(Rewriter):
                 raise NotBuiltError(f"a transposed matmul operand that is a slice ({v.name!r}) is "
                                     f"not supported by this pypto yet", span,
                                     "slice the tensor the other way round and multiply without a_trans/b_trans")
-            parent, offs = self.views[id(v)]
+            parent, offs, valid = self.views[id(v)]
             kw = {"target_memory": space}
-            tile = self.new(v.name, "tile.load", [parent, offs, _shape(t.shape, span)], kw, span)
+            args = [parent, offs, _shape(t.shape, span)] + ([valid] if valid is not None else [])
+            tile = self.new(v.name, "tile.load", args, kw, span)
+            self.tiles[(id(v), space, transpose)] = tile
+            return tile
+        if t.valid is not None:                 # only its valid part is read
+            if None in t.valid:
+                from pypto.errors import NotBuiltError
+                raise NotBuiltError(f"tensor {v.name!r} has a valid extent known only at run time; "
+                                    f"reading it is not supported by this pypto yet", span,
+                                    "narrow it with pl.set_validshape in the kernel that reads it")
+            valid = TupleExpr([Const(x, dt.INDEX, span) for x in t.valid], span)
+            tile = self.new(v.name, "tile.load", [v, _zeros(len(t.shape), span), _shape(t.shape, span),
+                                                  valid], {"target_memory": space}, span)
             self.tiles[(id(v), space, transpose)] = tile
             return tile
         if any(not isinstance(d, int) for d in t.shape):
@@ -195,10 +207,21 @@ class _Convert(Rewriter):
             base = self.expr(base)
             offs = [self.expr(o) for o in offs.items]
             if id(base) in self.views:          # a slice of a slice: offsets add up
-                parent, outer = self.views[id(base)]
+                parent, outer, _valid = self.views[id(base)]
                 offs = [_add(a, b, span) for a, b in zip(outer.items, offs)]
                 base = parent
-            self.views[id(s.var)] = (base, TupleExpr(offs, span))
+            self.views[id(s.var)] = (base, TupleExpr(offs, span), None)
+            return []
+        if op == "set_validshape":             # the same data, only a part of it valid
+            if not isinstance(s, Assign):
+                return []
+            base = self.expr(call.args[0])
+            valid = TupleExpr([self.expr(x) for x in call.args[1:3]], span)
+            if id(base) in self.views:
+                parent, offs, _old = self.views[id(base)]
+            else:
+                parent, offs = base, _zeros(len(base.type.shape), span)
+            self.views[id(s.var)] = (parent, offs, valid)
             return []
         if op == "assemble":
             dst, src, offs = call.args
@@ -635,7 +658,12 @@ def _emit_tiled(conv: _Convert, g: _Group) -> list:
         shape = _chunk_of(a.type.shape, S, C)
         where = at(a.type.shape)
         if id(src) in conv.views:                # a chunk of a slice: of the sliced tensor
-            src, base = conv.views[id(src)]
+            src, base, valid = conv.views[id(src)]
+            if valid is not None:
+                from pypto.errors import NotBuiltError
+                raise NotBuiltError(f"{a.name!r} has a narrowed valid shape and is read by ops "
+                                    f"tiled in chunks; this is not supported by this pypto yet", span,
+                                    "pl.fillpad it first, or work on tiles you load")
             where = TupleExpr([_add(b, o, span) for b, o in zip(base.items, where.items)], span)
         return conv.new(a.name, "tile.load", [src, where, _shape(shape, span)],
                         {"target_memory": MemorySpace.Vec}, span)

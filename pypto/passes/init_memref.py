@@ -24,7 +24,8 @@ from pypto.passes.base import IN_PLACE_OPS, Namer
 NAME = "InitMemRef"
 READS = ()
 
-_SAME_BUFFER = {"tile.matmul_acc": 0, "tile.reshape": 0, "tile.slice": 0}   # result shares arg[i]'s buffer
+# result shares arg[i]'s buffer
+_SAME_BUFFER = {"tile.matmul_acc": 0, "tile.reshape": 0, "tile.slice": 0, "tile.set_validshape": 0}
 
 
 def run(prog: Program, opts) -> Program:

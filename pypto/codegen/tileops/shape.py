@@ -22,6 +22,11 @@ def slice_(k, v, c, span):               # a view: pto.subview of the tile's byt
     k.subview(v, a, c.args[2].items, span)
 
 
+@emits("tile.set_validshape")
+def set_validshape(k, v, c, span):       # a view of the same bytes with a smaller valid part
+    k.view(v, "pto.treshape", k.tile(c.args[0], span), span)
+
+
 @emits("tile.transpose", "tile.transpose_view")
 def transpose(k, v, c, span):            # transpose_view: a copy here (ptoas's ttrans)
     a = k.tile(c.args[0], span)

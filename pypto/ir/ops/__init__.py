@@ -17,7 +17,7 @@ from pypto.ir.ops import matmul as _matmul, memory as _memory, shape as _shape  
 
 # Names a user may write as pl.<name>, and which namespaces they exist in.
 TILE_ONLY = {"load": "tile.load", "store": "tile.store", "move": "tile.move",
-             "create_tile": "tile.create", "fillpad": "tile.fillpad", "tri": "tile.tri",
+             "create_tile": "tile.create", "tri": "tile.tri",
              "lrelu": "tile.lrelu", "cmp": "tile.cmp", "cmps": "tile.cmps", "sel": "tile.sel",
              "sels": "tile.sels", "transpose": "tile.transpose", "concat": "tile.concat", "relu": None}
 TENSOR_ONLY = {"create_tensor": "tensor.create", "full": "tensor.full", "dim": "tensor.dim",

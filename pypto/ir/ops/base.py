@@ -69,7 +69,7 @@ def _tname(t) -> str:
 
 def _same_kind(t, shape, dtype, valid=None):
     if isinstance(t, TensorType):
-        return TensorType(tuple(shape), dtype)
+        return TensorType(tuple(shape), dtype, None, _partial(shape, valid))
     return TileType(tuple(shape), dtype, None, None, _partial(shape, valid))
 
 
@@ -79,15 +79,14 @@ def _partial(shape, valid):
 
 
 def valid_of(t):
-    """A tile's valid shape, a tensor's shape."""
-    return t.valid_shape if isinstance(t, TileType) else tuple(t.shape)
+    """The part of a tile or tensor that holds data (all of it unless narrowed)."""
+    return t.valid_shape
 
 
 def same_valid(op, a, b, span):
     """Element-wise operands hold data over the same region (a dim known only when the
     kernel runs is checked there)."""
-    if isinstance(a, TileType) and isinstance(b, TileType) and a.shape == b.shape \
-            and a.valid_shape != b.valid_shape:
+    if type(a) is type(b) and a.shape == b.shape and a.valid_shape != b.valid_shape:
         _err(f"{op}: the operands' valid shapes differ: {list(a.valid_shape)} vs "
              f"{list(b.valid_shape)}", span,
              "load both with the same valid_shape, or pl.fillpad the partial one first")
@@ -95,9 +94,10 @@ def same_valid(op, a, b, span):
 
 def whole(op, t, span, what="operand"):
     """Operators not built for partial tiles refuse them instead of reading padding."""
-    if isinstance(t, TileType) and t.valid is not None:
+    if isinstance(t, (TileType, TensorType)) and t.valid is not None:
         from pypto.errors import NotBuiltError
-        raise NotBuiltError(f"{op}: a tile with a valid shape smaller than the tile "
+        kind = "tile" if isinstance(t, TileType) else "tensor"
+        raise NotBuiltError(f"{op}: a {kind} with a valid shape smaller than the {kind} "
                             f"({list(t.valid)} of {list(t.shape)}) as its {what} is not supported "
                             f"by this pypto yet", span,
                             "pl.fillpad it first (pl.fillpad(t, pad_value=pl.PadValue.zero))")

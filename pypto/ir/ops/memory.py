@@ -187,6 +187,47 @@ def _write(args, kw, span):
     return t
 
 
+def _valid_dims(op, t, rows, cols, span):
+    """The (rows, cols) pl.set_validshape gives: integer constants inside the shape, or
+    integer scalars (None: known when the kernel runs)."""
+    if len(t.shape) != 2:
+        _err(f"{op}: a 2-D {'tile' if isinstance(t, TileType) else 'tensor'}, got {_tname(t)}", span)
+    out = []
+    for x, extent in zip((rows, cols), t.shape):
+        if isinstance(x, Const) and isinstance(x.value, int) and not isinstance(x.value, bool):
+            if not 0 < x.value <= (extent if isinstance(extent, int) else x.value):
+                _err(f"{op}: a valid extent of {x.value} does not lie inside {list(t.shape)}", span,
+                     "each valid extent is between 1 and the dim's extent")
+            out.append(x.value)
+            continue
+        xt = getattr(x, "type", None)
+        if not (isinstance(xt, ScalarType) and not xt.dtype.is_float and xt.dtype != dt.BOOL):
+            _err(f"{op}: valid extents are integers, got {_tname(xt)}", span)
+        out.append(None)
+    return None if tuple(out) == tuple(t.shape) else tuple(out)
+
+
+def _set_validshape(args, kw, span):
+    t = _shaped("set_validshape", args[0], span)
+    valid = _valid_dims("set_validshape", t, args[1], args[2], span)
+    if isinstance(t, TileType):
+        if valid is not None and None in valid:
+            from pypto.errors import NotBuiltError
+            raise NotBuiltError("set_validshape: a tile's valid extent computed in the kernel is not "
+                                "supported by this pypto yet", span,
+                                "give integer constants, or load with valid_shape=[...] from the tensor")
+        return TileType(t.shape, t.dtype, t.memory_space, None, valid)
+    return TensorType(t.shape, t.dtype, None, valid)
+
+
+def _tensor_fillpad(args, kw, span):
+    t = _shaped("fillpad", args[0], span, (TensorType,))
+    pad = kw.get("pad_value", PadValue.zero)
+    if not isinstance(pad, PadValue):
+        _err(f"fillpad: pad_value must be pl.PadValue.zero, .max or .min, got {pad!r}", span)
+    return TensorType(t.shape, t.dtype)
+
+
 def _tensor_ci(args, kw, span):
     t = _ci(args, kw, span)
     return TensorType(t.shape, t.dtype)
@@ -232,8 +273,8 @@ def _assemble(args, kw, span):
     src = _shaped("assemble", args[1], span)
     _check_dtype("assemble", dst, src, span)
     _atomic("assemble", kw, dst.dtype, span)
-    if isinstance(args[2], TupleExpr) and len(src.shape) == len(dst.shape):
-        _check_window("assemble", args[2].items, list(src.shape), dst.shape, span)
+    if isinstance(args[2], TupleExpr) and len(src.shape) == len(dst.shape):   # what is written
+        _check_window("assemble", args[2].items, list(src.valid_shape), dst.shape, span)
     return TensorType(dst.shape, dst.dtype)
 
 
@@ -310,6 +351,13 @@ reg("tensor.write", (3, 3), _write, pure=False, params=("tensor", "indices", "va
         "tensor)")
 reg("tile.write", (3, 3), _write, pure=False, params=("tile", "indices", "value"), pto="tsetval",
     sig="pl.write(tile, [i, j], value)  (one element of a Vec tile, in place; returns the tile)")
+for _ns in ("tensor", "tile"):
+    reg(f"{_ns}.set_validshape", (3, 3), _set_validshape, params=(_ns, "rows", "cols"),
+        sig=f"pl.set_validshape({_ns}, rows, cols)  (the same data, of which only the leading "
+            f"rows x cols hold values: later reads read that part, pl.fillpad pads the rest)")
+reg("tensor.fillpad", (1, 1), _tensor_fillpad, ("pad_value",), params=("tensor",),
+    sig="pl.fillpad(tensor, pad_value=pl.PadValue.zero)  (in a kernel: outside the valid region "
+        "the pad value)")
 reg("tensor.ci", (2, 2), _tensor_ci, ("dtype", "descending"), params=("start", "shape"),
     sig="pl.tensor.ci(start, [M, N], dtype=pl.INT32, descending=False)  (or pl.arange; in a "
         "kernel: start + k at row-major position k)")

@@ -6,6 +6,7 @@ import ast
 from pypto.language.parser.common import (Const, DynDim, MemRef, MemorySpace, ParamDirection,
                                           ParserError, PtrType, ScalarType, TensorType, TileType,
                                           TupleType, UnknownOpError, _lang, dt)
+from pypto.errors import NotBuiltError
 
 
 class AnnotationsMixin:
@@ -112,6 +113,20 @@ class AnnotationsMixin:
                         self.bad_annotation(whole, "two pl.MemRef(...) in one type")
                     memref = self.memref_ann(e, whole)
                     continue
+                if f is pl.TensorView:
+                    if is_tile:
+                        self.bad_annotation(whole, "pl.TensorView belongs in a pl.Tensor type")
+                    for kw in e.keywords:
+                        if kw.arg == "valid_shape":
+                            valid = self.static(kw.value, "a TensorView valid_shape")
+                        elif kw.arg == "layout" and self.static(kw.value, "a layout") is pl.TensorLayout.ND:
+                            continue
+                        else:
+                            raise NotBuiltError(f"pl.TensorView({kw.arg}=...) is not supported by this "
+                                                f"pypto yet (valid_shape= and layout=pl.TensorLayout.ND "
+                                                f"are)", self.span(whole),
+                                                "a tensor is a row-major (ND) array in DDR")
+                    continue
                 if f is pl.TileView:
                     if not is_tile:
                         self.bad_annotation(whole, "pl.TileView belongs in a pl.Tile type")
@@ -131,18 +146,19 @@ class AnnotationsMixin:
             if isinstance(v, MemorySpace):
                 self.bad_annotation(whole, "a tensor always lives in DDR; memory spaces belong to tiles")
             self.bad_annotation(whole, f"unexpected type parameter {ast.unparse(e)}")
+        if valid is not None:
+            valid = tuple(getattr(v, "value", v) for v in valid)
+            valid = tuple(None if v == -1 else v for v in valid)     # -1: known at run time
+            if len(valid) != len(shape) or not all(
+                    v is None or isinstance(v, int) and 0 < v and (not isinstance(s, int) or v <= s)
+                    for v, s in zip(valid, shape)):
+                self.bad_annotation(whole, f"valid_shape {list(valid)} does not lie inside "
+                                           f"the {kind.lower()} shape {shape}")
+            if valid == tuple(shape):
+                valid = None
         if is_tile:
-            if valid is not None:
-                valid = tuple(getattr(v, "value", v) for v in valid)
-                valid = tuple(None if v == -1 else v for v in valid)     # -1: known at run time
-                if len(valid) != len(shape) or not all(v is None or isinstance(v, int) and 0 < v <= s
-                                                       for v, s in zip(valid, shape)):
-                    self.bad_annotation(whole, f"valid_shape {list(valid)} does not lie inside "
-                                               f"the tile shape {shape}")
-                if valid == tuple(shape):
-                    valid = None
             return TileType(tuple(shape), dtype, space, memref, valid)
-        return TensorType(tuple(shape), dtype, memref)
+        return TensorType(tuple(shape), dtype, memref, valid)
 
     def memref_ann(self, call: ast.Call, whole) -> MemRef:
         names = ["base", "offset", "size"]

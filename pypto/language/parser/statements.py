@@ -282,11 +282,12 @@ class StatementsMixin:
         for i, (ext, full) in enumerate(zip(extents, dst.type.shape)):
             if ext is None and isinstance(full, int) and isinstance(offs[i], Const):
                 ext = full - offs[i].value
-            if isinstance(ext, int) and i < len(st.shape) and len(st.shape) == rank \
-                    and isinstance(st.shape[i], int) and ext != st.shape[i]:
+            have = st.valid_shape            # what the value holds is what is written
+            if isinstance(ext, int) and i < len(have) and len(have) == rank \
+                    and isinstance(have[i], int) and ext != have[i]:
                 raise TypeCheckError(
                     f"{ast.unparse(t)} selects {ext} along dim {i} but the value has shape "
-                    f"{list(st.shape)}", self.span(t),
+                    f"{list(have)}", self.span(t),
                     "the region and the written value must have the same shape")
         offsets = TupleExpr(offs, self.span(t))
         call = self.op_call_values("assemble", "tensor", [dst, src, offsets], {}, t,
