@@ -102,7 +102,8 @@ class _Infer(Rewriter):
         if c.op == "tile.assemble":            # in the target's space, operands where they are
             _set_space(s.var, _space(c.args[0]))
             return [self.default_stmt(s)]
-        if c.op in ("tile.reshape", "tile.transpose_view", "tile.slice", "tile.set_validshape"):
+        if c.op in ("tile.reshape", "tile.transpose_view", "tile.slice", "tile.set_validshape",
+                    "tile.reinterpret_view"):
             # views: where their source is
             _set_space(s.var, _space(c.args[0]))
             return [self.default_stmt(s)]

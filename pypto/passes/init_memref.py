@@ -25,7 +25,8 @@ NAME = "InitMemRef"
 READS = ()
 
 # result shares arg[i]'s buffer
-_SAME_BUFFER = {"tile.matmul_acc": 0, "tile.reshape": 0, "tile.slice": 0, "tile.set_validshape": 0}
+_SAME_BUFFER = {"tile.matmul_acc": 0, "tile.reshape": 0, "tile.slice": 0, "tile.set_validshape": 0,
+                "tile.reinterpret_view": 0}
 
 
 def run(prog: Program, opts) -> Program:

@@ -22,8 +22,8 @@ def slice_(k, v, c, span):               # a view: pto.subview of the tile's byt
     k.subview(v, a, c.args[2].items, span)
 
 
-@emits("tile.set_validshape")
-def set_validshape(k, v, c, span):       # a view of the same bytes with a smaller valid part
+@emits("tile.set_validshape", "tile.reinterpret_view")
+def retyped_view(k, v, c, span):         # the same bytes: a smaller valid part, another dtype
     k.view(v, "pto.treshape", k.tile(c.args[0], span), span)
 
 

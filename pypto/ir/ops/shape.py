@@ -167,3 +167,28 @@ def _dim(args, kw, span):
 
 reg("tensor.dim", (2, 2), _dim, params=("tensor", "axis"),
     sig="pl.tensor.dim(tensor, axis)  (the extent of that dim: a constant index)")
+
+
+def _reinterpret_view(args, kw, span):
+    """The same bytes read as another dtype: the last dim scales by the size ratio."""
+    t = _shaped("reinterpret_view", args[0], span, (TileType,))
+    to = kw.get("dtype")
+    if not isinstance(to, dt.DataType):
+        _err("reinterpret_view: the dtype to read the bytes as is required", span,
+             "pl.reinterpret_view(tile, pl.INT32)")
+    whole("reinterpret_view", t, span)
+    if t.memory_space not in (None, MemorySpace.Vec):
+        _err(f"reinterpret_view: a {t.memory_space.name} tile is boxed; only a flat Vec tile's "
+             f"bytes can be read as another dtype", span)
+    *lead, last = t.shape
+    nbytes = last * t.dtype.nbytes
+    if nbytes % to.nbytes:
+        _err(f"reinterpret_view: a row of {last} {t.dtype} ({nbytes} bytes) is not a whole number "
+             f"of {to}", span)
+    return TileType(tuple(lead) + (nbytes // to.nbytes,), to, t.memory_space)
+
+
+reg("tile.reinterpret_view", (1, 1), _reinterpret_view, ("dtype",), params=("tile",),
+    pto="treshape",
+    sig="pl.reinterpret_view(tile, pl.INT32)  (the same bytes as another dtype; the last dim "
+        "scales by the size ratio)")
