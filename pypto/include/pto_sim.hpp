@@ -519,6 +519,36 @@ template <class G, class T> inline void tstore_add(const GmPart<G>& p, const Til
     }
 }
 
+// ---------------------------------------------------------------- gather
+// pto.tgather, index form: d[i, j] = the element of s at row-major position idx[i, j].
+template <class T, class I>
+inline void tgather(const Tile<T>& d, const Tile<T>& s, const Tile<I>& idx, const char* site) {
+    if (d.vr != idx.vr || d.vc != idx.vc)
+        fail(site, "tgather's result %dx%d is not shaped like its indices %dx%d", d.vr, d.vc, idx.vr, idx.vc);
+    const int64_t n = int64_t(s.rows) * s.cols;
+    for (int64_t i = 0; i < d.vr; ++i)
+        for (int64_t j = 0; j < d.vc; ++j) {
+            const int64_t f = int64_t(idx.row(i)[j]);
+            if (f < 0 || f >= n) fail(site, "gather index %lld at [%lld, %lld] is outside the %dx%d source",
+                                      (long long)f, (long long)i, (long long)j, s.rows, s.cols);
+            d.row(i)[j] = s.row(f / s.cols)[f % s.cols];
+        }
+}
+// pto.tgather, mask form: the columns pattern keeps of each row (1..7 = P0101, P1010, P0001,
+// P0010, P0100, P1000, P1111), packed; the bits are copied (the result may be read as
+// another dtype of the same width).
+template <class D, class S>
+inline void tgather_mask(const Tile<D>& d, const Tile<S>& s, int pattern, const char* site) {
+    static_assert(sizeof(D) == sizeof(S), "a mask gather keeps the element width");
+    static const int kStride[] = {0, 2, 2, 4, 4, 4, 4, 1}, kFirst[] = {0, 0, 1, 0, 1, 2, 3, 0};
+    if (pattern < 1 || pattern > 7) fail(site, "mask pattern %d is not one of 1..7", pattern);
+    const int stride = kStride[pattern], first = kFirst[pattern];
+    if (d.vr != s.vr || int64_t(d.vc) * stride != s.vc)
+        fail(site, "tgather mask: %dx%d keeps %dx%d, not %dx%d", s.vr, s.vc, s.vr, s.vc / stride, d.vr, d.vc);
+    for (int64_t i = 0; i < d.vr; ++i)
+        for (int64_t j = 0; j < d.vc; ++j) std::memcpy(&d.row(i)[j], &s.row(i)[j * stride + first], sizeof(D));
+}
+
 // ---------------------------------------------------------------- cube
 // c[m,n] (+)= a[m,k] x b[k,n]; float inputs accumulate in f32, i8 in i32.
 template <class C, class A, class B>

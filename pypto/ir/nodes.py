@@ -50,6 +50,23 @@ class PadValue(enum.Enum, metaclass=_DslEnum):
     min = 3
 
 
+class MaskPattern(enum.Enum, metaclass=_DslEnum):
+    """Which columns of each row a mask gather keeps (pl.tile.MaskPattern): P0101 the even
+    ones, P1010 the odd ones, P0001..P1000 one of every four, P1111 all."""
+    P0101 = 1
+    P1010 = 2
+    P0001 = 3
+    P0010 = 4
+    P0100 = 5
+    P1000 = 6
+    P1111 = 7
+
+    @property
+    def stride_offset(self) -> tuple[int, int]:
+        """(every how many columns one is kept, the first kept column)."""
+        return {1: (2, 0), 2: (2, 1), 3: (4, 0), 4: (4, 1), 5: (4, 2), 6: (4, 3), 7: (1, 0)}[self.value]
+
+
 class AtomicType(enum.Enum, metaclass=_DslEnum):
     """How a store combines with what the tensor holds: overwrite, or add into it (the
     split-K accumulation of partial products from parallel kernels)."""

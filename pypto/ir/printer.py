@@ -12,7 +12,7 @@ import math
 from pypto import dtype as dt
 from pypto.ir.nodes import (ArgDir, Assign, BinOp, Call, Const, DynDim, Eval, For, ForKind,
                             Function, FunctionType, If, InCoreScope, MemorySpace, Param,
-                            AtomicType, PadValue, ParamDirection, Program, PtrType, Return, Role, RuntimeScope,
+                            AtomicType, MaskPattern, PadValue, ParamDirection, Program, PtrType, Return, Role, RuntimeScope,
                             ScalarType, TensorType, TileType, TupleExpr, TupleType, Var, Yield)
 
 _INDENT = "    "
@@ -137,6 +137,8 @@ class _Printer:
             return f"pl.PadValue.{v.name}"
         if isinstance(v, AtomicType):
             return f"pl.AtomicType.{v.name}"
+        if isinstance(v, MaskPattern):
+            return f"pl.tile.MaskPattern.{v.name}"
         if isinstance(v, dt.DataType):
             return repr(v)
         if isinstance(v, ArgDir):

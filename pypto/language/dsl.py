@@ -84,6 +84,9 @@ class OpNamespace:
     def __init__(self, ns: str):
         self._ns = ns
         self._ops = {}
+        if ns == "tile":                 # pl.tile.MaskPattern.P0101 (mask gathers)
+            from pypto.ir.nodes import MaskPattern
+            self.MaskPattern = MaskPattern
         for full in list(ops.OPS) + list(ops.OP_ALIASES):
             level, name = full.split(".", 1)
             if level == ns:

@@ -223,6 +223,9 @@ class _Convert(Rewriter):
                 parent, offs = base, _zeros(len(base.type.shape), span)
             self.views[id(s.var)] = (parent, offs, valid)
             return []
+        if op == "gather" and isinstance(s, Assign):
+            self.tiles[id(s.var)] = self.gather(s.var.name, call, span)
+            return []
         if op == "assemble":
             dst, src, offs = call.args
             tile = self.tile_of(src, span)
@@ -270,6 +273,29 @@ class _Convert(Rewriter):
             raise CodegenError(f"{call.op} has no tile form", span)
         self.tiles[id(s.var)] = self.new(base, tile_op, args, kwargs, span)
         return []
+
+    def gather(self, base, call, span):
+        """A mask gather is tile.gather_mask; torch.gather along a dim is tile.gather at
+        the flat positions the index names: row * C + index along dim 1, index * C + col
+        along dim 0 (rows and cols from a ramp over the index's shape)."""
+        src = self.tile_of(call.args[0], span)
+        if "mask_pattern" in call.kwargs:
+            return self.new(base, "tile.gather_mask", [src], dict(call.kwargs), span)
+        idx = self.tile_of(call.args[1], span)
+        (r, k), c = idx.type.shape, src.type.shape[1]
+        i32 = lambda n: Const(n, dt.INT32, span)          # noqa: E731
+        ramp = self.new(base, "tile.ci", [i32(0), _shape((r, k), span)], {"dtype": dt.INT32}, span, "pos")
+        if call.kwargs["dim"] % 2 == 1:
+            rows = self.new(base, "tile.divs", [ramp, i32(k)], {}, span, "row")
+            at = self.new(base, "tile.muls", [rows, i32(c)], {}, span, "rowbase")
+            flat = self.new(base, "tile.add", [at, idx], {}, span, "flat")
+        else:
+            cols = self.new(base, "tile.rems", [ramp, i32(k)], {}, span, "col")
+            at = self.new(base, "tile.muls", [idx, i32(c)], {}, span, "rowbase")
+            flat = self.new(base, "tile.add", [at, cols], {}, span, "flat")
+        tmp = self.new(base, "tile.create", [_shape((r, k), span)],
+                       {"dtype": dt.INT32, "target_memory": MemorySpace.Vec}, span, "scratch")
+        return self.new(base, "tile.gather", [src, flat, tmp], {}, span)
 
     # ------------------------------------------------------------ carried tensor values
     def for_(self, s: For) -> For:

@@ -336,6 +336,8 @@ class FuncEmitter:
             fn = "pto::tfillpad"
         if k == "store" and op.attr("atomicType") == "#pto<atomic_type atomic_add>":
             fn = "pto::tstore_add"
+        if k == "gather" and len(ins) == 1:
+            fn = "pto::tgather_mask"
         call = f"{fn}({', '.join([d] + args(ins, op))}, {s})"
         self.emit(ind, call + ";")
 
@@ -361,7 +363,15 @@ _CALL_ARGS = {
     "ci": lambda ins, op: ins[:1] + _flag(op, "descending"),
     "tri": lambda ins, op: ins[:1] + _flag(op, "upper"),
     "fillpad": lambda ins, op: ins[:1] + [str(op.group("outs")[0].type.pad)],
+    # index form: src, indices (tmp is the hardware's scratch); mask form: src, pattern
+    "gather": lambda ins, op: ins[:2] if len(ins) == 3 else [ins[0], _mask_pattern(op)],
 }
+
+
+def _mask_pattern(op) -> str:
+    """The pattern's number (pl.tile.MaskPattern's value) of a mask-form tgather."""
+    name = (op.attr("maskPattern") or "").removeprefix("#pto.mask_pattern<").removesuffix(">")
+    return str(["P0101", "P1010", "P0001", "P0010", "P0100", "P1000", "P1111"].index(name) + 1)
 
 
 def dim_args(f: Func) -> dict:

@@ -52,6 +52,7 @@ def _table() -> dict[str, OpSpec]:
     add("cmps", "tcmps")
     add("sel", "tsel")
     add("sels", "tsels")
+    add("gather", "tgather")
     add("cvt", "tcvt")
     add("mov", "tmov")
     add("trans", "ttrans")

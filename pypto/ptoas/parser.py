@@ -486,9 +486,20 @@ class Parser:
                     op.operand_attrs[len(vals) - 1] = self.attr_dict()
                 if not self.accept(","):
                     break
+                # `ins(%src, {maskPattern = ...} : T, "row")`: the attrs of the operand before
+                if self.tok.kind == "punct" and self.tok.text == "{":
+                    op.operand_attrs[len(vals) - 1] = self.attr_dict()
+                    if not self.accept(","):
+                        break
         types = []
         if self.accept(":"):
-            types = self.type_list()
+            types = [self.type()]
+            while self.accept(","):
+                if self.tok.kind == "string":       # an axis tag: `..., "row")` (rows only here)
+                    if self.next().text.strip('"') != "row":
+                        raise self.error("only the \"row\" axis is supported")
+                    break
+                types.append(self.type())
         self.expect(")")
         if len(types) != len(vals):
             raise self.error(f"{group}(...) lists {len(vals)} operand(s) but {len(types)} type(s)")

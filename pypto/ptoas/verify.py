@@ -37,7 +37,11 @@ ARITY = {
     "rowargreduce": ((1, 2), 1), "colargreduce": ((1, 2), 1), "concat": ((2,), 1),
     "insert": ((3,), 1),
     "cmp": ((2,), 1), "cmps": ((2,), 1), "sel": ((3, 4), 1), "sels": ((4,), 1),
+    "gather": ((1, 3), 1),
 }
+# pto.tgather's mask form: #pto.mask_pattern<P...> -> (keep one column of every k, the first)
+MASK_PATTERNS = {"P0101": (2, 0), "P1010": (2, 1), "P0001": (4, 0), "P0010": (4, 1),
+                 "P0100": (4, 2), "P1000": (4, 3), "P1111": (1, 0)}
 VECTOR_KINDS = {"binary", "binary_full", "scalar", "unary", "rowreduce", "colreduce",
                 "rowexpand_binary", "colexpand_binary", "rowexpand", "colexpand", "fill", "cvt",
                 "trans", "fillpad", "tri", "ci", "concat"}
@@ -426,7 +430,9 @@ class Verifier:
         if kind == "store":
             return self.tstore(op, ins[0], outs[0])
         d = self.tile(op, outs[0], "result")
-        if kind == "insert":
+        if kind == "gather":
+            self.tgather(op, ins, outs[0], d)
+        elif kind == "insert":
             self.tinsert(op, ins, d)
         elif kind in MASK_KINDS:
             self.mask_op(op, kind, ins, outs[0], d)
@@ -438,6 +444,39 @@ class Verifier:
             self.tmov(op, ins[0], outs[0])
         else:
             self.matmul(op, kind, ins, outs[0])
+
+    def tgather(self, op: Op, ins: list[Value], out: Value, d: TileType) -> None:
+        """Index form: ins(src, indices, tmp), dst shaped like the indices; mask form:
+        ins(src {maskPattern}), the kept columns of each row."""
+        src = self.tile(op, ins[0], "source")
+        for v in ins + [out]:
+            if self.tile(op, v, "operand").loc != "vec":
+                raise self.error(op, f"tgather runs on the vector unit: %{v.name} is not in 'vec'")
+        if src.dtype not in ("f16", "f32", "i16", "i32"):
+            raise self.error(op, f"tgather picks f16, f32, i16 or i32 elements, not {src.dtype}")
+        ds = static_valid(out, self.defs)
+        if len(ins) == 3:
+            idx = self.tile(op, ins[1], "indices")
+            if not (idx.dtype == "i32" or (idx.dtype == "i16" and src.dtype in ("f16", "i16"))):
+                raise self.error(op, f"tgather indices are i32 (i16 with a 16-bit source), not {idx.dtype}")
+            if d.dtype != src.dtype:
+                raise self.error(op, f"tgather gives {src.dtype} elements, not {d.dtype}")
+            if not _same(ds, static_valid(ins[1], self.defs)):
+                raise self.error(op, "tgather's result is shaped like its indices")
+            return
+        if len(ins) != 1:
+            raise self.error(op, "tgather takes ins(src, indices, tmp) or ins(src {maskPattern})")
+        text = op.attr("maskPattern") or ""
+        name = text.removeprefix("#pto.mask_pattern<").removesuffix(">")
+        if name not in MASK_PATTERNS:
+            raise self.error(op, f"tgather's mask form needs maskPattern = #pto.mask_pattern<P0101|"
+                                 f"P1010|P0001|P0010|P0100|P1000|P1111>, got {text or 'none'}")
+        stride, _ = MASK_PATTERNS[name]
+        ss = static_valid(ins[0], self.defs)
+        want = (ss[0], None if ss[1] is None else ss[1] // stride)
+        if BY_MLIR[d.dtype].nbytes != BY_MLIR[src.dtype].nbytes or not _same(ds, want):
+            raise self.error(op, f"tgather {name} of a {_shape_str(ss)} {src.dtype} tile gives "
+                                 f"{_shape_str(want)} of the same width, not {_shape_str(ds)} {d.dtype}")
 
     def vector_op(self, op: Op, kind: str, ins: list[Value], out: Value, d: TileType) -> None:
         spec = TILE_OPS[op.name]

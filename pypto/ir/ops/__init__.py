@@ -2,7 +2,7 @@
 and the result type of each op (with typed errors for wrong arity, shapes, dtypes).
 
 One table drives the parser, the passes and the verifier. Each operator lives in its
-family's module (memory, elementwise, reduction, matmul, shape), registered with its
+family's module (memory, elementwise, reduction, matmul, shape, indexing), registered with its
 operands' names, options, type rule and call form; this package puts them together.
 """
 from __future__ import annotations
@@ -13,7 +13,8 @@ from pypto.ir.nodes import MemorySpace, ScalarType, TileType
 from pypto.ir.ops.base import OPS, OpDef, _err, _tname
 from pypto.ir.ops.elementwise import BINARY, SCALAR_FORM, SCALAR_ONLY, UNARY, FLOAT_ONLY, INT_ONLY
 from pypto.ir.ops.reduction import ARG_REDUCE, ROW_REDUCE, COL_REDUCE, ROW_EXPAND, COL_EXPAND
-from pypto.ir.ops import matmul as _matmul, memory as _memory, shape as _shape  # noqa: F401 (register)
+from pypto.ir.ops import (indexing as _indexing, matmul as _matmul, memory as _memory,  # noqa: F401
+                          shape as _shape)   # (register their ops)
 
 # Names a user may write as pl.<name>, and which namespaces they exist in.
 TILE_ONLY = {"load": "tile.load", "store": "tile.store", "move": "tile.move",

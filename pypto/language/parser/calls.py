@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import builtins
 import difflib
+import enum
 
 from pypto.language.parser.common import (BinOp, Call, Const, Expr, FunctionType, MemorySpace,
                                           MisplacedTensorOpError, ParserError, ScalarType,
@@ -98,7 +99,7 @@ class CallsMixin:
     def op_call(self, node: ast.Call, name: str, ns: str | None):
         display = f"pl.{ns}.{name}" if ns else f"pl.{name}"
         args = self.arg_values(node)
-        params = _operand_params(name, ns)
+        params = _operand_params(name, ns, args)
         args = self.keyword_operands(node, args, params, display)
         kwargs = self.kwarg_values(node, operands=params)
         return self.op_call_values(name, ns, args, kwargs, node, display)
@@ -171,7 +172,7 @@ class CallsMixin:
             if not isinstance(a, (Expr, dt.DataType, MemorySpace)) and len(pos) < d.nargs[0]:
                 # a string, None, an enum...: never an operand, never a keyword's slot
                 raise TypeCheckError(_bad_operand(display, name, len(pos), a), span, _sig_hint(name))
-            if not isinstance(a, (Expr, dt.DataType, MemorySpace)) \
+            if not isinstance(a, (Expr, dt.DataType, MemorySpace, enum.Enum)) \
                     and not (isinstance(a, str) and "mode" in d.kwargs):
                 raise TypeCheckError(f"{display}: unexpected extra argument {_describe(a)}; options "
                                      f"are keywords (target_memory=pl.Mem.Vec, dtype=pl.FP32, ...)",

@@ -17,7 +17,7 @@ from pypto.errors import (MisplacedTensorOpError, ParserError, PyptoError, Span,
                           TypeCheckError, UnknownOpError)
 from pypto.ir import ops
 from pypto.ir.nodes import (Assign, BinOp, Call, Const, DynDim, Eval, Expr, For,
-                            ForKind, Function, FunctionType, If, InCoreScope, IterArg, Level,
+                            MaskPattern, PadValue, ForKind, Function, FunctionType, If, InCoreScope, IterArg, Level,
                             MemorySpace, MemRef, Param, ParamDirection, Program, PtrType,
                             Return, Role, RuntimeScope, ScalarType, TensorType, TileType,
                             TupleExpr, TupleType, Var, Yield, derived_level_role)
@@ -216,8 +216,14 @@ def _adoptable(c: Const, have, want) -> bool:
     return False
 
 
-def _operand_params(name: str, ns: str | None) -> tuple:
-    """The operand names of `pl.[ns.]name` (the same in both namespaces)."""
+def _operand_params(name: str, ns: str | None, args=()) -> tuple:
+    """The operand names of `pl.[ns.]name`: of the op its positional arguments pick
+    (pl.gather on a tensor is tensor.gather), else of either namespace's."""
+    exprs = [a for a in args if isinstance(a, Expr)]
+    if ns is None and exprs:
+        d = ops.OPS.get(ops.resolve(name, exprs, None))
+        if d is not None and d.params:
+            return d.params
     full = ops.TILE_ONLY.get(name) or ops.TENSOR_ONLY.get(name)
     for op in ([f"{ns}.{name}"] if ns else ([full] if full else []) + [f"tile.{name}", f"tensor.{name}"]):
         d = ops.OPS.get(op)
@@ -245,6 +251,10 @@ def _pick_slot(d: ops.OpDef, a, kw: dict) -> str | None:
         order = [k for k in ("dtype", "out_dtype") if k in d.kwargs]
     elif isinstance(a, MemorySpace):
         order = ["target_memory"] if "target_memory" in d.kwargs else []
+    elif isinstance(a, MaskPattern):
+        order = ["mask_pattern"] if "mask_pattern" in d.kwargs else []
+    elif isinstance(a, PadValue):
+        order = ["pad_value"] if "pad_value" in d.kwargs else []
     else:
         order = [k for k in d.kwargs if k not in ("dtype", "out_dtype", "target_memory")]
     for k in order:
