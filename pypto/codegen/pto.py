@@ -92,7 +92,8 @@ from pypto.ir.nodes import (AtomicType, Assign, BinOp, Call, Const, DynDim, Eval
 # with the op (pypto.ir.ops)
 # (the others: a tensor, a Ptr, a scalar read and an element write, handled where a kernel
 # assigns, evaluates or reads them)
-SUPPORTED_OPS = tuple(sorted(set(EMITTERS) | {"tile.store", "tile.alloc", "tile.read", "tile.write"}))
+SUPPORTED_OPS = tuple(sorted(set(EMITTERS) | {"tile.store", "tile.alloc", "tile.read", "tile.write",
+                                              "tile.mscatter"}))
 
 PLANNERS = ("PYPTO", "DSA_RP", "PTOAS")
 
@@ -467,6 +468,8 @@ class _Kernel:
                 self.store(c, span)
             elif isinstance(c, Call) and c.op in ("tile.write", "tensor.write"):
                 self.write(c, span)
+            elif isinstance(c, Call) and c.op == "tile.mscatter":
+                self.mscatter(c, span)
             else:
                 what = c.op if isinstance(c, Call) else type(c).__name__
                 fail(f"cannot generate PTO for the statement-level expression {what}", span)
@@ -502,6 +505,9 @@ class _Kernel:
             fail(f"cannot assign {type(e).__name__} to {v.name!r} in a kernel", span)
         if e.op in ("tile.write", "tensor.write"):
             self.env[id(v)] = self.write(e, span, v)
+            return
+        if e.op == "tile.mscatter":
+            self.env[id(v)] = self.mscatter(e, span)
             return
         if isinstance(v.type, TensorType):
             if e.op != "tile.store":
@@ -850,6 +856,18 @@ class _Kernel:
             fail(f"tile.store: tile {list(src.tile.shape)} does not fit rank-{rank} tensor", span)
         pview, pty = self.partition(dst, c.args[1].items, shape, span)
         self.emit(f"pto.tstore ins({src.ssa} : {src.ty}) outs({pview} : {pty}){atomic}", span)
+        return dst
+
+    def mscatter(self, c: Call, span) -> _Tensor:
+        """Each element of a tile stored at its own position of the tensor (pto.mscatter
+        into a partition of the whole tensor)."""
+        src, idx = self.tile(c.args[0], span), self.tile(c.args[1], span)
+        dst = self.tensor(c.args[2], span)
+        shape = list(dst.param.type.shape)
+        zeros = [Const(0, dt.INDEX, span) for _ in shape]
+        pview, pty = self.partition(dst, zeros, shape, span)
+        self.emit(f"pto.mscatter ins({src.ssa}, {idx.ssa} : {src.ty}, {idx.ty}) outs({pview} : {pty})",
+                  span)
         return dst
 
     # ------------------------------------------------------------------ control flow

@@ -549,6 +549,49 @@ inline void tgather_mask(const Tile<D>& d, const Tile<S>& s, int pattern, const 
         for (int64_t j = 0; j < d.vc; ++j) std::memcpy(&d.row(i)[j], &s.row(i)[j * stride + first], sizeof(D));
 }
 
+// pto.tscatter, index form: s[i, j] written at d's row-major position idx[i, j].
+template <class T, class I>
+inline void tscatter(const Tile<T>& d, const Tile<T>& s, const Tile<I>& idx, const char* site) {
+    same_valid(s, idx, site);
+    const int64_t n = int64_t(d.rows) * d.cols;
+    for (int64_t i = 0; i < s.vr; ++i)
+        for (int64_t j = 0; j < s.vc; ++j) {
+            const int64_t f = int64_t(idx.row(i)[j]);
+            if (f < 0 || f >= n) fail(site, "scatter index %lld at [%lld, %lld] is outside the %dx%d tile",
+                                      (long long)f, (long long)i, (long long)j, d.rows, d.cols);
+            d.row(f / d.cols)[f % d.cols] = s.row(i)[j];
+        }
+}
+// pto.tscatter, mask form: zeros, and s's columns at the columns the pattern marks.
+template <class D, class S>
+inline void tscatter_mask(const Tile<D>& d, const Tile<S>& s, int pattern, const char* site) {
+    static_assert(sizeof(D) == sizeof(S), "a mask scatter keeps the element width");
+    static const int kStride[] = {0, 2, 2, 4, 4, 4, 4, 1}, kFirst[] = {0, 0, 1, 0, 1, 2, 3, 0};
+    if (pattern < 1 || pattern > 7) fail(site, "mask pattern %d is not one of 1..7", pattern);
+    const int stride = kStride[pattern], first = kFirst[pattern];
+    if (d.vr != s.vr || int64_t(s.vc) * stride != d.vc)
+        fail(site, "tscatter mask: %dx%d does not spread over %dx%d", s.vr, s.vc, d.vr, d.vc);
+    for (int64_t i = 0; i < d.vr; ++i) {
+        std::memset(d.row(i), 0, size_t(d.vc) * sizeof(D));
+        for (int64_t j = 0; j < s.vc; ++j) std::memcpy(&d.row(i)[j * stride + first], &s.row(i)[j], sizeof(D));
+    }
+}
+// pto.mscatter: s[i, j] stored to element idx[i, j] of a partition of the whole tensor.
+template <class G, class T, class I>
+inline void mscatter(const GmPart<G>& p, const Tile<T>& s, const Tile<I>& idx, const char* site) {
+    same_valid(s, idx, site);
+    p.check_bounds(site);
+    int64_t n = 1;
+    for (int i = 0; i < p.rank; ++i) n *= p.size[i];
+    for (int64_t i = 0; i < s.vr; ++i)
+        for (int64_t j = 0; j < s.vc; ++j) {
+            const int64_t f = int64_t(idx.row(i)[j]);
+            if (f < 0 || f >= n) fail(site, "mscatter index %lld at [%lld, %lld] is outside the tensor's %lld "
+                                      "elements", (long long)f, (long long)i, (long long)j, (long long)n);
+            p.base[p.row_offset(f / p.cols()) + (f % p.cols()) * p.col_stride()] = G(s.row(i)[j]);
+        }
+}
+
 // ---------------------------------------------------------------- cube
 // c[m,n] (+)= a[m,k] x b[k,n]; float inputs accumulate in f32, i8 in i32.
 template <class C, class A, class B>

@@ -226,6 +226,9 @@ class _Convert(Rewriter):
         if op == "gather" and isinstance(s, Assign):
             self.tiles[id(s.var)] = self.gather(s.var.name, call, span)
             return []
+        if op in ("scatter", "scatter_mask") and isinstance(s, Assign):
+            self.tiles[id(s.var)] = self.scatter(s.var.name, op, call, span)
+            return []
         if op == "assemble":
             dst, src, offs = call.args
             tile = self.tile_of(src, span)
@@ -283,19 +286,52 @@ class _Convert(Rewriter):
             return self.new(base, "tile.gather_mask", [src], dict(call.kwargs), span)
         idx = self.tile_of(call.args[1], span)
         (r, k), c = idx.type.shape, src.type.shape[1]
-        i32 = lambda n: Const(n, dt.INT32, span)          # noqa: E731
-        ramp = self.new(base, "tile.ci", [i32(0), _shape((r, k), span)], {"dtype": dt.INT32}, span, "pos")
         if call.kwargs["dim"] % 2 == 1:
-            rows = self.new(base, "tile.divs", [ramp, i32(k)], {}, span, "row")
-            at = self.new(base, "tile.muls", [rows, i32(c)], {}, span, "rowbase")
-            flat = self.new(base, "tile.add", [at, idx], {}, span, "flat")
+            flat = self.row_major(base, idx, c, span)
         else:
+            i32 = lambda n: Const(n, dt.INT32, span)      # noqa: E731
+            ramp = self.new(base, "tile.ci", [i32(0), _shape((r, k), span)], {"dtype": dt.INT32}, span,
+                            "pos")
             cols = self.new(base, "tile.rems", [ramp, i32(k)], {}, span, "col")
             at = self.new(base, "tile.muls", [idx, i32(c)], {}, span, "rowbase")
             flat = self.new(base, "tile.add", [at, cols], {}, span, "flat")
         tmp = self.new(base, "tile.create", [_shape((r, k), span)],
                        {"dtype": dt.INT32, "target_memory": MemorySpace.Vec}, span, "scratch")
         return self.new(base, "tile.gather", [src, flat, tmp], {}, span)
+
+    def row_major(self, base, idx, c, span):
+        """row * c + idx[row, j]: positions in a tile of c columns of each row's indices
+        (computed in the indices' integer dtype)."""
+        (r, k), d = idx.type.shape, idx.type.dtype
+        num = lambda n: Const(n, d, span)                 # noqa: E731
+        ramp = self.new(base, "tile.ci", [num(0), _shape((r, k), span)], {"dtype": d}, span, "pos")
+        rows = self.new(base, "tile.divs", [ramp, num(k)], {}, span, "row")
+        at = self.new(base, "tile.muls", [rows, num(c)], {}, span, "rowbase")
+        return self.new(base, "tile.add", [at, idx], {}, span, "flat")
+
+    def scatter(self, base, op, call, span):
+        """torch.scatter along the last dim: tile.scatter at row-major positions. The
+        mask form: tile.scatter_mask (zeros elsewhere, as the hardware writes) blended
+        with dst where the pattern does not mark a column (tile.sel on a column mask)."""
+        if op == "scatter":
+            dst = self.tile_of(call.args[0], span)
+            idx = self.tile_of(call.args[1], span)
+            vals = self.tile_of(call.args[2], span)
+            flat = self.row_major(base, idx, dst.type.shape[1], span)
+            return self.new(base, "tile.scatter", [dst, vals, flat], {}, span)
+        vals = self.tile_of(call.args[0], span)
+        dst = self.tile_of(call.args[1], span)
+        pattern = call.kwargs["mask_pattern"]
+        spread = self.new(base, "tile.scatter_mask", [dst, vals], {"mask_pattern": pattern}, span, "spread")
+        stride, first = pattern.stride_offset
+        if stride == 1:
+            return spread
+        r, c = dst.type.shape
+        i32 = lambda n: Const(n, dt.INT32, span)          # noqa: E731
+        ramp = self.new(base, "tile.ci", [i32(0), _shape((r, c), span)], {"dtype": dt.INT32}, span, "pos")
+        col = self.new(base, "tile.rems", [ramp, i32(stride)], {}, span, "col")
+        marked = self.new(base, "tile.cmps", [col, i32(first)], {"cmp_type": 0}, span, "marked")
+        return self.new(base, "tile.sel", [marked, spread, dst], {}, span)
 
     # ------------------------------------------------------------ carried tensor values
     def for_(self, s: For) -> For:

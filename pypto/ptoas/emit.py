@@ -336,8 +336,8 @@ class FuncEmitter:
             fn = "pto::tfillpad"
         if k == "store" and op.attr("atomicType") == "#pto<atomic_type atomic_add>":
             fn = "pto::tstore_add"
-        if k == "gather" and len(ins) == 1:
-            fn = "pto::tgather_mask"
+        if k in ("gather", "scatter") and len(ins) == 1:
+            fn = f"pto::t{k}_mask"
         call = f"{fn}({', '.join([d] + args(ins, op))}, {s})"
         self.emit(ind, call + ";")
 
@@ -365,6 +365,8 @@ _CALL_ARGS = {
     "fillpad": lambda ins, op: ins[:1] + [str(op.group("outs")[0].type.pad)],
     # index form: src, indices (tmp is the hardware's scratch); mask form: src, pattern
     "gather": lambda ins, op: ins[:2] if len(ins) == 3 else [ins[0], _mask_pattern(op)],
+    "scatter": lambda ins, op: ins[:2] if len(ins) == 2 else [ins[0], _mask_pattern(op)],
+    "mscatter": lambda ins, op: ins[:2],
 }
 
 

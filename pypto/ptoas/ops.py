@@ -53,6 +53,8 @@ def _table() -> dict[str, OpSpec]:
     add("sel", "tsel")
     add("sels", "tsels")
     add("gather", "tgather")
+    add("scatter", "tscatter")
+    add("mscatter", "mscatter")
     add("cvt", "tcvt")
     add("mov", "tmov")
     add("trans", "ttrans")

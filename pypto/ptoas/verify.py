@@ -37,7 +37,7 @@ ARITY = {
     "rowargreduce": ((1, 2), 1), "colargreduce": ((1, 2), 1), "concat": ((2,), 1),
     "insert": ((3,), 1),
     "cmp": ((2,), 1), "cmps": ((2,), 1), "sel": ((3, 4), 1), "sels": ((4,), 1),
-    "gather": ((1, 3), 1),
+    "gather": ((1, 3), 1), "scatter": ((1, 2), 1), "mscatter": ((2,), 1),
 }
 # pto.tgather's mask form: #pto.mask_pattern<P...> -> (keep one column of every k, the first)
 MASK_PATTERNS = {"P0101": (2, 0), "P1010": (2, 1), "P0001": (4, 0), "P0010": (4, 1),
@@ -429,9 +429,13 @@ class Verifier:
             return self.tload(op, ins[0], outs[0])
         if kind == "store":
             return self.tstore(op, ins[0], outs[0])
+        if kind == "mscatter":
+            return self.mscatter(op, ins, outs[0])
         d = self.tile(op, outs[0], "result")
         if kind == "gather":
             self.tgather(op, ins, outs[0], d)
+        elif kind == "scatter":
+            self.tscatter(op, ins, outs[0], d)
         elif kind == "insert":
             self.tinsert(op, ins, d)
         elif kind in MASK_KINDS:
@@ -466,17 +470,57 @@ class Verifier:
             return
         if len(ins) != 1:
             raise self.error(op, "tgather takes ins(src, indices, tmp) or ins(src {maskPattern})")
-        text = op.attr("maskPattern") or ""
-        name = text.removeprefix("#pto.mask_pattern<").removesuffix(">")
-        if name not in MASK_PATTERNS:
-            raise self.error(op, f"tgather's mask form needs maskPattern = #pto.mask_pattern<P0101|"
-                                 f"P1010|P0001|P0010|P0100|P1000|P1111>, got {text or 'none'}")
-        stride, _ = MASK_PATTERNS[name]
+        stride, _ = self.mask_stride(op)
+        name = op.attr("maskPattern").removeprefix("#pto.mask_pattern<").removesuffix(">")
         ss = static_valid(ins[0], self.defs)
         want = (ss[0], None if ss[1] is None else ss[1] // stride)
         if BY_MLIR[d.dtype].nbytes != BY_MLIR[src.dtype].nbytes or not _same(ds, want):
             raise self.error(op, f"tgather {name} of a {_shape_str(ss)} {src.dtype} tile gives "
                                  f"{_shape_str(want)} of the same width, not {_shape_str(ds)} {d.dtype}")
+
+    def mask_stride(self, op: Op) -> tuple[int, int]:
+        text = op.attr("maskPattern") or ""
+        name = text.removeprefix("#pto.mask_pattern<").removesuffix(">")
+        if name not in MASK_PATTERNS:
+            raise self.error(op, f"{op.name}'s mask form needs maskPattern = #pto.mask_pattern<P0101|"
+                                 f"P1010|P0001|P0010|P0100|P1000|P1111>, got {text or 'none'}")
+        return MASK_PATTERNS[name]
+
+    def tscatter(self, op: Op, ins: list[Value], out: Value, d: TileType) -> None:
+        """Index form: ins(src, indexes) written at dst's row-major positions; mask form:
+        ins(src {maskPattern}) spread over the marked columns of dst."""
+        src = self.tile(op, ins[0], "source")
+        for v in ins + [out]:
+            if self.tile(op, v, "operand").loc != "vec":
+                raise self.error(op, f"tscatter runs on the vector unit: %{v.name} is not in 'vec'")
+        ss = static_valid(ins[0], self.defs)
+        if len(ins) == 2:
+            idx = self.tile(op, ins[1], "indexes")
+            want = "i32" if BY_MLIR[d.dtype].nbytes == 4 else "i16"
+            if idx.dtype != want or src.dtype != d.dtype:
+                raise self.error(op, f"tscatter writes {d.dtype} values by {want} indexes, not "
+                                     f"{src.dtype} by {idx.dtype}")
+            if not _same(ss, static_valid(ins[1], self.defs)):
+                raise self.error(op, "tscatter's values and indexes have one shape")
+            return
+        stride, _ = self.mask_stride(op)
+        ds = static_valid(out, self.defs)
+        if BY_MLIR[d.dtype].nbytes != BY_MLIR[src.dtype].nbytes or ds[0] != ss[0] or \
+                (ds[1] is not None and ss[1] is not None and ds[1] != ss[1] * stride):
+            raise self.error(op, f"tscatter spreads {_shape_str(ss)} over every {stride}th column of "
+                                 f"{_shape_str(ds)}: the shapes or widths do not fit")
+
+    def mscatter(self, op: Op, ins: list[Value], out: Value) -> None:
+        if not isinstance(out.type, PartitionType):
+            raise self.error(op, f"mscatter writes a !pto.partition_tensor_view, not {out.type}")
+        src, idx = self.tile(op, ins[0], "source"), self.tile(op, ins[1], "indices")
+        if src.loc != "vec" or idx.loc != "vec":
+            raise self.error(op, "mscatter stores from 'vec' tiles")
+        if out.type.elem != src.dtype or idx.dtype not in ("i32", "ui32"):
+            raise self.error(op, f"mscatter stores {src.dtype} values by i32 indices into "
+                                 f"{out.type.elem} data")
+        if not _same(static_valid(ins[0], self.defs), static_valid(ins[1], self.defs)):
+            raise self.error(op, "mscatter's values and indices have one shape")
 
     def vector_op(self, op: Op, kind: str, ins: list[Value], out: Value, d: TileType) -> None:
         spec = TILE_OPS[op.name]

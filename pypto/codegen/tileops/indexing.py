@@ -1,4 +1,5 @@
-"""Emitters of the indexing family: gathers (pto.tgather, by index or by mask pattern)."""
+"""Emitters of the indexing family: gathers and scatters (pto.tgather / pto.tscatter, by
+index or by mask pattern), and scatter stores to GM (pto.mscatter)."""
 from __future__ import annotations
 
 from pypto.codegen.tileops import emits
@@ -17,3 +18,21 @@ def gather_mask(k, v, c, span):          # the pattern rides on the source opera
     pattern = c.kwargs["mask_pattern"].name
     k.emit(f"pto.tgather ins({src.ssa}, {{maskPattern = #pto.mask_pattern<{pattern}>}} : {src.ty}, "
            f'"row") outs({dst.ssa} : {dst.ty})', span)
+
+
+@emits("tile.scatter")
+def scatter(k, v, c, span):              # into the result: dst's data first, then the writes
+    dst, src, idx = (k.tile(a, span) for a in c.args)
+    out = k.alloc(v, span)
+    if not k.same_buffer(out, dst):
+        k.op("tmov", [dst], out, span)
+    k.op("tscatter", [src, idx], out, span)
+
+
+@emits("tile.scatter_mask")
+def scatter_mask(k, v, c, span):         # zeros, src's columns at the marked ones
+    src = k.tile(c.args[1], span)
+    out = k.alloc(v, span)
+    pattern = c.kwargs["mask_pattern"].name
+    k.emit(f"pto.tscatter ins({src.ssa}, {{maskPattern = #pto.mask_pattern<{pattern}>}} : {src.ty}, "
+           f'"row") outs({out.ssa} : {out.ty})', span)

@@ -18,7 +18,7 @@ from pypto.ir.ops import (indexing as _indexing, matmul as _matmul, memory as _m
 
 # Names a user may write as pl.<name>, and which namespaces they exist in.
 TILE_ONLY = {"load": "tile.load", "store": "tile.store", "move": "tile.move",
-             "create_tile": "tile.create", "tri": "tile.tri",
+             "mscatter": "tile.mscatter", "create_tile": "tile.create", "tri": "tile.tri",
              "lrelu": "tile.lrelu", "cmp": "tile.cmp", "cmps": "tile.cmps", "sel": "tile.sel",
              "sels": "tile.sels", "transpose": "tile.transpose", "concat": "tile.concat", "relu": None}
 TENSOR_ONLY = {"create_tensor": "tensor.create", "full": "tensor.full", "dim": "tensor.dim",
@@ -30,7 +30,17 @@ _NOT_CONVERTED = ("tensor.create", "tensor.full", "tensor.read", "tensor.write",
 
 
 # ops that write into a tensor operand (in place) and return it: op -> that operand's index
-WRITES = {"tensor.assemble": 0, "tile.store": 2, "tensor.write": 0}
+WRITES = {"tensor.assemble": 0, "tile.store": 2, "tensor.write": 0, "tile.mscatter": 2}
+
+# a call that passes this keyword is another op's form: pl.scatter(x, mask_pattern=..., dst=d)
+# is scatter_mask
+KEYWORD_FORMS = {"scatter": ("mask_pattern", "scatter_mask")}
+
+
+def keyword_form(name: str, keywords) -> str:
+    form = KEYWORD_FORMS.get(name)
+    return form[1] if form is not None and form[0] in keywords else name
+
 
 # other names the reference gives an op (pl.tile.arange is pl.tile.ci)
 OP_ALIASES = {"tile.arange": "tile.ci", "tensor.arange": "tensor.ci"}

@@ -110,3 +110,120 @@ reg("tensor.gather", (1, 2), _tensor_gather, ("dim", "mask_pattern", "output_dty
              for k in ("kvalue", "cmp_mode", "out_cols", "count_dtype")},
     sig="pl.gather(x, dim=-1, index=idx)  (torch.gather on a 2-D tensor) or pl.gather(x, "
         "mask_pattern=pl.tile.MaskPattern.P0101)")
+
+
+# ------------------------------------------------------------------------- scatter
+SCATTER_DTYPES = (dt.FP16, dt.FP32, dt.BF16, dt.INT8, dt.INT16, dt.INT32)
+
+
+def _scatter_dst(op, t, span):
+    _vec_2d(op, t, span, "destination")
+    if t.dtype not in SCATTER_DTYPES:
+        _err(f"{op}: a scatter writes fp16, fp32, bf16, int8, int16 or int32 elements, got {t.dtype}",
+             span, "pl.cast the values first")
+
+
+def _scatter_indexes(op, dst, idx, span):
+    """4-byte elements take int32 indexes; 2- and 1-byte elements int16 ones."""
+    _vec_2d(op, idx, span, "index")
+    want = dt.INT32 if dst.dtype.nbytes == 4 else dt.INT16
+    if idx.dtype != want:
+        _err(f"{op}: {dst.dtype} elements take {want} indexes, got {idx.dtype}", span)
+
+def _tile_scatter(args, kw, span):
+    """dst with src[i, j] written at dst's row-major position indexes[i, j]."""
+    dst = _shaped("scatter", args[0], span, (TileType,))
+    src = _shaped("scatter", args[1], span, (TileType,))
+    idx = _shaped("scatter", args[2], span, (TileType,))
+    _scatter_dst("scatter", dst, span)
+    _vec_2d("scatter", src, span, "source")
+    _scatter_indexes("scatter", dst, idx, span)
+    if src.dtype != dst.dtype:
+        _err(f"scatter: {src.dtype} values into a {dst.dtype} tile", span, "pl.cast them first")
+    if tuple(src.shape) != tuple(idx.shape):
+        _err(f"scatter: the values {list(src.shape)} and the indexes {list(idx.shape)} differ in "
+             f"shape", span)
+    return TileType(tuple(dst.shape), dst.dtype, MemorySpace.Vec)
+
+
+def _tile_scatter_mask(args, kw, span):
+    """dst zeroed, src's columns written at the columns the pattern marks (the hardware
+    form; pl.scatter keeps dst's other columns)."""
+    dst = _shaped("scatter_mask", args[0], span, (TileType,))
+    src = _shaped("scatter_mask", args[1], span, (TileType,))
+    _scatter_dst("scatter_mask", dst, span)
+    _vec_2d("scatter_mask", src, span, "source")
+    cols, out = _masked("scatter_mask", dst, kw, span)
+    if (src.shape[0], cols) != tuple((dst.shape[0], cols)) or src.shape[1] != cols \
+            or src.dtype.nbytes != dst.dtype.nbytes:
+        _err(f"scatter_mask: {kw['mask_pattern'].name} writes {dst.shape[0]}x{cols} values of "
+             f"{dst.dtype}'s width into {list(dst.shape)}, got {_tname(src)}", span)
+    return TileType(tuple(dst.shape), dst.dtype, MemorySpace.Vec)
+
+
+def _tensor_scatter(args, kw, span):
+    """torch.scatter along the last dim (index=, src=)."""
+    base = _shaped("scatter", args[0], span, (TensorType,))
+    _scatter_dst("scatter", base, span)
+    idx = _shaped("scatter", args[1], span, (TensorType,))
+    src = _shaped("scatter", args[2], span, (TensorType,))
+    _scatter_indexes("scatter", base, idx, span)
+    if kw.get("dim") not in (-1, 1):
+        raise NotBuiltError(f"scatter: dim={kw.get('dim')!r} is not supported by this pypto yet "
+                            f"(the last dim of a 2-D tensor is)", span,
+                            "scatter along the last dim (transpose the tensors for dim 0)")
+    if src.dtype != base.dtype or tuple(src.shape) != tuple(idx.shape):
+        _err(f"scatter: the values {_tname(src)} must be {base.dtype} and shaped like the index "
+             f"{list(idx.shape)}", span)
+    if idx.shape[0] > base.shape[0]:
+        _err(f"scatter: the index has {idx.shape[0]} rows, the tensor only {base.shape[0]}", span)
+    return TensorType(tuple(base.shape), base.dtype)
+
+
+def _tensor_scatter_mask(args, kw, span):
+    """dst with the values written at the columns the pattern marks."""
+    vals = _shaped("scatter", args[0], span, (TensorType,))
+    dst = _shaped("scatter", args[1], span, (TensorType,))
+    _scatter_dst("scatter", dst, span)
+    cols, _ = _masked("scatter", dst, kw, span)
+    if tuple(vals.shape) != (dst.shape[0], cols) or vals.dtype.nbytes != dst.dtype.nbytes:
+        _err(f"scatter: {kw['mask_pattern'].name} writes {dst.shape[0]}x{cols} values into "
+             f"{list(dst.shape)}, got {_tname(vals)}", span)
+    return TensorType(tuple(dst.shape), dst.dtype)
+
+
+def _mscatter(args, kw, span):
+    """src[i, j] stored to the tensor's element idx[i, j] (row-major positions)."""
+    src = _shaped("mscatter", args[0], span, (TileType,))
+    idx = _shaped("mscatter", args[1], span, (TileType,))
+    out = _shaped("mscatter", args[2], span, (TensorType,))
+    _vec_2d("mscatter", src, span, "source")
+    _indices("mscatter", src, idx, span) if idx.dtype != dt.INT32 else None
+    if tuple(src.shape) != tuple(idx.shape):
+        _err(f"mscatter: the values {list(src.shape)} and the indices {list(idx.shape)} differ in "
+             f"shape", span)
+    if src.dtype != out.dtype:
+        _err(f"mscatter: {src.dtype} values into a {out.dtype} tensor", span, "pl.cast them first")
+    if not all(isinstance(d, int) for d in out.shape):
+        raise NotBuiltError("mscatter: a tensor with a dynamic dim is not supported by this pypto "
+                            "yet", span, "store into a static tensor")
+    return TensorType(tuple(out.shape), out.dtype)
+
+
+reg("tile.scatter", (3, 3), _tile_scatter, params=("dst", "src", "indexes"), pto="tscatter",
+    sig="pl.tile.scatter(dst, src, indexes)  (dst with src[i, j] written at dst's row-major "
+        "position indexes[i, j])")
+reg("tile.scatter_mask", (2, 2), _tile_scatter_mask, ("mask_pattern",), params=("dst", "src"),
+    pto="tscatter",
+    sig="pl.tile.scatter_mask(dst, src, mask_pattern=pl.tile.MaskPattern.P0101)  (zeros, src's "
+        "columns at the columns the pattern marks)")
+reg("tensor.scatter", (3, 3), _tensor_scatter, ("dim",), params=("input", "index", "src"),
+    sig="pl.scatter(x, dim=-1, index=idx, src=values)  (torch.scatter on the last dim of a 2-D "
+        "tensor)")
+reg("tensor.scatter_mask", (2, 2), _tensor_scatter_mask, ("mask_pattern",), params=("input", "dst"),
+    sig="pl.scatter(values, mask_pattern=pl.tile.MaskPattern.P0101, dst=d)  (d with the values at "
+        "the columns the pattern marks)")
+reg("tile.mscatter", (3, 3), _mscatter, pure=False, params=("src", "idx", "output_tensor"),
+    pto="mscatter",
+    sig="pl.mscatter(src, idx, output_tensor)  (src[i, j] stored to the tensor's element at "
+        "row-major position idx[i, j])")

@@ -151,7 +151,7 @@ class SignaturesMixin:
             return
         p = next((p for p in c.sig.params if p.var.name == name), None)
         if p is None or p.direction is ParamDirection.In or not isinstance(val, Call) \
-                or val.callee is not None or val.op in ("tile.store", "tensor.assemble", "tensor.write") \
+                or val.callee is not None or val.op in ops.WRITES \
                 or not isinstance(val.type, TensorType):
             return
         text = ast.unparse(node.value)
