@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pypto.codegen.common import fail
 from pypto.codegen.tileops import emits
-from pypto.ir.nodes import MemorySpace as M
+from pypto.ir.nodes import Const, MemorySpace as M
 
 
 def check_spaces(op, pairs, span):
@@ -33,4 +33,23 @@ def matmul_acc(k, v, c, span):           # accumulates in place unless the plann
         k.check_tile_type(v, span)
         dst = acc
         k.env[id(v)] = acc
+    if len(c.args) < 4:
+        k.op("tmatmul.acc", [dst, left, right], dst, span)
+        return
+    # init_cond: the initializing matmul where it holds, the accumulating one elsewhere; a
+    # constant picks one, a run-time condition branches (both arms write dst in place)
+    cond = c.args[3]
+    if isinstance(cond, Const):
+        k.op("tmatmul" if cond.value else "tmatmul.acc", [left, right] if cond.value else
+             [dst, left, right], dst, span)
+        return
+    flag = k.scalar(cond, "i1", span).ssa
+    k.emit(f"scf.if {flag} {{", span, loc=False)
+    k.depth += 1
+    k.op("tmatmul", [left, right], dst, span)
+    k.depth -= 1
+    k.emit("} else {", loc=False)
+    k.depth += 1
     k.op("tmatmul.acc", [dst, left, right], dst, span)
+    k.depth -= 1
+    k.emit("}", loc=False)

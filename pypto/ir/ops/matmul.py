@@ -54,6 +54,11 @@ def _matmul_acc(args, kw, span):
         whole("matmul_acc", x, span, what)
     if a.shape[1] != b.shape[0] or (acc.shape[0], acc.shape[1]) != (a.shape[0], b.shape[1]):
         _err(f"matmul_acc: {list(acc.shape)} += {list(a.shape)} x {list(b.shape)} does not chain", span)
+    if len(args) > 3:                  # init_cond: where it holds, acc = lhs @ rhs afresh
+        c = getattr(args[3], "type", None)
+        if not (isinstance(c, ScalarType) and (c.dtype == dt.BOOL or not c.dtype.is_float)):
+            _err(f"matmul_acc: init_cond is a condition (a bool scalar), got {_tname(c)}", span,
+                 "init_cond=(k0 == 0)")
     want = _matmul_acc_dtype(a, b, "matmul_acc", span)
     if acc.dtype != want:
         _err(f"matmul_acc: the accumulator is {acc.dtype} but {a.dtype} x {b.dtype} accumulates in "
@@ -67,5 +72,7 @@ for _ns in ("tensor", "tile"):
     reg(f"{_ns}.matmul", (2, 2), _matmul, ("out_dtype", "a_trans", "b_trans"), params=("lhs", "rhs"),
         sig="pl.matmul(lhs, rhs)  (tile level: Left x Right -> Acc; options out_dtype=, and on "
             "2-D tensors a_trans= / b_trans=, read transposed)")
-    reg(f"{_ns}.matmul_acc", (3, 3), _matmul_acc, params=("acc", "lhs", "rhs"),
-        sig="pl.matmul_acc(acc, lhs, rhs)")
+    # not pure: it accumulates in place, possibly into a window of another tile
+    reg(f"{_ns}.matmul_acc", (3, 4), _matmul_acc, pure=False, params=("acc", "lhs", "rhs", "init_cond"),
+        sig="pl.matmul_acc(acc, lhs, rhs, init_cond=None)  (acc += lhs @ rhs; where init_cond "
+            "holds, acc = lhs @ rhs: a split-K loop's first step without peeling it)")

@@ -127,9 +127,9 @@ def _tile_slice(args, kw, span):
     if len(t.shape) != 2 or len(shape) != 2 or len(offs) != 2:
         _err(f"slice: a 2-D tile, a 2-D shape and a 2-D offset, got {_tname(t)}, {shape}, "
              f"{len(offs)} offsets", span)
-    if t.memory_space not in (None, MemorySpace.Vec, MemorySpace.Mat):
-        _err(f"slice: a window of a {t.memory_space.name} tile is not addressable (Vec and Mat "
-             f"tiles are)", span)
+    if t.memory_space not in (None, MemorySpace.Vec, MemorySpace.Mat, MemorySpace.Acc):
+        _err(f"slice: a window of a {t.memory_space.name} tile is not addressable (Vec, Mat and "
+             f"Acc tiles are)", span)
     whole("slice", t, span)
     for i, (s, d) in enumerate(zip(shape, t.shape)):
         if s > d:
@@ -140,8 +140,9 @@ def _tile_slice(args, kw, span):
 
 reg("tile.slice", (3, 3), _tile_slice, params=("tile", "shape", "offset"), pto="subview",
     unbuilt={"valid_shape": "slice a window whose whole extent is valid"},
-    sig="pl.slice(tile, [M, N], [row, col])  (a window of a Vec or Mat tile: a view of its "
-        "bytes, offsets known when compiling or at run time)")
+    sig="pl.slice(tile, [M, N], [row, col])  (a window of a Vec, Mat or Acc tile: a view of its "
+        "bytes, offsets known when compiling or at run time; matmul_acc may accumulate into an "
+        "Acc window)")
 reg("tensor.slice", (3, 3), _slice, params=("tensor", "shape", "offset"),
     unbuilt={"valid_shape": "slice a window whose whole extent is valid"},
     sig="pl.slice(tensor, [M, N], [row, col])  (or tensor[row:row+M, col:col+N]; a view: no "
