@@ -431,6 +431,13 @@ class _Orch:
             fail(f"cannot assign {type(e).__name__} to {v.name!r} in an orchestration", span)
         if e.op == "tensor.create":
             return self.create(v, e, span)
+        if e.op == "tuple.get":              # one of the tensors a kernel call returned
+            src = self.val(e.args[0], span)
+            if src.tuple_of is None or not isinstance(e.args[1], Const) \
+                    or not -len(src.tuple_of) <= e.args[1].value < len(src.tuple_of):
+                fail(f"{e.args[0].name!r} does not hold the value {v.name!r} reads", span)
+            self.env[id(v)] = _Val(src.tuple_of[e.args[1].value], v.type)
+            return
         if e.callee:
             self.out(f"// {_loc(span)}: {v.name} = {self.describe(e)}")
             self.env[id(v)] = self.submit(e, span)

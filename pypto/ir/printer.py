@@ -152,6 +152,8 @@ class _Printer:
         return repr(v)
 
     def call(self, c: Call) -> str:
+        if c.op == "tuple.get":               # a, b = self.f(...) reads t[0], t[1]
+            return f"{self.expr(c.args[0])}[{self.expr(c.args[1])}]"
         args = [self.expr(a) for a in c.args]
         args += [f"{k}={self.value(v)}" for k, v in c.kwargs.items()]
         if c.attrs:

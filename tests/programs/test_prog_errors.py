@@ -471,15 +471,15 @@ def test_unsupported_expression():
 @pl.jit
 def tuple_unpacking(a: pl.Tensor, o: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
-        t, u = pl.load(a, [0, 0], [64, 64]), pl.load(a, [0, 0], [64, 64])  # BAD-32
+        t, *u = pl.load(a, [0, 0], [64, 64]), pl.load(a, [0, 0], [64, 64])  # BAD-32
         pl.store(t, [0, 0], o)
     return o
 
 
-def test_tuple_unpacking():
+def test_tuple_unpacking_into_a_starred_name():
     with pytest.raises(E.ParserError) as e:
         compile_(tuple_unpacking, A, O)
-    check(e, E.ParserError, "BAD-32", r"bind the call to one name", r"tuple unpacking is not supported")
+    check(e, E.ParserError, "BAD-32", r"unpack into plain names", r"cannot unpack into `\*u`")
 
 
 # ----------------------------------------------------------------------------- operator arguments

@@ -99,6 +99,14 @@ def _check_kwarg_kind(op, key, value, span):
     _err(f"{op}: {key}= must be {kind[1]}, got {got}", span, f"write {kind[2]}")
 
 
+def tuple_get(tup, index: int, span: Span | None):
+    """`tup[index]`: element `index` of the values a function call returned."""
+    from pypto.ir.nodes import Call, Const
+    from pypto.ir.ops.shape import tuple_get_type
+    i = Const(index, dt.INDEX, span)
+    return Call("tuple.get", [tup, i], {}, tuple_get_type([tup, i], {}, span), {}, span)
+
+
 def is_tensor_op(op: str) -> bool:
     """A tensor-level op that ConvertTensorToTileOps turns into tile ops."""
     return op.startswith("tensor.") and op not in _NOT_CONVERTED

@@ -3,7 +3,8 @@ assemble into a tile, slices of a tensor."""
 from __future__ import annotations
 
 from pypto import dtype as dt
-from pypto.ir.nodes import MemorySpace, PtrType, ScalarType, TensorType, TileType, Const, TupleExpr
+from pypto.ir.nodes import (MemorySpace, PtrType, ScalarType, TensorType, TileType, Const, TupleExpr,
+                            TupleType)
 from pypto.ir.ops.base import (MIX_HINT as _MIX_HINT, _check_dtype, _check_window, _dims, _err,
                                _indices, _ints, _same_kind, _shaped, _static, _tname, same_valid, valid_of, whole, reg)
 
@@ -193,3 +194,19 @@ reg("tile.reinterpret_view", (1, 1), _reinterpret_view, ("dtype",), params=("til
     pto="treshape",
     sig="pl.reinterpret_view(tile, pl.INT32)  (the same bytes as another dtype; the last dim "
         "scales by the size ratio)")
+
+
+def tuple_get_type(args, kw, span):
+    """Element i of a tuple of values (what a function returning several values gives):
+    `t[i]`, the `tuple.get` call the parser makes of `a, b = self.f(...)`. Not an operator
+    of the language (there is no pl.tuple), so not in the table."""
+    t = getattr(args[0], "type", None)
+    i = args[1]
+    if not isinstance(t, TupleType):
+        _err(f"indexing a value that holds one {_tname(t)}, not several", span)
+    if not (isinstance(i, Const) and isinstance(i.value, int) and not isinstance(i.value, bool)):
+        _err("a tuple is indexed by an integer constant", span)
+    if not -len(t.types) <= i.value < len(t.types):
+        _err(f"index {i.value} of a tuple of {len(t.types)} values", span)
+    return t.types[i.value]
+

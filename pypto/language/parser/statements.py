@@ -165,9 +165,45 @@ class StatementsMixin:
             self.check_out_rebind(t.id, val, s)
             return [Assign(self.bind_value(t.id, val, s, span), val, span)]
         if isinstance(t, (ast.Tuple, ast.List)):
-            self.error("tuple unpacking is not supported", s,
-                       "bind the call to one name (x: tuple[...] = self.f(...)), or return one value per function")
+            return self.unpack(t, s, span)
         self.error(f"cannot assign to `{ast.unparse(t)}`", s)
+
+    def unpack(self, t, s: ast.Assign, span):
+        """`a, b = self.f(...)`: the values a function returns, one name each (the tuple
+        itself bound to a name of its own, read back element by element)."""
+        names = []
+        for e in t.elts:
+            if not isinstance(e, ast.Name):
+                self.error(f"cannot unpack into `{ast.unparse(e)}`", s, "unpack into plain names: a, b = ...")
+            names.append(e.id)
+        if isinstance(s.value, (ast.Tuple, ast.List)):      # a, b = x, y: every value first
+            if len(s.value.elts) != len(names):
+                self.error(f"{len(s.value.elts)} values for {len(names)} names", s,
+                           "give one value per name")
+            vals = [self.expr(e) for e in s.value.elts]
+            out = []
+            for name, val in zip(names, vals):
+                self.check_out_rebind(name, val, s)
+                out.append(Assign(self.bind_value(name, val, s, span), val, span))
+            if any(isinstance(v, Var) and v.name in names for v in vals):
+                self.error("a, b = b, a: the names read on the right are also assigned", s,
+                           "assign through a temporary name, one line each")
+            return out
+        val = self.expr(s.value)
+        vt = getattr(val, "type", None)
+        if not isinstance(vt, TupleType):
+            self.error(f"`{ast.unparse(s.value)}` gives one value, not {len(names)}", s,
+                       "unpack the call of a function that returns several values")
+        if len(vt.types) != len(names):
+            self.error(f"`{ast.unparse(s.value)}` gives {len(vt.types)} values but {len(names)} names "
+                       f"receive them", s, "give one name per returned value")
+        tup = self.define("_".join(names) + "__ret", vt, span)
+        out = [Assign(tup, val, span)]
+        for i, name in enumerate(names):
+            item = ops.tuple_get(tup, i, span)
+            self.check_out_rebind(name, val, s)
+            out.append(Assign(self.bind_value(name, item, s, span), item, span))
+        return out
 
     def ann_assign(self, s: ast.AnnAssign, span):
         if not isinstance(s.target, ast.Name):

@@ -8,7 +8,7 @@ import enum
 import operator
 
 from pypto.language.parser.common import (BinOp, Const, DynDim, Expr, ScalarType, TensorType,
-                                          TileType, TupleExpr, TypeCheckError, UnknownOpError,
+                                          TileType, TupleExpr, TupleType, TypeCheckError, UnknownOpError,
                                           _CMP_OPS, _FOLD, _SCALAR_OPS, _SHAPED_OPS, _adoptable,
                                           _coerce, _is_number, _kind, _lang, _opsym, _unsupported,
                                           _widened, dt, ops)
@@ -187,6 +187,12 @@ class ValuesMixin:
         base = self.expr(node.value)
         t = getattr(base, "type", None)
         text = ast.unparse(node)
+        if isinstance(t, TupleType):             # one of several returned values
+            i = self.static(node.slice, "a tuple index")
+            i = getattr(i, "value", i)
+            if not isinstance(i, int) or isinstance(i, bool):
+                self.error(f"`{text}`: a tuple is indexed by an integer constant", node)
+            return ops.tuple_get(base, i, self.span(node))
         if not isinstance(t, TensorType):
             self.error(f"reading a sub-region `{text}` of {ops._tname(t)} is not supported", node,
                        "slice tensors (t[i:i+m, :]); for a tile, pl.load the window from its tensor")
