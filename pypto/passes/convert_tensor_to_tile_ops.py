@@ -226,6 +226,17 @@ class _Convert(Rewriter):
         if op == "gather" and isinstance(s, Assign):
             self.tiles[id(s.var)] = self.gather(s.var.name, call, span)
             return []
+        if op in ("cmp", "cmps") and isinstance(s, Assign):   # a mask, then 1 / 0 by it
+            a = self.tile_of(call.args[0], span)
+            b = self.tile_of(call.args[1], span) if op == "cmp" else self.expr(call.args[1])
+            mask = self.new(s.var.name, f"tile.{op}", [a, b], dict(call.kwargs), span, "mask")
+            shape, d = _shape(a.type.shape, span), a.type.dtype
+            one = self.new(s.var.name, "tile.full", [shape], {"dtype": d, "value": 1 if not d.is_float else 1.0},
+                           span, "one")
+            zero = self.new(s.var.name, "tile.full", [shape], {"dtype": d, "value": 0 if not d.is_float else 0.0},
+                            span, "zero")
+            self.tiles[id(s.var)] = self.new(s.var.name, "tile.sel", [mask, one, zero], {}, span)
+            return []
         if op in ("scatter", "scatter_mask") and isinstance(s, Assign):
             self.tiles[id(s.var)] = self.scatter(s.var.name, op, call, span)
             return []

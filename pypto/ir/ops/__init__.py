@@ -19,7 +19,7 @@ from pypto.ir.ops import (indexing as _indexing, matmul as _matmul, memory as _m
 # Names a user may write as pl.<name>, and which namespaces they exist in.
 TILE_ONLY = {"load": "tile.load", "store": "tile.store", "move": "tile.move",
              "mscatter": "tile.mscatter", "create_tile": "tile.create", "tri": "tile.tri",
-             "lrelu": "tile.lrelu", "cmp": "tile.cmp", "cmps": "tile.cmps", "sel": "tile.sel",
+             "lrelu": "tile.lrelu", "sel": "tile.sel",
              "sels": "tile.sels", "transpose": "tile.transpose", "concat": "tile.concat", "relu": None}
 TENSOR_ONLY = {"create_tensor": "tensor.create", "full": "tensor.full", "dim": "tensor.dim",
                "arange": "tensor.ci"}
@@ -65,6 +65,8 @@ def resolve(name: str, args: list, span: Span | None) -> str:
     ns = "tile" if isinstance(first, TileType) else "tensor"
     if name in SCALAR_FORM and len(args) == 2 and isinstance(getattr(args[1], "type", None), ScalarType):
         name = SCALAR_FORM[name]
+    elif name == "cmp" and len(args) == 2 and isinstance(getattr(args[1], "type", None), ScalarType):
+        name = "cmps"                 # pl.cmp(x, 0.0): against a scalar
     return f"{ns}.{name}"
 
 

@@ -199,6 +199,23 @@ reg("tile.cmp", (2, 2), _cmp, ("cmp_type",), params=("lhs", "rhs"), pto="tcmp",
     sig=f"pl.tile.cmp(lhs, rhs, cmp_type=0)  {_CMP_SIG}")
 reg("tile.cmps", (2, 2), _cmps, ("cmp_type",), params=("lhs", "rhs"), pto="tcmps",
     sig=f"pl.tile.cmps(lhs, scalar, cmp_type=0)  {_CMP_SIG}")
+def _tensor_cmp(args, kw, span):
+    """1 where the comparison holds, 0 elsewhere, in the operands' dtype."""
+    op = "cmps" if len(args) > 1 and isinstance(getattr(args[1], "type", None), ScalarType) else "cmp"
+    a = _shaped(op, args[0], span, (TensorType,))
+    if op == "cmp":
+        b = _shaped(op, args[1], span, (TensorType,))
+        _check_dtype(op, a, b, span)
+        if tuple(a.shape) != tuple(b.shape):
+            _err(f"cmp: shape mismatch {list(a.shape)} vs {list(b.shape)}", span)
+    _mask_of(op, TileType(tuple(a.shape), a.dtype), kw, span)      # cmp_type and rank
+    return TensorType(tuple(a.shape), a.dtype)
+
+
+for _op in ("cmp", "cmps"):
+    reg(f"tensor.{_op}", (2, 2), _tensor_cmp, ("cmp_type",), params=("lhs", "rhs"),
+        sig=f"pl.{_op}(lhs, {'rhs' if _op == 'cmp' else 'scalar'}, cmp_type=0)  (tensors: 1 where "
+            f"it holds, 0 elsewhere, in lhs's dtype)")
 reg("tile.sel", (3, 4), _sel, params=("mask", "lhs", "rhs", "tmp"), pto="tsel",
     sig="pl.tile.sel(mask, lhs, rhs, tmp)  (lhs where the mask bit is set, else rhs)")
 reg("tile.sels", (4, 4), _sels, params=("mask", "lhs", "tmp", "rhs"), pto="tsels",
