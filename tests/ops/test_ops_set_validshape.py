@@ -115,3 +115,33 @@ def test_tensor_view_strides_are_not_built_yet():
         "x: pl.Tensor[[64, 64], pl.FP32]", "x: pl.Tensor[[64, 64], pl.FP32, pl.TensorView(stride=[1, 64])]")
     with pytest.raises(NotBuiltError, match=r"pl.TensorView\(stride=...\) is not supported"):
         pl.parse(src, filename="/u/pad.py")
+
+
+EXPAND = """
+import pypto.language as pl
+
+@pl.program
+class E:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[48, 64], pl.FP32],
+          o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+        r: pl.Tensor[[64, 64], pl.FP32] = pl.fillpad_expand(a, [64, 64], pad_value=pl.PadValue.{PAD})
+        return pl.assemble(o, r, [0, 0])
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[48, 64], pl.FP32],
+             o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+        return self.k(a, o)
+"""
+
+
+@pytest.mark.parametrize("pad, fill", [("zero", 0.0), ("min", float("-inf"))])
+def test_a_tensor_padded_to_a_larger_shape(pad, fill, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    run = ir.compile(pl.parse(EXPAND.format(PAD=pad), filename="/u/e.py"), output_dir=tmp_path / "out",
+                     platform="a2a3sim")
+    a, o = torch.randn(48, 64), torch.zeros(64, 64)
+    run(a, o)
+    want = torch.full((64, 64), fill)
+    want[:48] = a
+    assert torch.equal(o, want)

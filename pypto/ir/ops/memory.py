@@ -220,6 +220,15 @@ def _set_validshape(args, kw, span):
     return TensorType(t.shape, t.dtype, None, valid)
 
 
+def _tensor_fillpad_expand(args, kw, span):
+    t = _tensor_fillpad(args[:1], kw, span)
+    shape = _dims("fillpad_expand", args[1], span)
+    if len(shape) != len(t.shape) or any(n < o for n, o in zip(shape, t.shape)):
+        _err(f"fillpad_expand: {shape} does not hold the {list(t.shape)} tensor", span,
+             "the new shape is at least the tensor's in every dim")
+    return TensorType(tuple(shape), t.dtype)
+
+
 def _tensor_fillpad(args, kw, span):
     t = _shaped("fillpad", args[0], span, (TensorType,))
     pad = kw.get("pad_value", PadValue.zero)
@@ -355,6 +364,9 @@ for _ns in ("tensor", "tile"):
     reg(f"{_ns}.set_validshape", (3, 3), _set_validshape, params=(_ns, "rows", "cols"),
         sig=f"pl.set_validshape({_ns}, rows, cols)  (the same data, of which only the leading "
             f"rows x cols hold values: later reads read that part, pl.fillpad pads the rest)")
+reg("tensor.fillpad_expand", (2, 2), _tensor_fillpad_expand, ("pad_value",), params=("tensor", "shape"),
+    sig="pl.fillpad_expand(tensor, [M, N], pad_value=pl.PadValue.zero)  (in a kernel: a larger "
+        "tensor, the data then the pad value)")
 reg("tensor.fillpad", (1, 1), _tensor_fillpad, ("pad_value",), params=("tensor",),
     sig="pl.fillpad(tensor, pad_value=pl.PadValue.zero)  (in a kernel: outside the valid region "
         "the pad value)")
