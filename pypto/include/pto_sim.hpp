@@ -519,6 +519,49 @@ template <class G, class T> inline void tstore_add(const GmPart<G>& p, const Til
     }
 }
 
+// ---------------------------------------------------------------- random
+// pto.trandom: Philox4x32 (7 or 10 rounds) keyed by (k0, k1); element p of the valid
+// region (row-major) is word p % 4 of the block for counter (c0..c3) + p / 4. The same
+// seeds give the same tile. (The hardware's lane schedule is its own; this is the
+// standard generator, not a bit-exact model of it.)
+inline void philox4x32(uint32_t c[4], uint32_t k0, uint32_t k1, int rounds) {
+    for (int r = 0; r < rounds; ++r) {
+        const uint64_t p0 = uint64_t(0xD2511F53u) * c[0], p1 = uint64_t(0xCD9E8D57u) * c[2];
+        const uint32_t n0 = uint32_t(p1 >> 32) ^ c[1] ^ k0, n2 = uint32_t(p0 >> 32) ^ c[3] ^ k1;
+        c[1] = uint32_t(p1);
+        c[3] = uint32_t(p0);
+        c[0] = n0;
+        c[2] = n2;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+}
+template <class T>
+inline void trandom(const Tile<T>& d, int32_t k0, int32_t k1, int32_t c0, int32_t c1, int32_t c2, int32_t c3,
+                    int rounds, const char* site) {
+    static_assert(sizeof(T) == 4, "trandom fills 32-bit words");
+    if (rounds != 7 && rounds != 10) fail(site, "trandom runs 7 or 10 rounds, not %d", rounds);
+    uint32_t block[4] = {0, 0, 0, 0};
+    int64_t have = -1;                          // the counter offset of `block`
+    for (int64_t i = 0; i < d.vr; ++i)
+        for (int64_t j = 0; j < d.vc; ++j) {
+            const int64_t p = i * d.vc + j;
+            if (p / 4 != have) {
+                have = p / 4;
+                // counter + p / 4, as a 128-bit number (carries into the higher words)
+                uint64_t lo = uint64_t(uint32_t(c0)) + uint64_t(have);
+                uint64_t w1 = uint64_t(uint32_t(c1)) + (lo >> 32);
+                uint64_t w2 = uint64_t(uint32_t(c2)) + (w1 >> 32);
+                block[0] = uint32_t(lo);
+                block[1] = uint32_t(w1);
+                block[2] = uint32_t(w2);
+                block[3] = uint32_t(c3) + uint32_t(w2 >> 32);
+                philox4x32(block, uint32_t(k0), uint32_t(k1), rounds);
+            }
+            std::memcpy(&d.row(i)[j], &block[p % 4], 4);
+        }
+}
+
 // ---------------------------------------------------------------- gather
 // pto.tgather, index form: d[i, j] = the element of s at row-major position idx[i, j].
 template <class T, class I>

@@ -191,6 +191,10 @@ class _Convert(Rewriter):
             self.tiles[id(s.var)] = self.new(s.var.name, "tile.full", [self.expr(call.args[0])],
                                              dict(call.kwargs), s.span)
             return []
+        if isinstance(call, Call) and call.op == "tensor.random" and isinstance(s, Assign):
+            self.tiles[id(s.var)] = self.new(s.var.name, "tile.random", [self.expr(a) for a in call.args],
+                                             dict(call.kwargs), s.span)
+            return []
         if isinstance(call, Call) and call.op == "tensor.ci" and isinstance(s, Assign):
             # an index ramp inside a kernel is a ramp tile (pl.arange -> tile.ci)
             self.tiles[id(s.var)] = self.new(s.var.name, "tile.ci", [self.expr(a) for a in call.args],

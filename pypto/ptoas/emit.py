@@ -367,6 +367,7 @@ _CALL_ARGS = {
     "gather": lambda ins, op: ins[:2] if len(ins) == 3 else [ins[0], _mask_pattern(op)],
     "scatter": lambda ins, op: ins[:2] if len(ins) == 2 else [ins[0], _mask_pattern(op)],
     "mscatter": lambda ins, op: ins[:2],
+    "random": lambda ins, op: ins[:6] + [(op.attr("rounds") or "10").split(":")[0].strip()],
 }
 
 

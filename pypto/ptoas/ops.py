@@ -55,6 +55,7 @@ def _table() -> dict[str, OpSpec]:
     add("gather", "tgather")
     add("scatter", "tscatter")
     add("mscatter", "mscatter")
+    add("random", "trandom", "int")
     add("cvt", "tcvt")
     add("mov", "tmov")
     add("trans", "ttrans")

@@ -37,7 +37,7 @@ ARITY = {
     "rowargreduce": ((1, 2), 1), "colargreduce": ((1, 2), 1), "concat": ((2,), 1),
     "insert": ((3,), 1),
     "cmp": ((2,), 1), "cmps": ((2,), 1), "sel": ((3, 4), 1), "sels": ((4,), 1),
-    "gather": ((1, 3), 1), "scatter": ((1, 2), 1), "mscatter": ((2,), 1),
+    "gather": ((1, 3), 1), "scatter": ((1, 2), 1), "mscatter": ((2,), 1), "random": ((6,), 1),
 }
 # pto.tgather's mask form: #pto.mask_pattern<P...> -> (keep one column of every k, the first)
 MASK_PATTERNS = {"P0101": (2, 0), "P1010": (2, 1), "P0001": (4, 0), "P0010": (4, 1),
@@ -432,7 +432,9 @@ class Verifier:
         if kind == "mscatter":
             return self.mscatter(op, ins, outs[0])
         d = self.tile(op, outs[0], "result")
-        if kind == "gather":
+        if kind == "random":
+            self.trandom(op, ins, d)
+        elif kind == "gather":
             self.tgather(op, ins, outs[0], d)
         elif kind == "scatter":
             self.tscatter(op, ins, outs[0], d)
@@ -477,6 +479,17 @@ class Verifier:
         if BY_MLIR[d.dtype].nbytes != BY_MLIR[src.dtype].nbytes or not _same(ds, want):
             raise self.error(op, f"tgather {name} of a {_shape_str(ss)} {src.dtype} tile gives "
                                  f"{_shape_str(want)} of the same width, not {_shape_str(ds)} {d.dtype}")
+
+    def trandom(self, op: Op, ins: list[Value], d: TileType) -> None:
+        """Six i32 seeds (key, counter) into a vec u32/i32 tile, on a5 only."""
+        if self.arch.name != "a5":
+            raise self.error(op, f"pto.trandom exists on a5, not {self.arch.name}")
+        if any(not isinstance(v.type, ScalarType) or v.type.name != "i32" for v in ins):
+            raise self.error(op, "pto.trandom takes six i32 seeds: key0, key1, counter0..3")
+        if d.loc != "vec" or d.dtype not in ("ui32", "i32"):
+            raise self.error(op, f"pto.trandom fills a vec ui32 or i32 tile, not {d.loc} {d.dtype}")
+        if (op.attr("rounds") or "10 : i32").split(":")[0].strip() not in ("7", "10"):
+            raise self.error(op, f"pto.trandom runs 7 or 10 rounds, not {op.attr('rounds')}")
 
     def mask_stride(self, op: Op) -> tuple[int, int]:
         text = op.attr("maskPattern") or ""

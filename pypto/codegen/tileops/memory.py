@@ -58,3 +58,16 @@ def tri(k, v, c, span):
     diag = k.scalar(c.args[0], "i32", span)
     upper = "true" if c.kwargs.get("upper") else "false"
     k.op("ttri", [diag], k.alloc(v, span), span, attr_first=f"{{upper = {upper}}}")
+
+
+@emits("tile.random")
+def random(k, v, c, span):               # pto.trandom: the seeds; the shape is the result's
+    if k.arch != "a5":
+        fail(f"pl.random (pto.trandom) exists on a5 only, not {k.arch}", span,
+             "compile for platform='a5sim' (or generate the values on the host)")
+    seeds = [k.scalar(a, "i32", span) for a in c.args[:6]]
+    dst = k.alloc(v, span)
+    rounds = c.kwargs.get("rounds", 10)
+    attr = f" {{rounds = {rounds} : i32}}" if rounds != 10 else ""
+    k.emit(f"pto.trandom ins({', '.join(s.ssa for s in seeds)} : {', '.join(['i32'] * 6)}) "
+           f"outs({dst.ssa} : {dst.ty}){attr}", span)

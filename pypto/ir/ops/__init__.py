@@ -22,11 +22,11 @@ TILE_ONLY = {"load": "tile.load", "store": "tile.store", "move": "tile.move",
              "lrelu": "tile.lrelu", "sel": "tile.sel",
              "sels": "tile.sels", "transpose": "tile.transpose", "concat": "tile.concat", "relu": None}
 TENSOR_ONLY = {"create_tensor": "tensor.create", "full": "tensor.full", "dim": "tensor.dim",
-               "arange": "tensor.ci"}
+               "arange": "tensor.ci", "random": "tensor.random"}
 # tensor ops a kernel keeps as they are (scalar reads/writes of GM) or that
 # ConvertTensorToTileOps makes from nothing (filled tensors, ramps)
 _NOT_CONVERTED = ("tensor.create", "tensor.full", "tensor.read", "tensor.write", "tensor.dim",
-                  "tensor.ci")
+                  "tensor.ci", "tensor.random")
 
 
 # ops that write into a tensor operand (in place) and return it: op -> that operand's index

@@ -405,3 +405,46 @@ reg("tile.full", (1, 1), _tile_full, ("dtype", "value", "target_memory"), params
 reg("tensor.assemble", (3, 3), _assemble, ("atomic",), pure=False, params=("dst", "src", "offset"),
     sig="pl.assemble(dst, src, [row_offset, col_offset], atomic=pl.AtomicType.None_)  (or "
         "dst[i:i+m, :] = src; atomic=pl.AtomicType.Add adds src into the region)")
+
+
+def _random(args, kw, span):
+    """A tile of counter-based pseudo-random 32-bit values (Philox): key (2 words),
+    counter (4 words), the element's position."""
+    for i, a in enumerate(args[:6]):
+        t = getattr(a, "type", None)
+        if not (isinstance(t, ScalarType) and not t.dtype.is_float and t.dtype != dt.BOOL):
+            what = ("key0", "key1", "counter0", "counter1", "counter2", "counter3")[i]
+            _err(f"random: {what} is an integer, got {_tname(t)}", span,
+                 "pl.tile.random(key0, key1, c0, c1, c2, c3, [M, N])")
+    shape = _dims("random", args[6], span)
+    if len(shape) != 2:
+        _err(f"random: the shape is 2-D, got {shape}", span)
+    valid = _valid_shape("random", args[7], shape, span) if len(args) > 7 else None
+    if valid is not None and None in valid:
+        from pypto.errors import NotBuiltError
+        raise NotBuiltError("random: a valid_shape computed in the kernel is not supported by this "
+                            "pypto yet", span, "give it as integer constants")
+    dtype = kw.get("dtype", dt.UINT32)
+    if dtype not in (dt.UINT32, dt.INT32):
+        _err(f"random: the values are uint32 or int32, got {dtype!r}", span)
+    if kw.get("rounds", 10) not in (7, 10):
+        _err(f"random: rounds is 7 or 10, got {kw.get('rounds')!r}", span)
+    valid = None if valid is None or tuple(valid) == tuple(shape) else tuple(valid)
+    return TileType(tuple(shape), dtype, MemorySpace.Vec, None, valid)
+
+
+def _tensor_random(args, kw, span):
+    t = _random(args, kw, span)
+    if t.valid is not None:
+        _err("random: a tensor has no valid_shape; narrow the tile form", span)
+    return TensorType(t.shape, t.dtype)
+
+
+_RANDOM_PARAMS = ("key0", "key1", "counter0", "counter1", "counter2", "counter3", "shape")
+reg("tile.random", (7, 8), _random, ("dtype", "rounds"), params=_RANDOM_PARAMS + ("valid_shape",),
+    pto="trandom",
+    sig="pl.tile.random(key0, key1, c0, c1, c2, c3, [M, N], valid_shape=None, dtype=pl.UINT32, "
+        "rounds=10)  (a5: counter-based pseudo-random words, the same for the same seeds)")
+reg("tensor.random", (7, 7), _tensor_random, ("dtype", "rounds"), params=_RANDOM_PARAMS,
+    sig="pl.random(key0, key1, c0, c1, c2, c3, [M, N], dtype=pl.UINT32, rounds=10)  (in a kernel "
+        "on a5)")

@@ -256,7 +256,7 @@ class CallsMixin:
                 "the @pl.jit entry) and pass it to the kernel")
         if c is None or c.sig.func_type is not FunctionType.Orchestration or c.incore:
             return
-        if op in ("tensor.full", "tensor.ci"):
+        if op in ("tensor.full", "tensor.ci", "tensor.random"):
             raise MisplacedTensorOpError(
                 f"misplaced tensor op: {display} fills a tensor on the device; it cannot run in the "
                 f"orchestration body of {c.sig.name!r}", self.span(node),
