@@ -200,6 +200,13 @@ class _Convert(Rewriter):
             self.tiles[id(s.var)] = self.new(s.var.name, "tile.ci", [self.expr(a) for a in call.args],
                                              dict(call.kwargs), s.span)
             return []
+        if isinstance(call, Call) and call.op in ("tile.scatter_update", "tensor.scatter_update") \
+                and isinstance(s, Assign):
+            rows = self.scatter_update(s.var.name, call, s.span)
+            if call.op == "tile.scatter_update":
+                return [Assign(s.var, self.expr(rows), s.span)]
+            self.tiles[id(s.var)] = rows
+            return []
         if not (isinstance(call, Call) and ops.is_tensor_op(call.op)):
             return [self.default_stmt(s)]
         span = s.span
@@ -323,6 +330,23 @@ class _Convert(Rewriter):
         rows = self.new(base, "tile.divs", [ramp, num(k)], {}, span, "row")
         at = self.new(base, "tile.muls", [rows, num(c)], {}, span, "rowbase")
         return self.new(base, "tile.add", [at, idx], {}, span, "flat")
+
+    def scatter_update(self, base, call, span):
+        """Rows of x replaced: tile.scatter at flat positions index.flat[k] * d + c of each
+        src element (k, c), computed in the index width the element width takes."""
+        x, _dim, idx, src = call.args
+        x, idx, src = (self.tile_of(self.expr(a), span) for a in (x, idx, src))
+        (n, d), w = src.type.shape, x.type.dtype.nbytes
+        it = dt.INT32 if w == 4 else dt.INT16
+        num = lambda v: Const(v, it, span)                # noqa: E731
+        col = self.new(base, "tile.reshape", [idx, _shape((n, 1), span)], {}, span, "rows")
+        if idx.type.dtype != it:                           # (a column: any width is a legal tile)
+            col = self.new(base, "tile.cast", [col], {"dtype": it}, span, "rows")
+        rowbase = self.new(base, "tile.muls", [col, num(d)], {}, span, "rowbase")
+        ramp = self.new(base, "tile.ci", [num(0), _shape((n, d), span)], {"dtype": it}, span, "pos")
+        cols = self.new(base, "tile.rems", [ramp, num(d)], {}, span, "col")
+        flat = self.new(base, "tile.row_expand_add", [cols, rowbase], {}, span, "flat")
+        return self.new(base, "tile.scatter", [x, src, flat], {}, span)
 
     def scatter(self, base, op, call, span):
         """torch.scatter along the last dim: tile.scatter at row-major positions. The

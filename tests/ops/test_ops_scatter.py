@@ -124,3 +124,39 @@ def test_typed_errors():
     with pytest.raises(TypeCheckError, match=r"P0101 writes 8x8 values into \[8, 16\], got Tensor\[8, 16\]"):
         pl.parse(MASK.format(SECOND="pass").replace("pl.scatter(even,", "pl.scatter(dst,"),
                  filename="/u/m.py")
+
+
+UPDATE = """
+import pypto.language as pl
+
+@pl.program
+class SU:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[32, 32], pl.{DT}], index: pl.Tensor[[2, 8], pl.INT32],
+             src: pl.Tensor[[16, 32], pl.{DT}],
+             o: pl.Out[pl.Tensor[[32, 32], pl.{DT}]]) -> pl.Tensor[[32, 32], pl.{DT}]:
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="su"):
+{BODY}
+        return o
+"""
+TILE_FORM = """\
+            tx = pl.load(x, [0, 0], [32, 32])
+            ti = pl.load(index, [0, 0], [2, 8])
+            ts = pl.load(src, [0, 0], [16, 32])
+            o = pl.store(pl.tile.scatter_update(tx, dim=-2, index=ti, src=ts), [0, 0], o)"""
+TENSOR_FORM = """\
+            o = pl.assemble(o, pl.scatter_update(x, -2, index, src), [0, 0])"""
+
+
+@pytest.mark.parametrize("body", [TILE_FORM, TENSOR_FORM], ids=["tile", "tensor"])
+@pytest.mark.parametrize("dtype", ["FP32", "FP16"])
+def test_scatter_update_replaces_rows(body, dtype, tmp_path, monkeypatch):
+    run = _compile(UPDATE.replace("{BODY}", body).replace("{DT}", dtype), tmp_path, monkeypatch)
+    x = torch.randn(32, 32).to(TORCH[dtype])
+    index = torch.randperm(32)[:16].to(torch.int32).reshape(2, 8)
+    src = torch.randn(16, 32).to(TORCH[dtype])
+    o = torch.zeros(32, 32, dtype=TORCH[dtype])
+    run(x, index, src, o)
+    want = x.clone()
+    want[index.flatten().long()] = src
+    assert torch.equal(o, want)

@@ -227,3 +227,32 @@ reg("tile.mscatter", (3, 3), _mscatter, pure=False, params=("src", "idx", "outpu
     pto="mscatter",
     sig="pl.mscatter(src, idx, output_tensor)  (src[i, j] stored to the tensor's element at "
         "row-major position idx[i, j])")
+
+
+def _scatter_update(args, kw, span):
+    """input with row index.flat[k] replaced by src's row k (dim=-2)."""
+    kinds = (TileType,) if isinstance(getattr(args[0], "type", None), TileType) else (TensorType,)
+    inp = _shaped("scatter_update", args[0], span, kinds)
+    d = args[1]
+    if not (getattr(d, "value", None) in (-2, 0) and not isinstance(getattr(d, "value", None), bool)):
+        raise NotBuiltError(f"scatter_update: dim={getattr(d, 'value', d)!r} is not supported by this "
+                            f"pypto yet (rows, dim=-2, are)", span, "scatter_update(x, -2, index, src)")
+    idx = _shaped("scatter_update", args[2], span, kinds)
+    src = _shaped("scatter_update", args[3], span, kinds)
+    _scatter_dst("scatter_update", inp, span)
+    _vec_2d("scatter_update", src, span, "source")
+    _vec_2d("scatter_update", idx, span, "index")
+    if idx.dtype not in (dt.INT32, dt.INT16):
+        _err(f"scatter_update: row indices are int32 or int16, got {idx.dtype}", span)
+    if src.dtype != inp.dtype or src.shape[1] != inp.shape[1] or src.shape[0] != idx.shape[0] * idx.shape[1]:
+        _err(f"scatter_update: {_tname(src)} gives one {inp.dtype} row of {inp.shape[1]} per index of "
+             f"{list(idx.shape)} (it needs {idx.shape[0] * idx.shape[1]} rows)", span)
+    if isinstance(inp, TileType):
+        return TileType(tuple(inp.shape), inp.dtype, MemorySpace.Vec)
+    return TensorType(tuple(inp.shape), inp.dtype)
+
+
+for _ns in ("tile", "tensor"):
+    reg(f"{_ns}.scatter_update", (4, 4), _scatter_update, params=("input", "dim", "index", "src"),
+        sig="pl.scatter_update(x, -2, index, src)  (x with row index.flat[k] replaced by src's row "
+            "k; a tile.scatter at the rows' positions)")
