@@ -91,9 +91,10 @@ from pypto.ir.nodes import (AtomicType, Assign, BinOp, Call, Const, DynDim, Eval
 # each tile op's emitter lives with its family (pypto.codegen.tileops), its pto op name
 # with the op (pypto.ir.ops)
 # (the others: a tensor, a Ptr, a scalar read and an element write, handled where a kernel
-# assigns, evaluates or reads them)
+# assigns, evaluates or reads them; scatter_update, which ConvertTensorToTileOps lowers to
+# tile.scatter before any kernel reaches codegen)
 SUPPORTED_OPS = tuple(sorted(set(EMITTERS) | {"tile.store", "tile.alloc", "tile.read", "tile.write",
-                                              "tile.mscatter"}))
+                                              "tile.mscatter", "tile.scatter_update"}))
 
 PLANNERS = ("PYPTO", "DSA_RP", "PTOAS")
 
