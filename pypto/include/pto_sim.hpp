@@ -191,6 +191,10 @@ template <class C> inline C abs_(C x) { return x < C(0) ? C(-x) : x; }
 inline float math_exp(float x) { return __builtin_expf(x); }
 inline double math_exp(double x) { return __builtin_exp(x); }
 inline float math_log(float x) { return __builtin_logf(x); }
+inline float math_sin(float x) { return __builtin_sinf(x); }
+inline double math_sin(double x) { return __builtin_sin(x); }
+inline float math_cos(float x) { return __builtin_cosf(x); }
+inline double math_cos(double x) { return __builtin_cos(x); }
 inline double math_log(double x) { return __builtin_log(x); }
 inline float math_sqrt(float x) { return __builtin_sqrtf(x); }
 inline double math_sqrt(double x) { return __builtin_sqrt(x); }
@@ -206,6 +210,8 @@ PTO_UNARY(trelu, x > C(0) ? x : C(0))
 PTO_UNARY(tnot, C(~x))
 PTO_UNARY(texp, C(math_exp(x)))
 PTO_UNARY(tlog, C(math_log(x)))
+PTO_UNARY(tsin, C(math_sin(x)))
+PTO_UNARY(tcos, C(math_cos(x)))
 PTO_UNARY(tsqrt, C(math_sqrt(x)))
 PTO_UNARY(trsqrt, C(C(1) / math_sqrt(x)))
 PTO_UNARY(trecip, C(C(1) / x))

@@ -28,7 +28,7 @@ def _table() -> dict[str, OpSpec]:
     add("scalar", "tlrelu", "float")
     add("scalar", "tands tors txors tshls tshrs", "int")
     add("unary", "tabs tneg trelu")
-    add("unary", "texp tlog tsqrt trsqrt trecip", "float")
+    add("unary", "texp tlog tsqrt trsqrt trecip tsin tcos", "float")
     add("unary", "tnot", "int")
     add("rowreduce", "trowsum trowmax trowmin trowprod")
     add("colreduce", "tcolsum tcolmax tcolmin tcolprod")

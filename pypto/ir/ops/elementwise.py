@@ -11,16 +11,17 @@ BINARY = ("add", "sub", "mul", "div", "maximum", "minimum", "fmod", "rem",
 SCALAR_FORM = {"add": "adds", "sub": "subs", "mul": "muls", "div": "divs",
                "maximum": "maximums", "minimum": "minimums", "fmod": "fmods", "rem": "rems",
                "and_": "ands", "or_": "ors", "xor": "xors", "shl": "shls", "shr": "shrs"}
-UNARY = ("exp", "log", "sqrt", "rsqrt", "recip", "neg", "abs", "relu", "not_")
+UNARY = ("exp", "log", "sqrt", "rsqrt", "recip", "neg", "abs", "relu", "not_", "sin", "cos")
 SCRATCH = ("rsqrt", "recip")       # take an optional scratch tile and high_precision=
 SCALAR_ONLY = ("lrelu",)           # tile-scalar ops with no tile-tile form
 # bitwise: integer elements only, and no broadcast (a Python keyword gets a trailing _)
 INT_ONLY = ("and_", "or_", "xor", "shl", "shr", "not_")
 # the tile library's op for each (tile-scalar forms: the same name + "s")
 PTO = {"add": "tadd", "sub": "tsub", "mul": "tmul", "div": "tdiv", "maximum": "tmax",
-       "minimum": "tmin", "fmod": "tfmod", "rem": "trem", "and_": "tand", "or_": "tor", "xor": "txor", "shl": "tshl",
-       "shr": "tshr", "exp": "texp", "log": "tlog", "sqrt": "tsqrt", "rsqrt": "trsqrt",
-       "recip": "trecip", "neg": "tneg", "abs": "tabs", "relu": "trelu", "not_": "tnot"}
+       "minimum": "tmin", "fmod": "tfmod", "rem": "trem", "and_": "tand", "or_": "tor", "xor": "txor",
+       "shl": "tshl", "shr": "tshr", "exp": "texp", "log": "tlog", "sin": "tsin", "cos": "tcos",
+       "sqrt": "tsqrt", "rsqrt": "trsqrt", "recip": "trecip", "neg": "tneg", "abs": "tabs",
+       "relu": "trelu", "not_": "tnot"}
 
 
 def _binary(op):
@@ -57,7 +58,7 @@ def _scalar_binary(op):
     return infer
 
 
-FLOAT_ONLY = ("exp", "log", "sqrt", "rsqrt", "recip")
+FLOAT_ONLY = ("exp", "log", "sqrt", "rsqrt", "recip", "sin", "cos")
 _INT_SCALAR = {SCALAR_FORM[o] for o in INT_ONLY if o in SCALAR_FORM}
 
 
