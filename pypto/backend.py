@@ -26,18 +26,18 @@ class Chip:
 
 _KIB = 1024
 _ALIGN = {MemorySpace.Vec: 128, MemorySpace.Mat: 128, MemorySpace.Left: 64,
-          MemorySpace.Right: 64, MemorySpace.Acc: 128}
+          MemorySpace.Right: 64, MemorySpace.Acc: 128, MemorySpace.Bias: 64}
 
 CHIPS = {
     BackendType.Ascend910B: Chip(
         "a2a3",
         {MemorySpace.Vec: 184 * _KIB, MemorySpace.Mat: 512 * _KIB, MemorySpace.Left: 64 * _KIB,
-         MemorySpace.Right: 64 * _KIB, MemorySpace.Acc: 128 * _KIB},
+         MemorySpace.Right: 64 * _KIB, MemorySpace.Acc: 128 * _KIB, MemorySpace.Bias: 1 * _KIB},
         _ALIGN, 24, 48, False, False, 512),
     BackendType.Ascend950: Chip(
         "a5",
         {MemorySpace.Vec: 240 * _KIB, MemorySpace.Mat: 512 * _KIB, MemorySpace.Left: 64 * _KIB,
-         MemorySpace.Right: 64 * _KIB, MemorySpace.Acc: 256 * _KIB},
+         MemorySpace.Right: 64 * _KIB, MemorySpace.Acc: 256 * _KIB, MemorySpace.Bias: 4 * _KIB},
         _ALIGN, 36, 72, True, True, 128),
 }
 

@@ -8,10 +8,11 @@ mode shows them as `pl.TileView(...)`.
 | space | blayout   | slayout   | fractal |
 |-------|-----------|-----------|---------|
 | vec   | row_major | none_box  | 512     |  (a column vector [M, 1], M > 1: col_major)
-| mat   | col_major | row_major | 512     |  (NZ)
+| mat   | col_major | row_major | 512     |  (NZ; a single row [1, N]: row_major / none_box)
 | left  | row_major | row_major | 512     |  (a5: col_major / row_major)
 | right | row_major | col_major | 512     |
 | acc   | col_major | row_major | 1024    |
+| bias  | row_major | none_box  | 512     |  (one row: a matmul's per-column bias)
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ _FIXED = {
     MemorySpace.Mat: ("col_major", "row_major", 512),
     MemorySpace.Right: ("row_major", "col_major", 512),
     MemorySpace.Acc: ("col_major", "row_major", 1024),
+    MemorySpace.Bias: ("row_major", "none_box", 512),
 }
 _LEFT = {"a2a3": ("row_major", "row_major", 512), "a5": ("col_major", "row_major", 512)}
 
@@ -52,6 +54,9 @@ def tile_layout(t: TileType, arch: str = "a2a3") -> tuple[str, str, int]:
         return "row_major", "none_box", 512
     if space is MemorySpace.Left:
         return _LEFT[arch]
+    if space is MemorySpace.Mat and tile_rows_cols(t.shape)[0] == 1:
+        return "row_major", "none_box", 512      # one row (a bias on its way to Bias): ND
+
     if space in _FIXED:
         return _FIXED[space]
     raise ValueError(f"a tile in memory space {space!r} has no on-chip layout")

@@ -40,6 +40,7 @@ class MemorySpace(enum.Enum, metaclass=_DslEnum):
     Left = "left"
     Right = "right"
     Acc = "acc"
+    Bias = "bias"
 
 
 class PadValue(enum.Enum, metaclass=_DslEnum):

@@ -10,7 +10,7 @@ from pypto.ir.visit import defs, walk
 NAME = "ExpandMixedKernel"
 READS = ()
 
-_CUBE = {M.Mat, M.Left, M.Right, M.Acc}
+_CUBE = {M.Mat, M.Left, M.Right, M.Acc, M.Bias}
 
 
 def run(prog: Program, opts) -> Program:

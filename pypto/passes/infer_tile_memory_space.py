@@ -17,8 +17,9 @@ from pypto.passes.base import Namer
 NAME = "InferTileMemorySpace"
 READS = ("backend_type",)
 
-_PRODUCES = {"tile.matmul": M.Acc, "tile.matmul_acc": M.Acc}
-_OPERANDS = {"tile.matmul": (M.Left, M.Right), "tile.matmul_acc": (M.Acc, M.Left, M.Right)}
+_PRODUCES = {"tile.matmul": M.Acc, "tile.matmul_acc": M.Acc, "tile.matmul_bias": M.Acc}
+_OPERANDS = {"tile.matmul": (M.Left, M.Right), "tile.matmul_acc": (M.Acc, M.Left, M.Right),
+             "tile.matmul_bias": (M.Left, M.Right, M.Bias)}
 _KEEP = ("tile.load", "tile.move", "tile.create", "tile.store", "tile.alloc")
 
 
@@ -33,7 +34,7 @@ def run(prog: Program, opts) -> Program:
 
 
 def _paths(chip):
-    p = {(M.Mat, M.Left), (M.Mat, M.Right), (M.Acc, M.Mat), (M.Vec, M.Vec)}
+    p = {(M.Mat, M.Left), (M.Mat, M.Right), (M.Mat, M.Bias), (M.Acc, M.Mat), (M.Vec, M.Vec)}
     if chip.acc_to_vec:
         p.add((M.Acc, M.Vec))
     if chip.vec_to_mat:
@@ -136,7 +137,7 @@ class _Infer(Rewriter):
         where the chip has UB -> L1) goes through Mat first: matmul(matmul(a, b), c)
         moves the first result Acc -> Mat -> Left."""
         have = _space(v)
-        if target in (M.Left, M.Right) and (have, target) not in self.paths \
+        if target in (M.Left, M.Right, M.Bias) and (have, target) not in self.paths \
                 and (have, M.Mat) in self.paths:
             return self.move(v, M.Mat, s)
         return v

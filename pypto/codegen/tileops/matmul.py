@@ -1,4 +1,4 @@
-"""Emitters of the cube family: matmul and matmul_acc."""
+"""Emitters of the cube family: matmul, matmul_bias and matmul_acc."""
 from __future__ import annotations
 
 from pypto.codegen.common import fail
@@ -18,6 +18,13 @@ def matmul(k, v, c, span):
     left, right = k.tile(c.args[0], span), k.tile(c.args[1], span)
     check_spaces(c.op, [(left, M.Left), (right, M.Right)], span)
     k.op("tmatmul", [left, right], k.alloc(v, span), span)
+
+
+@emits("tile.matmul_bias")
+def matmul_bias(k, v, c, span):          # the bias row from the Bias buffer
+    left, right, bias = (k.tile(a, span) for a in c.args)
+    check_spaces(c.op, [(left, M.Left), (right, M.Right), (bias, M.Bias)], span)
+    k.op("tmatmul.bias", [left, right, bias], k.alloc(v, span), span)
 
 
 @emits("tile.matmul_acc")

@@ -6,7 +6,8 @@ from pypto.codegen.tileops import emits
 from pypto.ir import ops
 from pypto.ir.nodes import Const, MemorySpace as M, PadValue
 
-MOVE_PATHS = {"a2a3": {(M.Mat, M.Left), (M.Mat, M.Right), (M.Acc, M.Mat), (M.Vec, M.Vec)}}
+MOVE_PATHS = {"a2a3": {(M.Mat, M.Left), (M.Mat, M.Right), (M.Mat, M.Bias), (M.Acc, M.Mat),
+                      (M.Vec, M.Vec)}}
 MOVE_PATHS["a5"] = MOVE_PATHS["a2a3"] | {(M.Acc, M.Vec), (M.Vec, M.Mat)}
 
 

@@ -118,4 +118,4 @@ def is_tile_op(op: str) -> bool:
     return op.startswith("tile.")
 
 
-CUBE_OPS = {"tile.matmul", "tile.matmul_acc"}
+CUBE_OPS = {"tile.matmul", "tile.matmul_acc", "tile.matmul_bias"}

@@ -1,4 +1,4 @@
-"""The cube's operators: matmul and matmul_acc."""
+"""The cube's operators: matmul, matmul_acc and matmul_bias."""
 from __future__ import annotations
 
 from pypto import dtype as dt
@@ -68,6 +68,23 @@ def _matmul_acc(args, kw, span):
 
 
 
+def _matmul_bias(args, kw, span):
+    """lhs @ rhs + bias (a [1, N] row added to every row), in the accumulator's dtype."""
+    t = _matmul(args[:2], {}, span)
+    bias = _shaped("matmul_bias", args[2], span, (TileType,))
+    whole("matmul_bias", bias, span, "bias")
+    if tuple(bias.shape) != (1, t.shape[1]) or bias.dtype != t.dtype:
+        _err(f"matmul_bias: the bias is one {t.dtype} row of {t.shape[1]}, got {_tname(bias)}", span,
+             f"load it as pl.load(bias, [0, 0], [1, {t.shape[1]}], target_memory=pl.Mem.Mat)")
+    if bias.memory_space not in (None, MemorySpace.Mat, MemorySpace.Bias):
+        _err(f"matmul_bias: the bias reaches the cube from Mat (or Bias), not "
+             f"{bias.memory_space.name}", span, "load it with target_memory=pl.Mem.Mat")
+    return t
+
+
+reg("tile.matmul_bias", (3, 3), _matmul_bias, params=("lhs", "rhs", "bias"), pto="tmatmul.bias",
+    sig="pl.tile.matmul_bias(lhs, rhs, bias)  (lhs @ rhs plus the [1, N] bias in every row; the "
+        "bias goes Mat -> Bias)")
 for _ns in ("tensor", "tile"):
     reg(f"{_ns}.matmul", (2, 2), _matmul, ("out_dtype", "a_trans", "b_trans"), params=("lhs", "rhs"),
         sig="pl.matmul(lhs, rhs)  (tile level: Left x Right -> Acc; options out_dtype=, and on "
