@@ -525,6 +525,24 @@ template <class G, class T> inline void tstore_add(const GmPart<G>& p, const Til
     }
 }
 
+// ---------------------------------------------------------------- partial ops, prelu
+// pto.tpart*: over a's valid region, f(a, b) where b is valid too, a elsewhere.
+template <class T, class F> inline void part(const Tile<T>& d, const Tile<T>& a, const Tile<T>& b, F f, const char* site) {
+    same_valid(d, a, site);
+    using C = calc_t<T>;
+    for (int64_t i = 0; i < d.vr; ++i)
+        for (int64_t j = 0; j < d.vc; ++j)
+            d.row(i)[j] = (i < b.vr && j < b.vc) ? T(f(C(a.row(i)[j]), C(b.row(i)[j]))) : a.row(i)[j];
+}
+template <class T> inline void tpartadd(const Tile<T>& d, const Tile<T>& a, const Tile<T>& b, const char* s) { part(d, a, b, [](auto x, auto y) { return x + y; }, s); }
+template <class T> inline void tpartmul(const Tile<T>& d, const Tile<T>& a, const Tile<T>& b, const char* s) { part(d, a, b, [](auto x, auto y) { return x * y; }, s); }
+template <class T> inline void tpartmax(const Tile<T>& d, const Tile<T>& a, const Tile<T>& b, const char* s) { part(d, a, b, [](auto x, auto y) { return x > y ? x : y; }, s); }
+template <class T> inline void tpartmin(const Tile<T>& d, const Tile<T>& a, const Tile<T>& b, const char* s) { part(d, a, b, [](auto x, auto y) { return x < y ? x : y; }, s); }
+// pto.tprelu: x where x > 0, slope * x elsewhere, the slope per element.
+template <class T> inline void tprelu(const Tile<T>& d, const Tile<T>& a, const Tile<T>& slope, const char* site) {
+    map2(d, a, slope, B_FULL, [](auto x, auto y) { return x > decltype(x)(0) ? x : decltype(x)(x * y); }, site);
+}
+
 // ---------------------------------------------------------------- random
 // pto.trandom: Philox4x32 (7 or 10 rounds) keyed by (k0, k1); element p of the valid
 // region (row-major) is word p % 4 of the block for counter (c0..c3) + p / 4. The same

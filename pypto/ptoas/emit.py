@@ -368,6 +368,8 @@ _CALL_ARGS = {
     "scatter": lambda ins, op: ins[:2] if len(ins) == 2 else [ins[0], _mask_pattern(op)],
     "mscatter": lambda ins, op: ins[:2],
     "random": lambda ins, op: ins[:6] + [(op.attr("rounds") or "10").split(":")[0].strip()],
+    "part": lambda ins, op: ins[:2],
+    "prelu": lambda ins, op: ins[:2],        # (the scratch tile is the hardware's)
 }
 
 

@@ -56,6 +56,8 @@ def _table() -> dict[str, OpSpec]:
     add("scatter", "tscatter")
     add("mscatter", "mscatter")
     add("random", "trandom", "int")
+    add("part", "tpartadd tpartmul tpartmax tpartmin")
+    add("prelu", "tprelu", "float")
     add("cvt", "tcvt")
     add("mov", "tmov")
     add("trans", "ttrans")

@@ -38,6 +38,7 @@ ARITY = {
     "insert": ((3,), 1),
     "cmp": ((2,), 1), "cmps": ((2,), 1), "sel": ((3, 4), 1), "sels": ((4,), 1),
     "gather": ((1, 3), 1), "scatter": ((1, 2), 1), "mscatter": ((2,), 1), "random": ((6,), 1),
+    "part": ((2,), 1), "prelu": ((3,), 1),
 }
 # pto.tgather's mask form: #pto.mask_pattern<P...> -> (keep one column of every k, the first)
 MASK_PATTERNS = {"P0101": (2, 0), "P1010": (2, 1), "P0001": (4, 0), "P0010": (4, 1),
@@ -434,6 +435,8 @@ class Verifier:
         d = self.tile(op, outs[0], "result")
         if kind == "random":
             self.trandom(op, ins, d)
+        elif kind in ("part", "prelu"):
+            self.two_tiles(op, kind, ins, outs[0], d)
         elif kind == "gather":
             self.tgather(op, ins, outs[0], d)
         elif kind == "scatter":
@@ -479,6 +482,19 @@ class Verifier:
         if BY_MLIR[d.dtype].nbytes != BY_MLIR[src.dtype].nbytes or not _same(ds, want):
             raise self.error(op, f"tgather {name} of a {_shape_str(ss)} {src.dtype} tile gives "
                                  f"{_shape_str(want)} of the same width, not {_shape_str(ds)} {d.dtype}")
+
+    def two_tiles(self, op: Op, kind: str, ins: list[Value], out: Value, d: TileType) -> None:
+        """part_*: the result's valid region is the first source's; prelu: x, slope and the
+        scratch tile alike."""
+        for v in ins + [out]:
+            t = self.tile(op, v, "operand")
+            if t.loc != "vec" or t.dtype != d.dtype or (t.rows, t.cols) != (d.rows, d.cols):
+                raise self.error(op, f"{op.name} takes vec {d.dtype} tiles of one shape: %{v.name} is "
+                                     f"{t.loc} {t.dtype} {t.rows}x{t.cols}")
+        if kind == "prelu" and d.dtype not in FLOAT_DTYPES:
+            raise self.error(op, f"tprelu needs a float tile, not {d.dtype}")
+        if not _same(static_valid(out, self.defs), static_valid(ins[0], self.defs)):
+            raise self.error(op, f"{op.name}'s result is valid where its first operand is")
 
     def trandom(self, op: Op, ins: list[Value], d: TileType) -> None:
         """Six i32 seeds (key, counter) into a vec u32/i32 tile, on a5 only."""

@@ -69,3 +69,9 @@ def sel(k, v, c, span):
     elif len(c.args) > 3:
         ins.append(k.tile(c.args[3], span))
     k.op(ops.OPS[c.op].pto, ins, k.alloc(v, span), span)
+
+
+@emits(*(f"tile.{o}" for o in ops.PART), "tile.prelu")
+def two_tiles(k, v, c, span):            # part_*: src0, src1; prelu: x, slope (+ the scratch)
+    ins = [k.tile(x, span) for x in c.args]
+    k.op(ops.OPS[c.op].pto, ins, k.alloc(v, span), span)

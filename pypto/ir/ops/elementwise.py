@@ -127,6 +127,48 @@ for _ns in ("tensor", "tile"):
         aliases={"target_type": "dtype"},
         sig="pl.cast(x, pl.FP16)  (or target_type=pl.FP16; mode=\"round\" and the other round modes)")
 
+def _prelu(args, kw, span):
+    x, slope, tmp = (_shaped("prelu", a, span, (TileType,)) for a in args)
+    if not x.dtype.is_float:
+        _err(f"prelu needs a floating-point operand, got {x.dtype}", span)
+    for t, what in ((slope, "slope"), (tmp, "scratch tile")):
+        if t.dtype != x.dtype or tuple(t.shape) != tuple(x.shape):
+            _err(f"prelu: the {what} is {_tname(t)}, x is {_tname(x)}", span,
+                 f"the {what} has x's shape and dtype")
+    same_valid("prelu", x, slope, span)
+    return TileType(x.shape, x.dtype, x.memory_space, None, x.valid)
+
+
+PART = ("part_add", "part_mul", "part_max", "part_min")
+
+
+def _part(op):
+    def infer(args, kw, span):
+        """src0's valid region: op(src0, src1) where src1 is valid too, src0 elsewhere."""
+        a, b = _shaped(op, args[0], span), _shaped(op, args[1], span)
+        if type(a) is not type(b):
+            _err(f"{op}: cannot mix {_tname(a)} and {_tname(b)}", span, _MIX_HINT)
+        _check_dtype(op, a, b, span)
+        if tuple(a.shape) != tuple(b.shape) or len(a.shape) != 2:
+            _err(f"{op}: two 2-D operands of one shape, got {list(a.shape)} and {list(b.shape)}", span)
+        if a.valid is not None and None in a.valid or b.valid is not None and None in b.valid:
+            from pypto.errors import NotBuiltError
+            raise NotBuiltError(f"{op}: a valid shape known only at run time is not supported by "
+                                f"this pypto yet", span, "give the valid extents as constants")
+        return _same_kind(a, a.shape, a.dtype, valid_of(a))
+    return infer
+
+
+for _o in PART:
+    for _ns in ("tensor", "tile"):
+        reg(f"{_ns}.{_o}", (2, 2), _part(f"{_ns}.{_o}"), params=("src0", "src1"),
+            sig=f"pl.{_o}(src0, src1)  (over src0's valid region: the op where src1 is valid too, "
+                f"src0 elsewhere)", pto="t" + _o.replace("_", ""))
+
+reg("tile.prelu", (3, 3), _prelu, params=("x", "slope", "tmp"), pto="tprelu",
+    sig="pl.tile.prelu(x, slope, tmp)  (x if x > 0 else slope * x, the slope a tile of x's shape; "
+        "tmp a scratch tile like x)")
+
 # tile level only, as in the reference (pl.lrelu is pl.tile.lrelu)
 reg("tile.lrelu", (2, 2), _lrelu("tile.lrelu"), params=("x", "slope"),
     sig="pl.lrelu(x, slope)  (x if x > 0 else slope * x; float elements)", pto="tlrelu")
