@@ -525,6 +525,16 @@ template <class G, class T> inline void tstore_add(const GmPart<G>& p, const Til
     }
 }
 
+// pto.textract: the window of s at (r, c), as large as d, copied into d.
+template <class T>
+inline void textract(const Tile<T>& d, const Tile<T>& s, int64_t r, int64_t c, const char* site) {
+    if (r < 0 || c < 0 || r + d.rows > s.rows || c + d.cols > s.cols)
+        fail(site, "textract window [%lld, %lld) x [%lld, %lld) lies outside the %dx%d source", (long long)r,
+             (long long)(r + d.rows), (long long)c, (long long)(c + d.cols), s.rows, s.cols);
+    for (int64_t i = 0; i < d.vr; ++i)
+        for (int64_t j = 0; j < d.vc; ++j) d.row(i)[j] = s.row(r + i)[c + j];
+}
+
 // ---------------------------------------------------------------- partial ops, prelu
 // pto.tpart*: over a's valid region, f(a, b) where b is valid too, a elsewhere.
 template <class T, class F> inline void part(const Tile<T>& d, const Tile<T>& a, const Tile<T>& b, F f, const char* site) {

@@ -20,7 +20,7 @@ READS = ("backend_type",)
 _PRODUCES = {"tile.matmul": M.Acc, "tile.matmul_acc": M.Acc, "tile.matmul_bias": M.Acc}
 _OPERANDS = {"tile.matmul": (M.Left, M.Right), "tile.matmul_acc": (M.Acc, M.Left, M.Right),
              "tile.matmul_bias": (M.Left, M.Right, M.Bias)}
-_KEEP = ("tile.load", "tile.move", "tile.create", "tile.store", "tile.alloc")
+_KEEP = ("tile.load", "tile.move", "tile.create", "tile.store", "tile.alloc", "tile.extract")
 
 
 def run(prog: Program, opts) -> Program:

@@ -369,6 +369,7 @@ _CALL_ARGS = {
     "mscatter": lambda ins, op: ins[:2],
     "random": lambda ins, op: ins[:6] + [(op.attr("rounds") or "10").split(":")[0].strip()],
     "part": lambda ins, op: ins[:2],
+    "extract": lambda ins, op: ins[:3],
     "prelu": lambda ins, op: ins[:2],        # (the scratch tile is the hardware's)
 }
 

@@ -57,6 +57,7 @@ def _table() -> dict[str, OpSpec]:
     add("mscatter", "mscatter")
     add("random", "trandom", "int")
     add("part", "tpartadd tpartmul tpartmax tpartmin")
+    add("extract", "textract")
     add("prelu", "tprelu", "float")
     add("cvt", "tcvt")
     add("mov", "tmov")

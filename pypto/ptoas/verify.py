@@ -38,7 +38,7 @@ ARITY = {
     "insert": ((3,), 1),
     "cmp": ((2,), 1), "cmps": ((2,), 1), "sel": ((3, 4), 1), "sels": ((4,), 1),
     "gather": ((1, 3), 1), "scatter": ((1, 2), 1), "mscatter": ((2,), 1), "random": ((6,), 1),
-    "part": ((2,), 1), "prelu": ((3,), 1),
+    "part": ((2,), 1), "prelu": ((3,), 1), "extract": ((3,), 1),
 }
 # pto.tgather's mask form: #pto.mask_pattern<P...> -> (keep one column of every k, the first)
 MASK_PATTERNS = {"P0101": (2, 0), "P1010": (2, 1), "P0001": (4, 0), "P0010": (4, 1),
@@ -437,6 +437,8 @@ class Verifier:
             self.trandom(op, ins, d)
         elif kind in ("part", "prelu"):
             self.two_tiles(op, kind, ins, outs[0], d)
+        elif kind == "extract":
+            self.textract(op, ins, d)
         elif kind == "gather":
             self.tgather(op, ins, outs[0], d)
         elif kind == "scatter":
@@ -482,6 +484,22 @@ class Verifier:
         if BY_MLIR[d.dtype].nbytes != BY_MLIR[src.dtype].nbytes or not _same(ds, want):
             raise self.error(op, f"tgather {name} of a {_shape_str(ss)} {src.dtype} tile gives "
                                  f"{_shape_str(want)} of the same width, not {_shape_str(ds)} {d.dtype}")
+
+    def textract(self, op: Op, ins: list[Value], d: TileType) -> None:
+        """ins(src, row, col): a window of src copied into the result (same dtype)."""
+        s = self.tile(op, ins[0], "source")
+        if any(not isinstance(v.type, ScalarType) or v.type.name != "index" for v in ins[1:]):
+            raise self.error(op, "textract takes the window's row and column as index values")
+        if s.dtype != d.dtype:
+            raise self.error(op, f"textract copies {s.dtype} into {d.dtype}: use pto.tcvt first")
+        if (s.loc, d.loc) not in {("vec", "vec"), ("mat", "left"), ("mat", "right"), ("mat", "mat")}:
+            raise self.error(op, f"textract takes vec -> vec or mat -> left/right/mat, not "
+                                 f"{s.loc} -> {d.loc}")
+        for v, extent, size in zip(ins[1:], (s.rows, s.cols), (d.rows, d.cols)):
+            k = const_int(v, self.defs)
+            if size > extent or (k is not None and (k < 0 or k + size > extent)):
+                raise self.error(op, f"textract's {d.rows}x{d.cols} window lies outside the "
+                                     f"{s.rows}x{s.cols} source")
 
     def two_tiles(self, op: Op, kind: str, ins: list[Value], out: Value, d: TileType) -> None:
         """part_*: the result's valid region is the first source's; prelu: x, slope and the

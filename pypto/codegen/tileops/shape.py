@@ -66,3 +66,10 @@ class _Window:
     def __init__(self, src_type, space):
         from pypto.ir.nodes import TileType
         self.type = TileType(tuple(src_type.shape), src_type.dtype, space)
+
+
+@emits("tile.extract")
+def extract(k, v, c, span):              # a copy of the window (pto.textract)
+    src = k.tile(c.args[0], span)
+    r, col = (k.index_scalar(x, span) for x in c.args[1:3])
+    k.op("textract", [src, r, col], k.alloc(v, span), span)

@@ -210,3 +210,31 @@ def tuple_get_type(args, kw, span):
         _err(f"index {i.value} of a tuple of {len(t.types)} values", span)
     return t.types[i.value]
 
+
+
+def _extract(args, kw, span):
+    """A window of a tile copied into a tile of its own, in target_memory (Vec, or Mat ->
+    Left / Right for the cube)."""
+    src = _shaped("extract", args[0], span, (TileType,))
+    offs = _indices("extract", TupleExpr(list(args[1:3]), span), span)
+    shape = _dims("extract", args[3], span)
+    if len(src.shape) != 2 or len(shape) != 2:
+        _err(f"extract: a 2-D window of a 2-D tile, got {_tname(src)} and {shape}", span)
+    whole("extract", src, span)
+    for i, (s, d) in enumerate(zip(shape, src.shape)):
+        if s > d:
+            _err(f"extract: extent {s} of dim {i} is larger than the tile's {d}", span)
+    _check_window("extract", offs, shape, src.shape, span)
+    target = kw.get("target_memory", MemorySpace.Vec)
+    pairs = {(None, MemorySpace.Vec), (MemorySpace.Vec, MemorySpace.Vec), (MemorySpace.Mat, MemorySpace.Left),
+             (MemorySpace.Mat, MemorySpace.Right), (MemorySpace.Mat, MemorySpace.Mat)}
+    if (src.memory_space, target) not in pairs:
+        _err(f"extract: {getattr(src.memory_space, 'name', 'Vec')} -> {target.name} is not a path "
+             f"TEXTRACT takes (Vec -> Vec, Mat -> Left / Right / Mat)", span)
+    return TileType(tuple(shape), src.dtype, target)
+
+
+reg("tile.extract", (4, 4), _extract, ("target_memory",), params=("src", "index_row", "index_col", "shape"),
+    pto="textract",
+    sig="pl.tile.extract(src, row, col, [M, N], target_memory=pl.Mem.Vec)  (a copy of the window "
+        "at (row, col); Vec -> Vec, Mat -> Left / Right / Mat)")
