@@ -418,7 +418,7 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
     from pypto_pipeline.run import resolve_refs, run_steps   # doit, only when the graph must run
     from pypto_pipeline import explain
     before = explain.load_keys(out)     # this directory's last build, to say why tasks ran
-    preload()
+    preload(_unused_stages(opts, from_spec))
     own_progress = progress is None and _progress_env()
     if own_progress:
         from pypto_pipeline.progress import Progress
@@ -470,6 +470,12 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
     return Build(out, records, phases.read(meta["frontend"]).decode("utf-8"))
 
 
+def _unused_stages(opts: BuildOptions, from_spec: bool) -> tuple[str, ...]:
+    """The stages a compile with these options lays out no step of."""
+    skip = ("ptoas", "kernel", "orchestration") if opts.skip_ptoas else ()
+    return skip if from_spec else skip + ("specialize",)
+
+
 def _deferrable(phase: "_Phase") -> list[Step]:
     """The steps of a phase that nothing waits for: no step of the phase reads them
     and the plan does not read them to lay out the next one (the whole-program pass
@@ -511,7 +517,7 @@ def build_partial(prog_name: str, source: bytes, opts: BuildOptions, output_dir:
     next phase needs is built. The whole-compile record is neither read nor written."""
     from pypto_pipeline.run import run_steps
     store, out, t0, src = _begin(store, output_dir, source)
-    preload()
+    preload(_unused_stages(opts, from_spec))
     want = os.path.abspath(target) if target else None
     phases = _Phases(run_steps, store, out, jobs, progress, False)
     gen = plan(prog_name, Ref.blob(src), opts, out, store, from_spec, read=phases.read)
@@ -552,7 +558,8 @@ class _Phases:
 
     def __init__(self, run_steps, store, out: Path, jobs: int | None, progress, deep: bool):
         self.run_steps, self.store = run_steps, store
-        self.db, self.jobs = str(out / "report" / ".doit.db"), jobs or jobs_default()
+        # no doit database on disk: with serve_hits doit only sees what the store lacks
+        self.db, self.jobs = None, jobs or jobs_default()
         self.progress, self.deep = progress.record if progress else None, deep
         self.phases: list[list[Step]] = []
         self.producer: dict[str, int] = {}     # output digest -> index of its phase
@@ -626,6 +633,8 @@ class _Phases:
 # other options) and are removed, so the directory holds exactly one compile.
 _MANAGED_DIRS = ("passes_dump", "ptoas", "ptoas_passes", "kernels", "orchestration")
 _MANAGED_FILES = ("kernel_config.py", "compiled_meta.json", "report/perf_hints.log",
+                  "report/.doit.db",      # written by earlier versions
+
                   "report/diagnostics.log", "report/pipeline_profile.txt",
                   "report/pipeline_profile.json", "report/build_graph.svg",
                   "report/build_trace.json")

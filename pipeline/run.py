@@ -15,6 +15,7 @@ line through `pipeline.dodo_support`.
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import os
 import sys
@@ -24,8 +25,9 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Callable
 
+import doit.plugin
 from doit.cmd_base import TaskLoader2
-from doit.dependency import UptodateCalculator
+from doit.dependency import JsonDB, UptodateCalculator
 from doit.doit_cmd import DoitMain
 from doit.exceptions import TaskError
 from doit.globals import Globals
@@ -317,6 +319,38 @@ def to_task_dict(step: Step, store, ctx: BuildContext) -> dict:
 
 # -- doit plumbing ------------------------------------------------------------------
 
+class MemoryDB(JsonDB):
+    """doit's dependency database kept in memory for one run (backend "pypto-memory").
+    A compile with `serve_hits` hands doit only the steps the store's action cache
+    lacks, so a database on disk would only repeat what the store knows; this one
+    costs a dict per task instead of a file and its commits."""
+
+    def __init__(self, name, codec, *, module_name=None):
+        self.name, self.codec, self._db = name, codec, {}
+
+    def dump(self):
+        pass
+
+
+_BACKENDS = {"BACKEND": {"pypto-memory": f"{__name__}:MemoryDB"}}
+
+
+@functools.lru_cache(maxsize=None)
+def _entry_points_of(group: str) -> tuple:
+    from importlib.metadata import entry_points
+    return tuple(entry_points(group=group))
+
+
+def _cached_entry_points(*, group: str):
+    return _entry_points_of(group)
+
+
+# doit looks up its plugins' entry points (three scans of every installed
+# distribution's metadata) on each run, and a compile starts several runs: the
+# installed plugins do not change while the process runs, so one scan per group.
+doit.plugin.entry_points_impl = lambda: _cached_entry_points
+
+
 class _Loader(TaskLoader2):
     def __init__(self, task_dicts: list[dict], config: dict):
         super().__init__()
@@ -420,7 +454,7 @@ def _run_doit(task_dicts, loader_config, argv):
     saved_err, saved_dm = sys.stderr, Globals.dep_manager
     sys.stderr = tee
     try:
-        rc = DoitMain(loader, config_filenames=()).run(argv)
+        rc = DoitMain(loader, config_filenames=(), extra_config=_BACKENDS).run(argv)
     finally:
         sys.stderr = saved_err
         Globals.dep_manager = saved_dm
@@ -532,7 +566,7 @@ def run_steps(steps: list[Step], *, store, db_path: str | None, jobs: int = 1,
             ctx = BuildContext(store, level=level, bad=bad, deep=deep)
             reporter = _Reporter(ctx, stages, verbosity, on_record)
             config = {
-                "backend": "sqlite3",
+                "backend": "sqlite3" if db_path is not None else "pypto-memory",
                 "dep_file": os.fspath(db_path) if db_path is not None else ":memory:",
                 "verbosity": min(max(verbosity, 0), 2),
                 "reporter": reporter,

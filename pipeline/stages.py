@@ -71,12 +71,14 @@ class _StageFns(Mapping):
 STAGE_FNS = _StageFns()
 
 
-def preload() -> None:
-    """Import every stage module, and every pass, in this thread. Stage tasks run on
-    worker threads; two threads importing modules that import each other can hit
-    importlib's deadlock detection (_DeadlockError) if the first import happens there."""
+def preload(skip=()) -> None:
+    """Import every stage module (but those in `skip`, which the build will not run),
+    and every pass, in this thread. Stage tasks run on worker threads; two threads
+    importing modules that import each other can hit importlib's deadlock detection
+    (_DeadlockError) if the first import happens there."""
     for stage in STAGES:
-        STAGE_FNS[stage]
+        if stage not in skip:
+            STAGE_FNS[stage]
     from pypto.passes import ALL_PASSES
     for p in ALL_PASSES:
         p.module

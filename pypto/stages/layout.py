@@ -17,7 +17,7 @@ from pypto.backend import BackendType
 from pypto.codegen.config import meta_params, signature
 from pypto.diagnostics import perf_hints, render
 from pypto.ir.nodes import FunctionType, Program
-from pypto.stages.text import parse_bytes, print_bytes, warnings_bytes
+from pypto.stages.text import parse_bytes, print_bytes, remember, warnings_bytes
 
 
 def layout_stage(inputs: dict, options: dict) -> dict:
@@ -40,4 +40,6 @@ def layout_stage(inputs: dict, options: dict) -> dict:
                                               frozenset(diag["disabled"]))).encode("utf-8")
         if diag["phase"] == "post_pipeline":
             out["diagnostics"] = warnings_bytes(alone, diag)
+    if f.is_kernel:                # read-only from here on: the pto step may take it unparsed
+        remember(out["kernel"], alone)
     return out
