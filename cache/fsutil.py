@@ -83,6 +83,36 @@ def publish(chunks: Iterable[bytes], dest: Path, tmp_dir: Path, mode: int = 0o64
     return digest
 
 
+_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+
+
+def publish_bytes(data: bytes, dest, mode: int = 0o644) -> None:
+    """Write `data` to `dest` atomically (temp file next to it, then rename), with
+    exactly `mode`; not made durable (a copy that can always be made again). The
+    few system calls of `publish` without its buffering and hashing, for data
+    already in memory and already checked."""
+    dest = os.fspath(dest)
+    parent = os.path.dirname(dest)
+    tmp = _temp_name(parent)
+    try:
+        fd = os.open(tmp, _NEW, 0o600)
+    except FileNotFoundError:
+        os.makedirs(parent, exist_ok=True)
+        fd = os.open(tmp, _NEW, 0o600)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fchmod(fd, mode)           # exactly `mode`, whatever the umask
+        finally:
+            os.close(fd)
+        os.replace(tmp, dest)
+    except BaseException:
+        discard(tmp)
+        raise
+
+
 def file_holds(path, digest: str, executable: bool = False) -> bool:
     """The file at `path` holds exactly the object `digest`, with the x bit as asked:
     a target already in place need not be written again."""

@@ -77,8 +77,9 @@ class MemoryStore:
         return True
 
     # -- actions --
-    def get_action(self, key: str, verify: bool = True) -> dict | None:
-        # objects in memory are never damaged: `verify` changes nothing here
+    def get_action(self, key: str, verify: bool = True, present: bool = True) -> dict | None:
+        # objects in memory are never damaged: `verify` changes nothing here, and
+        # looking for them is cheap (`present` too)
         check_key(key)
         with self._mu:
             entry = self._actions.get(key)

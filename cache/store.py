@@ -23,7 +23,7 @@ from pathlib import Path
 from . import locks
 from .overlay import Overlay, cannot_write, warn_once
 from .counters import Counters, deferred
-from .fsutil import Mismatch, discard, publish, read_chunks, write_temp
+from .fsutil import Mismatch, discard, publish, publish_bytes, read_chunks, write_temp
 from .names import (CacheError, check_digest, check_key, check_manifest, digest_bytes,
                     is_digest, is_key, new_hasher)
 
@@ -183,38 +183,49 @@ class Store:
 
     def materialize(self, digest: str, dest, executable: bool = False) -> bool:
         path = self._obj(digest)
-        dest = Path(dest)
+        mode = 0o755 if executable else 0o644
         if (data := self._in_memory(digest)) is not None:
-            publish([data], dest, dest.parent, mode=0o755 if executable else 0o644,
-                    durable=False)
+            publish_bytes(data, dest, mode)
             return True
         try:
-            f = open(path, "rb")
+            fd = os.open(path, _RDONLY)
         except FileNotFoundError:
             return False
-        with f:
-            try:
+        try:
+            if os.fstat(fd).st_size <= _WHOLE:
+                # the common case, read at once: a few system calls a file, which is
+                # what serving an unchanged compile into a new directory costs
+                data = _read_fd(fd)
+                if digest_bytes(data) != digest:
+                    _drop_damaged(path, fd)
+                    return False
+                publish_bytes(data, dest, mode)
+                return True
+            with os.fdopen(os.dup(fd), "rb") as f:
                 # Temp file next to dest so the final rename stays on one filesystem.
                 # No fsync: a materialised copy can always be made again from the
                 # store; the rename alone keeps readers from seeing half a file.
-                publish(read_chunks(f), dest, dest.parent,
-                        mode=0o755 if executable else 0o644, expect=digest, durable=False)
-            except Mismatch:
-                _drop_damaged(path, f.fileno())
-                return False
+                publish(read_chunks(f), Path(dest), Path(dest).parent, mode=mode, expect=digest,
+                        durable=False)
+        except Mismatch:
+            _drop_damaged(path, fd)
+            return False
+        finally:
+            os.close(fd)
         return True
 
     # -- actions --
-    def get_action(self, key: str, verify: bool = True) -> dict | None:
+    def get_action(self, key: str, verify: bool = True, present: bool = True) -> dict | None:
         """The manifest under `key` if every object it names is in the store: hashed
         (`verify`), or only found, for a caller that reads or copies each object with
-        a check of its own (get_bytes, materialize) and would notice damage there."""
+        a check of its own (get_bytes, materialize) and would notice damage there; or,
+        with `present=False`, not even looked for (the caller reads every one of them)."""
         path = self._act(key)
         if self._overlay is not None and (raw := self._overlay.get_action(key)) is not None:
             return json.loads(raw)
         manifest, mtime = _load_manifest(path)
-        present = self.verify if verify else self.has
-        if manifest is None or not all(present(d) for d in set(manifest["outputs"].values())):
+        found = self.verify if verify else self.has
+        if manifest is None or (present and not all(found(d) for d in set(manifest["outputs"].values()))):
             self._counters.bump("misses")
             return None
         self._counters.bump("hits")
@@ -399,6 +410,7 @@ def _syncfs(root: Path) -> None:
 # raw descriptors: a lookup reads thousands of small files per build, and the
 # buffered file object costs more than the read itself
 _RDONLY = os.O_RDONLY | os.O_CLOEXEC
+_WHOLE = 64 << 20          # objects up to this size are copied in one read and one write
 
 
 def _read_fd(fd: int) -> bytes:

@@ -5,17 +5,19 @@ through doit against a `cache.Store`; `dodo_support` yields the same task dicts
 for a dodo.py. The stage list that uses the compiler lives in `stages` and is
 not imported here (the engine knows nothing about pypto).
 """
-from .graph import STAGES, GraphError, Ref, Step, impl_digest, step_key
+import importlib
 
+_GRAPH = {"STAGES", "GraphError", "Ref", "Step", "impl_digest", "step_key"}
 _RUN = {"InputUnavailable", "RunResult", "StepFailed", "TaskRecord", "run_phased", "run_steps",
         "to_task_dict"}
 
 
 def __getattr__(name):
-    # `run` imports doit (~0.1 s); a compile served whole from the store never needs it
-    if name in _RUN:
-        from . import run
-        return getattr(run, name)
+    # imported on first use: `run` imports doit (~0.1 s), and a compile served whole
+    # from the store (pipeline/served.py) needs neither it nor the graph
+    if name in _GRAPH or name in _RUN:
+        module = importlib.import_module(f".{'graph' if name in _GRAPH else 'run'}", __name__)
+        return getattr(module, name)
     raise AttributeError(f"module 'pipeline' has no attribute {name!r}")
 
 __all__ = ["STAGES", "GraphError", "Ref", "Step", "impl_digest", "step_key",

@@ -13,40 +13,15 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from pypto_pipeline.graph import Ref, Step
+from pypto_pipeline.options import Build, BuildOptions  # noqa: F401 - part of this module's API
+from pypto_pipeline.outputs import (MANAGED_DIRS, MANAGED_FILES, finish,  # noqa: F401
+                                    remove_stale, write_profile, write_report)
+from pypto_pipeline.served import materialize_all, program_key, serve
 from pypto_pipeline.stages import STAGE_FNS, preload, ptoas_dump_names, stage_impl
 from pypto.passes import FUNCTION_LOCAL as _LOCAL
-
-
-@dataclass(frozen=True)
-class BuildOptions:
-    """Everything the graph reads, already validated and normalised by ir.compile."""
-    platform: str = "a2a3sim"
-    backend_type: str = "Ascend910B"
-    arch: str = "a2a3"
-    dump: str = "concise"              # none | concise | explicit
-    skip_ptoas: bool = False
-    verify: str = "basic"              # none | basic | roundtrip
-    memory_planner: str = "PYPTO"
-    emit_loc: bool = True
-    dump_ptoas_passes: bool = False
-    profiling: bool = False
-    analyze_auto_scopes_for_deps: bool = False
-    l0c_double_buffer: bool = False
-    diag_phase: str = "pre_pipeline"   # none | pre_pipeline | post_pass | post_pipeline
-    disabled: tuple = ("UnusedControlFlowResult",)
-    runtime: str = "tensormap_and_ringbuffer"
-    passes: tuple = ()                 # (name, module, reads) of the passes to run
-
-
-@dataclass
-class Build:
-    output_dir: Path
-    records: list = field(default_factory=list)
-    frontend: str = ""                 # the program before any pass (printed)
 
 
 # impl digest -> (stage, extra): what report/explain.json breaks a code change down by
@@ -357,18 +332,6 @@ def jobs_default() -> int:
     return os.cpu_count() or 1
 
 
-def program_key(source_digest: str, opts: BuildOptions, from_spec: bool) -> str:
-    """Key of a whole compile: its input, its options and the code of every stage.
-    A hit means every task of the graph would be a cache hit."""
-    from dataclasses import asdict
-    from pypto_pipeline.graph import impl_digest
-    impls = [stage_impl(s) for s in ("specialize", "frontend", "layout", "pto", "ptoas", "kernel",
-                                     "orchestration", "config")]
-    impls += [stage_impl("pass", module) for _, module, _ in opts.passes]
-    return impl_digest("pypto-program/1", source_digest, str(from_spec),
-                       json.dumps(asdict(opts), sort_keys=True, default=str), *impls)
-
-
 def _relative(out: Path, target: str) -> str:
     return os.path.relpath(target, out)
 
@@ -396,25 +359,19 @@ def _one_compile(fn):
 @_one_compile
 def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *,
           from_spec: bool = False, store=None, jobs: int | None = None,
-          progress=None) -> Build:
+          progress=None, damaged: bool | None = None) -> Build:
     """Run the whole graph for one program, phase by phase; return what it built.
 
-    Fast path: when the whole compile's key hits, its recorded artifacts are
-    materialised without laying out the graph (every task would be a hit anyway),
-    and the report lists each task as cached."""
+    Fast path (pipeline/served.py): when the whole compile's key hits, its recorded
+    artifacts are materialised without laying out the graph. `damaged` says that a
+    caller already tried it (True: it met missing or damaged objects)."""
+    if damaged is None:
+        served, damaged = serve(source, opts, output_dir, from_spec=from_spec, store=store,
+                                progress=progress)
+        if served is not None:
+            return served
     store, out, t0, src = _begin(store, output_dir, source)
     pkey = program_key(src, opts, from_spec)
-    hit = store.get_action(pkey, verify=False)   # materialising checks every object
-    damaged = False
-    if hit is not None:
-        frontend = store.get_bytes(hit["meta"]["frontend"])
-        if frontend is not None and _materialize_all(store, out, hit):
-            records = [_Cached(name, stage) for name, stage in hit["tasks"]]
-            if progress is not None:
-                progress.served_whole(len(records))
-            _finish(out, opts, records, set(hit["outputs"]), t0, {"ran": [], "cached": len(records)})
-            return Build(out, records, frontend.decode("utf-8"))
-        damaged = True                 # an object it names is gone: check every one
     from pypto_pipeline.run import resolve_refs, run_steps   # doit, only when the graph must run
     from pypto_pipeline import explain
     before = explain.load_keys(out)     # this directory's last build, to say why tasks ran
@@ -463,7 +420,7 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
     outputs[explain.KEYS_FILE] = store.put_bytes(keys)
     store.materialize(outputs[explain.KEYS_FILE], out / explain.KEYS_FILE)
     why = explain.explain(records, phases.parts, before, impls)
-    _finish(out, opts, records, set(outputs), t0, why, phases.edges)
+    finish(out, opts.profiling, records, set(outputs), t0, why, phases.edges)
     store.put_action(pkey, {"outputs": outputs, "executable": sorted(executable),
                             "tasks": [[r.name, r.stage] for r in records], "meta": meta})
     store.sync()                       # this build's results, durable once
@@ -628,102 +585,10 @@ class _Phases:
         return list(self._records.values())
 
 
-# What a compile writes into its output directory; files in these places that the
-# current compile did not write belong to an earlier compile (another program, or
-# other options) and are removed, so the directory holds exactly one compile.
-_MANAGED_DIRS = ("passes_dump", "ptoas", "ptoas_passes", "kernels", "orchestration")
-_MANAGED_FILES = ("kernel_config.py", "compiled_meta.json", "report/perf_hints.log",
-                  "report/.doit.db",      # written by earlier versions
-
-                  "report/diagnostics.log", "report/pipeline_profile.txt",
-                  "report/pipeline_profile.json", "report/build_graph.svg",
-                  "report/build_trace.json")
-
-
 def _impl_files(impls) -> dict[str, dict[str, str]]:
     """impl digest -> {source file: digest}, for the impls of this build's steps."""
     from pypto_pipeline.stages import impl_files
     return {impl: impl_files(*_IMPL_OF[impl]) for impl in sorted(impls) if impl in _IMPL_OF}
-
-
-def _finish(out: Path, opts: BuildOptions, records, written: set[str], t0: float,
-            why: dict, edges=None) -> None:
-    """The report files, then the removal of what an earlier compile left behind.
-    Without `edges` (a compile served whole from the store) there are no pictures of
-    the build (nothing ran); those of an earlier build here are removed."""
-    from pypto_pipeline import explain
-    total = time.perf_counter() - t0
-    write_report(out, records, total)
-    explain.write_explain(out, why)
-    if edges is not None:         # the pictures of a build that ran (the C encoder: no indent)
-        from pypto_pipeline import picture
-        _write_text(out / "report" / "build_trace.json",
-                    json.dumps(picture.chrome_trace(records, _start(records))))
-        _write_text(out / "report" / "build_graph.svg", picture.graph_svg(records, sorted(set(edges))))
-    if opts.profiling:
-        write_profile(out, records, total)
-        written = written | {"report/pipeline_profile.txt", "report/pipeline_profile.json"}
-    if edges is not None:
-        written = written | {"report/build_graph.svg", "report/build_trace.json"}
-    remove_stale(out, written)
-
-
-def _start(records) -> float:
-    starts = [r.started for r in records if getattr(r, "started", 0.0)]
-    return min(starts) if starts else 0.0
-
-
-def _write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
-def remove_stale(out: Path, written: set[str]) -> list[str]:
-    """Delete the files of earlier compiles in `out` that this one did not write
-    (only in the places a compile writes to); returns their relative paths."""
-    stale = [rel for rel in _MANAGED_FILES if rel not in written and (out / rel).is_file()]
-    for top in _MANAGED_DIRS:
-        for dirpath, _dirs, files in os.walk(out / top):
-            for f in files:
-                rel = os.path.relpath(os.path.join(dirpath, f), out)
-                if rel not in written:
-                    stale.append(rel)
-    for rel in stale:
-        try:
-            os.unlink(out / rel)
-        except FileNotFoundError:
-            pass
-    for top in _MANAGED_DIRS:          # and the folders that are now empty
-        for dirpath, _dirs, _files in sorted(os.walk(out / top), key=lambda w: -len(w[0])):
-            try:
-                os.rmdir(dirpath)
-            except OSError:
-                pass
-    return sorted(stale)
-
-
-@dataclass(frozen=True)
-class _Cached:
-    """The record of a task served by the whole-compile fast path."""
-    name: str
-    stage: str
-    status: str = "cached"
-    seconds: float = 0.0
-
-
-def _materialize_all(store, out: Path, manifest: dict) -> bool:
-    """Every recorded artifact into `out`, each checked against its digest."""
-    from pypto_cache import file_holds
-    exe = set(manifest.get("executable", ()))
-    for rel, digest in manifest["outputs"].items():
-        path = os.path.join(out, rel)
-        # the same directory again: a file that already holds it stays (a read is
-        # cheaper than writing it anew)
-        if not file_holds(path, digest, rel in exe) and \
-                not store.materialize(digest, path, executable=rel in exe):
-            return False
-    return True
 
 
 def diagnostics_reports(read, found) -> dict[str, bytes]:
@@ -747,36 +612,3 @@ def diagnostics_reports(read, found) -> dict[str, bytes]:
     return {rel: "".join(parts).encode("utf-8") for rel, parts in files.items()}
 
 
-def write_profile(out: Path, records, total: float) -> None:
-    """report/pipeline_profile.{json,txt}: time per stage and per task, cached tasks marked."""
-    stages: dict[str, dict] = {}
-    for r in records:
-        st = stages.setdefault(r.stage, {"seconds": 0.0, "tasks": 0, "ran": 0, "cached": 0})
-        st["seconds"] += r.seconds
-        st["tasks"] += 1
-        st[r.status] = st.get(r.status, 0) + 1
-    data = {"total_seconds": round(total, 6),
-            "stages": {k: dict(v, seconds=round(v["seconds"], 6)) for k, v in stages.items()},
-            "tasks": [{"name": r.name, "stage": r.stage, "status": r.status,
-                       "seconds": round(r.seconds, 6)} for r in records]}
-    (out / "report" / "pipeline_profile.json").write_text(json.dumps(data, indent=1) + "\n")
-    lines = [f"compile: {total:.3f} s wall, {len(records)} tasks "
-             f"({sum(r.status == 'ran' for r in records)} ran, "
-             f"{sum(r.status == 'cached' for r in records)} cached)", "", "per stage:"]
-    for k, v in sorted(stages.items(), key=lambda kv: -kv[1]["seconds"]):
-        lines.append(f"  {k:14s} {v['seconds']:8.3f} s  {v['tasks']:4d} tasks  "
-                     f"({v['ran']} ran, {v['cached']} cached)")
-    lines += ["", "per task:"]
-    for r in sorted(records, key=lambda r: -r.seconds):
-        mark = "" if r.status == "ran" else "  [cached]"
-        lines.append(f"  {r.seconds:8.3f} s  {r.stage:14s} {r.name}{mark}")
-    (out / "report" / "pipeline_profile.txt").write_text("\n".join(lines) + "\n")
-
-
-def write_report(out: Path, records, total: float) -> None:
-    rows = [{"name": r.name, "stage": r.stage, "status": r.status, "seconds": round(r.seconds, 6)}
-            for r in records]
-    # one task per line, each encoded by json's C encoder (indent= would use the
-    # pure-Python one: milliseconds for a thousand tasks on every compile)
-    _write_text(out / "report" / "tasks.json",
-                "[\n" + ",\n".join(map(json.dumps, rows)) + ("\n]\n" if rows else "]\n"))

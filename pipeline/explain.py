@@ -11,7 +11,10 @@ import json
 import os
 from pathlib import Path
 
-from .graph import Step, fn_id
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .graph import Step
 
 KEYS_FILE = "report/keys.json"
 EXPLAIN_FILE = "report/explain.json"
@@ -19,6 +22,7 @@ EXPLAIN_FILE = "report/explain.json"
 
 def key_parts(step: Step, inputs: dict[str, str]) -> dict:
     """What a step's key is made of, readable: its inputs' digests by name."""
+    from .graph import fn_id
     return {"stage": step.stage, "fn": fn_id(step.fn), "impl": step.impl,
             "options": step.options, "outputs": sorted(step.outputs),
             "inputs": dict(sorted(inputs.items()))}

@@ -19,6 +19,8 @@ from typing import Callable, Iterable
 
 import xxhash
 
+from .digest import impl_digest  # noqa: F401 - part of this module's API
+
 # Bump when the meaning of a key changes (fields added, encoding changed): every
 # old action entry then simply stops matching.
 KEY_SCHEMA = "pypto-step-key/1"
@@ -68,12 +70,6 @@ class Step:
     targets: dict[str, str] = field(default_factory=dict)
     executable: tuple[str, ...] = ()
     doc: str = ""
-
-
-def _field(h, text: str) -> None:
-    b = text.encode("utf-8")
-    h.update(len(b).to_bytes(8, "little"))
-    h.update(b)
 
 
 def canonical_options(options: dict) -> str:
@@ -127,26 +123,6 @@ def step_key(step: Step, input_digests: dict[str, str]) -> str:
         parts.append(_enc(name))
         parts.append(_enc(input_digests[name]))
     return xxhash.xxh3_128_hexdigest(b"".join(parts))
-
-
-def impl_digest(*parts) -> str:
-    """Digest of the code implementing a stage, from any mix of functions, classes,
-    modules (their source text), paths (file bytes) and plain strings (e.g. a tool's
-    version line). Compute it once per process: it reads source files."""
-    h = xxhash.xxh3_128()
-    for part in parts:
-        if isinstance(part, Path):
-            _field(h, "file")
-            b = part.read_bytes()
-            h.update(len(b).to_bytes(8, "little"))
-            h.update(b)
-        elif isinstance(part, str):
-            _field(h, "str")
-            _field(h, part)
-        else:
-            _field(h, "src:" + fn_id(part) if not inspect.ismodule(part) else "mod:" + part.__name__)
-            _field(h, inspect.getsource(part))
-    return h.hexdigest()
 
 
 # -- validation ---------------------------------------------------------------

@@ -22,7 +22,10 @@ from pathlib import Path
 
 import xxhash
 
-from pypto_pipeline.closure import ContentFacts, Facts
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:     # the closure walker is imported only when a file must be read
+    from pypto_pipeline.closure import Facts
 
 VERSION = 1
 RACY_NS = 2_000_000_000
@@ -54,7 +57,7 @@ class ImplIndex:
         self.code = code
         name = xxhash.xxh3_64_hexdigest(json.dumps(self.packages, sort_keys=True).encode())
         self.path = Path(folder if folder is not None else default_dir()) / f"{name}.json"
-        self._content = ContentFacts()
+        self._content = None               # closure.ContentFacts, made when first needed
         self.files: dict[str, dict] = {}
         self.stages: dict[str, str] = {}
         self.extra: dict[str, object] = {}    # other cached facts (the compiler's identity)
@@ -127,11 +130,15 @@ class ImplIndex:
         entry = self.files.get(key)
         if entry is None or entry["module"] != module:
             st = os.stat(path)           # before reading: a later edit changes the signature
+            if self._content is None:
+                from pypto_pipeline.closure import ContentFacts
+                self._content = ContentFacts()
             f = self._content.facts(path, module)
             entry = {"sig": _sig(st), "module": module, "digest": f.digest,
                      "imports": list(f.imports), "dynamic": list(f.dynamic)}
             self.files[key] = entry
             self.dirty = True
+        from pypto_pipeline.closure import Facts
         return Facts(entry["digest"], tuple(entry["imports"]), tuple(entry["dynamic"]))
 
     # -- stage digests

@@ -22,20 +22,22 @@ import os
 import sys
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
-from pypto_pipeline.graph import impl_digest
+from pypto_pipeline.digest import impl_digest
 
 SCHEMA = "pypto-impl/1"
 
 
-@dataclass(frozen=True)
 class StageCode:
-    module: str                    # under pypto.stages
-    fn: str
-    headers: tuple[str, ...] = ()  # roots in pypto/include it compiles against
-    compiler: bool = False         # runs the C++ compiler
+    """Where a stage's code is: its module under pypto.stages, its function, the
+    headers (roots in pypto/include) it compiles against, whether it runs the C++
+    compiler."""
+    __slots__ = ("module", "fn", "headers", "compiler")
+
+    def __init__(self, module: str, fn: str, headers: tuple[str, ...] = (),
+                 compiler: bool = False):
+        self.module, self.fn, self.headers, self.compiler = module, fn, headers, compiler
 
 
 STAGES = {

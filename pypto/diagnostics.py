@@ -14,9 +14,7 @@ from pypto.ir.nodes import (Assign, Call, Eval, For, FunctionType, If, MemorySpa
                             Program, PtrType, Return, Var)
 from pypto.ir.visit import defs, stmt_uses, walk
 
-WARNINGS = ("UnusedVariable", "UnusedControlFlowResult", "OutParamWriteDropped")
-HINTS = ("TileInnermostDimGranularity", "LoopInvariantLoad", "UBUnderused", "SmallKernel")
-DEFAULT_DISABLED = frozenset({"UnusedControlFlowResult"})
+from pypto.ir.options import DEFAULT_DISABLED, HINTS, WARNINGS  # noqa: F401 - named here too
 
 _SMALL_KERNEL_BYTES = 16 * 1024       # moving less than this, a launch (~µs) dominates
 _UB_USED_FRACTION = 1 / 16            # below this share of UB, tiles are needlessly small

@@ -55,9 +55,8 @@ def build_options(*, strategy=OptimizationStrategy.Default, dump_passes=True,
                   distributed_config=None, analyze_auto_scopes_for_deps=False,
                   emit_source_loc=None, dump_ptoas_passes=False, runtime=None):
     """Normalise ir.compile's options into the graph's BuildOptions."""
-    from pypto_pipeline.driver import BuildOptions
-    from pypto.passes import pipeline
-    from pypto.passes.base import PassOptions
+    from pypto_pipeline.options import BuildOptions
+    from pypto.passes import selected
     coerce(OptimizationStrategy, strategy, "strategy")
     if isinstance(dump_passes, bool):
         dump = PassDumpLevel.CONCISE if dump_passes else PassDumpLevel.NONE
@@ -78,7 +77,7 @@ def build_options(*, strategy=OptimizationStrategy.Default, dump_passes=True,
         env = os.environ.get("PYPTO_WARNING_LEVEL", "").strip().lower()
         diagnostic_phase = env if env in ("none", "post_pass", "post_pipeline") else "pre_pipeline"
     phase = coerce(DiagnosticPhase, diagnostic_phase, "diagnostic_phase")
-    from pypto.diagnostics import DEFAULT_DISABLED, HINTS, WARNINGS
+    from pypto.ir.options import DEFAULT_DISABLED, HINTS, WARNINGS
     if disabled_diagnostics is None:
         disabled = set(DEFAULT_DISABLED)
     else:
@@ -94,18 +93,18 @@ def build_options(*, strategy=OptimizationStrategy.Default, dump_passes=True,
         _not_yet("distributed_config", distributed_config, "distributed (HOST-level) compilation")
     rt = coerce(RuntimeKind, runtime or RuntimeKind.TENSORMAP_AND_RINGBUFFER, "runtime")
     emit_loc = _truthy("PYPTO_EMIT_PTO_LOC", True) if emit_source_loc is None else bool(emit_source_loc)
-    popts = PassOptions(backend_type=backend, memory_planner=planner.value,
-                        l0c_double_buffer=bool(enable_pypto_l0c_double_buffer))
+    l0c_double_buffer = bool(enable_pypto_l0c_double_buffer)
     from pypto_pipeline.stages import pass_reads     # kept with the impl index: no pass imported
     reads = pass_reads()
-    passes = tuple((p.name, p.module_name, reads[p.name]) for p in pipeline(popts))
+    passes = tuple((p.name, p.module_name, reads[p.name])
+                   for p in selected(planner.value, l0c_double_buffer))
     return BuildOptions(platform=platform, backend_type=backend.value, arch=chip(backend).arch,
                         dump=dump.name.lower(), skip_ptoas=bool(skip_ptoas), verify=verify.value,
                         memory_planner=planner.value, emit_loc=emit_loc,
                         dump_ptoas_passes=bool(dump_ptoas_passes), profiling=bool(profiling),
                         diag_phase=phase.value, disabled=tuple(sorted(disabled)),
                         analyze_auto_scopes_for_deps=bool(analyze_auto_scopes_for_deps),
-                        l0c_double_buffer=popts.l0c_double_buffer, runtime=rt.value, passes=passes)
+                        l0c_double_buffer=l0c_double_buffer, runtime=rt.value, passes=passes)
 
 
 def compile(program, *, output_dir=None, strategy=OptimizationStrategy.Default, dump_passes=True,
@@ -225,17 +224,22 @@ def _user_error(fn):
 
 @_user_error
 def _run(name, source: bytes, opts, output_dir, *, program, from_spec):
-    from pypto_pipeline.driver import build
+    from pypto_pipeline.served import serve
     from pypto.runtime.compiled import CompiledProgram
     out = Path(output_dir) if output_dir is not None else default_output_dir(name)
     out.mkdir(parents=True, exist_ok=True)
-    result = build(name, source, opts, out, from_spec=from_spec)
+    result, damaged = serve(source, opts, out, from_spec=from_spec)   # unchanged: no graph
+    if result is None:
+        from pypto_pipeline.driver import build
+        result = build(name, source, opts, out, from_spec=from_spec, damaged=damaged)
     if program is None and from_spec and result.frontend:   # @pl.jit: the specialised, pre-pass IR
         from pypto.language import parse
         program = parse(result.frontend, filename="<ir>")
     if opts.skip_ptoas:
         return SkippedPtoas(out, program, result)
-    return CompiledProgram(out, program=program)
+    # the artifacts were just built, or checked against their digests: the metadata is
+    # read when the program is first used
+    return CompiledProgram(out, program=program, check=False)
 
 
 class SkippedPtoas:
@@ -326,11 +330,12 @@ def _program_input(program, **options):
     _check_identifier(program.name, "the program")
     for f in program.functions:
         _check_identifier(f.name, f"function of program {program.name!r}")
-    _refuse_lowered(program)
+    text = print_program(program).encode("utf-8")
+    if b"pl.MemRef(" in text or b"tile.alloc(" in text:   # what a lowered program prints
+        _refuse_lowered(program)
     opts = build_options(**options)
     if not opts.skip_ptoas:
         _need_orchestration(program)
-    text = print_program(program).encode("utf-8")
     # the graph's frontend parses exactly this text: in this process it may take a copy
     # of the program instead (an unused entry is dropped when the compile ends)
     from pypto.stages.text import remember_copy

@@ -48,6 +48,12 @@ class DiagnosticCheck(enum.Enum):
     SmallKernel = "SmallKernel"
 
 
+# the checks by kind (pypto.diagnostics runs them), and those off unless asked for
+WARNINGS = ("UnusedVariable", "UnusedControlFlowResult", "OutParamWriteDropped")
+HINTS = ("TileInnermostDimGranularity", "LoopInvariantLoad", "UBUnderused", "SmallKernel")
+DEFAULT_DISABLED = frozenset({"UnusedControlFlowResult"})
+
+
 def coerce(enum_cls, value, param: str):
     """Accept an enum member, its name or its value; anything else is a ValueError
     naming the parameter and the valid choices."""

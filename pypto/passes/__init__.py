@@ -12,7 +12,10 @@ from __future__ import annotations
 import copy
 import importlib
 
-from pypto.passes.base import PassOptions
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:     # the options' module (and the op tables) load with the first pass
+    from pypto.passes.base import PassOptions
 
 # (name, module under pypto.passes), in pipeline order; each module defines
 # NAME (checked against this table on load), READS and run(prog, opts)
@@ -106,14 +109,19 @@ def by_name(name: str) -> Pass:
 
 
 def pipeline(opts: PassOptions) -> list[Pass]:
-    """The passes Default runs for these options (the planner decides which
-    memory passes run; DoubleBufferAcc runs only with l0c_double_buffer)."""
+    """The passes Default runs for these options."""
+    return selected(opts.memory_planner, opts.l0c_double_buffer)
+
+
+def selected(memory_planner: str, l0c_double_buffer: bool) -> list[Pass]:
+    """The passes Default runs: the planner decides which memory passes run;
+    DoubleBufferAcc runs only with l0c_double_buffer."""
     skip = set()
-    if not opts.l0c_double_buffer:
+    if not l0c_double_buffer:
         skip.add("DoubleBufferAcc")
-    if opts.memory_planner in ("DSA_RP", "PTOAS"):
+    if memory_planner in ("DSA_RP", "PTOAS"):
         skip.add("MemoryReuse")
-    if opts.memory_planner == "PTOAS":
+    if memory_planner == "PTOAS":
         skip.add("AllocateMemoryAddr")
     return [p for p in ALL_PASSES if p.name not in skip]
 

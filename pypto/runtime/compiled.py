@@ -4,13 +4,17 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .artifacts import (COMPILED_META, KERNEL_CONFIG, ChipCallable, kernel_table,
-                        load_chip_callable, read_kernel_config, read_meta)
-from .config import PLATFORMS, RunConfig, backend_for_platform, runtime_kind_name
-from .errors import ArtifactError
-from .tensors import Param, is_numpy_array, is_torch_tensor, parse_params
+if TYPE_CHECKING:
+    from .artifacts import ChipCallable
+    from .config import RunConfig
+    from .tensors import Param
+
+# what CompiledProgram reads from the output directory's metadata (on first use)
+_META = frozenset({"meta", "kernel_config", "params", "param_names", "output_indices",
+                   "has_return", "runtime_config", "runtime_name", "platform", "backend_type",
+                   "orchestration_names"})
 
 
 class CompiledProgram:
@@ -22,22 +26,37 @@ class CompiledProgram:
     worker, otherwise on a one-shot worker.
     """
 
-    def __init__(self, output_dir, *, program: Any = None):
+    def __init__(self, output_dir, *, program: Any = None, check: bool = True):
+        """`check=False`: read the metadata when it is first needed (ir.compile's
+        artifacts were just built or checked against their digests)."""
         self.output_dir = Path(output_dir)
         self.program = program
-        meta_path = self.output_dir / COMPILED_META
-        self.meta = read_meta(meta_path)
-        self.kernel_config = read_kernel_config(self.output_dir / KERNEL_CONFIG)
-        kernel_table(self.output_dir, self.kernel_config["KERNELS"])
-        self.params: list[Param] = parse_params(self.meta["params"], str(meta_path))
-        self.param_names = [p.name for p in self.params]
-        self.output_indices = [i for i, p in enumerate(self.params)
-                               if p.is_tensor and p.direction == "Out"]
-        self.has_return = int(self.meta.get("num_return_types", 0) or 0) > 0
-        self.runtime_config = dict(self.kernel_config["RUNTIME_CONFIG"])
+        self._chip: ChipCallable | None = None
+        self._lock = threading.Lock()
+        if check:
+            self._load()
 
-        meta_runtime = self.meta.get("runtime")
-        cfg_runtime = self.runtime_config.get("runtime")
+    def __getattr__(self, name):
+        if name in _META and "_lock" in self.__dict__:
+            self._load()
+            return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _load(self) -> None:
+        """Read and check compiled_meta.json and kernel_config.py."""
+        from .artifacts import COMPILED_META, KERNEL_CONFIG, kernel_table, read_kernel_config, read_meta
+        from .config import PLATFORMS, backend_for_platform, runtime_kind_name
+        from .errors import ArtifactError
+        from .tensors import parse_params
+        meta_path = self.output_dir / COMPILED_META
+        meta = read_meta(meta_path)
+        kernel_config = read_kernel_config(self.output_dir / KERNEL_CONFIG)
+        kernel_table(self.output_dir, kernel_config["KERNELS"])
+        params: list[Param] = parse_params(meta["params"], str(meta_path))
+        runtime_config = dict(kernel_config["RUNTIME_CONFIG"])
+
+        meta_runtime = meta.get("runtime")
+        cfg_runtime = runtime_config.get("runtime")
         try:
             names = {runtime_kind_name(r) for r in (meta_runtime, cfg_runtime) if r is not None}
         except ValueError as e:
@@ -45,31 +64,36 @@ class CompiledProgram:
         if len(names) > 1:
             raise ArtifactError(f"{self.output_dir}: compiled_meta.json says runtime {meta_runtime!r} "
                                 f"but kernel_config.py says {cfg_runtime!r}")
-        self.runtime_name = names.pop() if names else runtime_kind_name(None)
 
-        platform = self.meta.get("platform") or self.runtime_config.get("platform")
+        platform = meta.get("platform") or runtime_config.get("platform")
         if platform not in PLATFORMS:
             raise ArtifactError(f"{meta_path}: unknown platform {platform!r}; valid platforms are "
                                 f"{', '.join(PLATFORMS)}")
-        cfg_platform = self.runtime_config.get("platform")
+        cfg_platform = runtime_config.get("platform")
         if cfg_platform is not None and cfg_platform != platform:
             raise ArtifactError(f"{self.output_dir}: compiled_meta.json says platform {platform!r} "
                                 f"but kernel_config.py says {cfg_platform!r}")
-        self.platform: str = platform
-        self.backend_type = self.meta.get("backend_type") or backend_for_platform(platform)
 
-        orch = self.kernel_config["ORCHESTRATION"]
+        orch = kernel_config["ORCHESTRATION"]
         orchs = orch if isinstance(orch, list) else [orch]
-        self.orchestration_names = [str(o.get("name", "")) for o in orchs] if len(orchs) > 1 else []
-        n_tensors = sum(1 for p in self.params if p.is_tensor)
+        n_tensors = sum(1 for p in params if p.is_tensor)
         for o in orchs:
             sig = o.get("signature")
             if sig is not None and len(sig) != n_tensors:
                 raise ArtifactError(
                     f"{self.output_dir / KERNEL_CONFIG}: orchestration signature has {len(sig)} "
                     f"tensors, compiled_meta.json {n_tensors} tensor parameters")
-        self._chip: ChipCallable | None = None
-        self._lock = threading.Lock()
+        # all checked: publish every attribute at once
+        self.__dict__.update(
+            meta=meta, kernel_config=kernel_config, params=params,
+            param_names=[p.name for p in params],
+            output_indices=[i for i, p in enumerate(params) if p.is_tensor and p.direction == "Out"],
+            has_return=int(meta.get("num_return_types", 0) or 0) > 0,
+            runtime_config=runtime_config,
+            runtime_name=names.pop() if names else runtime_kind_name(None),
+            platform=platform,
+            backend_type=meta.get("backend_type") or backend_for_platform(platform),
+            orchestration_names=[str(o.get("name", "")) for o in orchs] if len(orchs) > 1 else [])
 
     @classmethod
     def from_dir(cls, path) -> "CompiledProgram":
@@ -82,6 +106,7 @@ class CompiledProgram:
         if self._chip is None:
             with self._lock:
                 if self._chip is None:
+                    from .artifacts import load_chip_callable
                     self._chip = load_chip_callable(self.output_dir, self.kernel_config)
         return self._chip
 
@@ -95,6 +120,7 @@ class CompiledProgram:
 
     # -- calling -------------------------------------------------------------------------
     def __call__(self, *args, config: RunConfig | None = None):
+        from .config import RunConfig
         from .worker import ChipWorker, current_worker
         worker = current_worker()
         if worker is not None:
@@ -159,6 +185,7 @@ class CompiledProgram:
 def _wants_numpy(args) -> bool:
     """Allocate numpy outputs when every tensor given is a numpy array (so a numpy-only
     caller never pays for importing torch); torch otherwise."""
+    from .tensors import is_numpy_array, is_torch_tensor
     tensors = [a for a in args if is_torch_tensor(a) or is_numpy_array(a)]
     if tensors and all(is_numpy_array(a) for a in tensors):
         return True

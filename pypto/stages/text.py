@@ -13,7 +13,6 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from pypto.diagnostics import render, warnings
 from pypto.ir.printer import print_program
 from pypto.language import parse
 
@@ -112,4 +111,5 @@ def join_functions(name: str, parts: list[tuple[str, bytes]]) -> bytes:
 
 
 def warnings_bytes(prog, diag: dict) -> bytes:
+    from pypto.diagnostics import render, warnings
     return render(warnings(prog, frozenset(diag["disabled"]))).encode("utf-8")
