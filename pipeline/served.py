@@ -62,7 +62,7 @@ def serve(source: bytes, opts: BuildOptions, output_dir, *, from_spec: bool = Fa
     except FileNotFoundError:
         fresh = True
     (out / "report").mkdir(parents=True, exist_ok=True)
-    if frontend is None or not materialize_all(store, out, hit):
+    if frontend is None or not materialize_all(store, out, hit, fresh=fresh):
         return None, True
     records = [Cached(name, stage) for name, stage in hit["tasks"]]
     if progress is not None:
@@ -72,17 +72,18 @@ def serve(source: bytes, opts: BuildOptions, output_dir, *, from_spec: bool = Fa
     return Build(out, records, frontend.decode("utf-8")), False
 
 
-def materialize_all(store, out: Path, manifest: dict) -> bool:
+def materialize_all(store, out: Path, manifest: dict, fresh: bool = False) -> bool:
     """Every recorded artifact into `out`, each checked against its digest. (One
     thread: splitting the files between two made it slower, the threads contending
-    for the interpreter lock between their system calls.)"""
+    for the interpreter lock between their system calls.) `fresh`: `out` was empty,
+    so no file there can already hold its artifact."""
     from pypto_cache import file_holds
     exe = set(manifest.get("executable", ()))
     for rel, digest in manifest["outputs"].items():
         path = os.path.join(out, rel)
         # the same directory again: a file that already holds it stays (a read is
         # cheaper than writing it anew)
-        if not file_holds(path, digest, rel in exe) and \
+        if (fresh or not file_holds(path, digest, rel in exe)) and \
                 not store.materialize(digest, path, executable=rel in exe):
             return False
     return True
