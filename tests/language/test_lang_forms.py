@@ -222,6 +222,35 @@ def test_closure_constants_from_the_enclosing_function():
     assert f.body[1].value.args[0].args[1].value == 0.25
 
 
+def test_annotation_shape_from_a_variable():
+    """pl.Tensor[shape, dtype] with `shape` a list or tuple the function can see (as
+    parametrised tests write it); a bad one names the variable and its value."""
+    shape, tile = (32, 16), [16, 16]
+
+    @pl.program
+    class C:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[shape, pl.FP32], o: pl.Out[pl.Tensor[shape, pl.FP32]]):
+            t: pl.Tile[tile, pl.FP32] = pl.load(a, [0, 0], tile)
+            o = pl.store(t, [0, 0], o)
+            return o
+
+    f = C.functions[0]
+    assert f.params[0].var.type.shape == (32, 16) and f.params[1].var.type.shape == (32, 16)
+    assert f.body[0].var.type.shape == (16, 16)
+    for bad, why in (((32, 0), r"dimension shape \(0\) is not a positive integer"),
+                     (7, r"the shape must be a list like \[64, 128\]; shape is 7"),
+                     ((), "the shape must be a list")):
+        shape = bad
+        with pytest.raises(ParserError, match=why) as exc:
+            @pl.program
+            class D:
+                @pl.function(type=pl.FunctionType.InCore)
+                def k(self, a: pl.Tensor[shape, pl.FP32]) -> pl.Tensor[shape, pl.FP32]:
+                    return a
+        assert "test_lang_forms.py" in str(exc.value)
+
+
 def test_rebinding_with_another_type_keeps_its_name():
     """`acc = pl.add(acc, t)` after `acc = pl.load(...)`: a new Var (the memory space is
     dropped) but one variable; the text keeps the name, so ConvertToSSA carries it."""

@@ -79,28 +79,39 @@ class AnnotationsMixin:
             self.bad_annotation(whole, f"{ast.unparse(node)} is not a dtype (pl.FP32, pl.INT32, ...)")
         return d
 
-    def shaped_ann(self, is_tile: bool, elts, whole):
-        kind = "Tile" if is_tile else "Tensor"
-        if len(elts) < 2:
-            self.bad_annotation(whole, f"pl.{kind} needs a shape and a dtype: pl.{kind}[[64, 64], pl.FP32]")
-        if not isinstance(elts[0], (ast.List, ast.Tuple)):
-            self.bad_annotation(whole, "the shape must be a list like [64, 128]")
-        shape = []
-        for d in elts[0].elts:
+    def shape_dims(self, node, whole):
+        """(source node, value) of each dim of an annotation's shape: a list written out
+        ([64, N]) or a Python list or tuple the function can see (`shape` defined next
+        to the program, as parametrised tests do)."""
+        def value(d):
             try:
-                v = self.static(d, "a dimension")
+                return self.static(d, "a dimension")
             except ParserError as e:
                 if isinstance(e, UnknownOpError):
                     raise
                 self.bad_annotation(whole, e.message)
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return [(d, value(d)) for d in node.elts]
+        dims = value(node)
+        if not isinstance(dims, (list, tuple)) or not dims:
+            self.bad_annotation(whole, f"the shape must be a list like [64, 128]; "
+                                       f"{ast.unparse(node)} is {dims!r}")
+        return [(node, d) for d in dims]
+
+    def shaped_ann(self, is_tile: bool, elts, whole):
+        kind = "Tile" if is_tile else "Tensor"
+        if len(elts) < 2:
+            self.bad_annotation(whole, f"pl.{kind} needs a shape and a dtype: pl.{kind}[[64, 64], pl.FP32]")
+        shape = []
+        for d, v in self.shape_dims(elts[0], whole):
             if isinstance(v, Const):
                 v = v.value
             if isinstance(v, DynDim):
                 if is_tile:
                     self.bad_annotation(whole, "tile shapes are static; a dynamic dim is only allowed on tensors")
             elif not (isinstance(v, int) and not isinstance(v, bool)) or v <= 0:
-                self.bad_annotation(whole, f"dimension {ast.unparse(d)} is not a positive integer "
-                                           f"or a pl.dynamic dim")
+                self.bad_annotation(whole, f"dimension {ast.unparse(d)} ({v!r}) is not a positive "
+                                           f"integer or a pl.dynamic dim")
             shape.append(v)
         dtype = self.ann_dtype(elts[1], whole)
         memref, space, valid = None, None, None
