@@ -105,3 +105,50 @@ def test_a_mat_target_read_again_after_the_insert_says_why(tmp_path, monkeypatch
     with pytest.raises(CodegenError, match=r"needs a Mat -> Mat copy"):
         ir.compile(pl.parse(src, filename="/u/halves.py"), output_dir=tmp_path / "out",
                    platform="a2a3sim")
+
+
+SUBSCRIPT = """
+import pypto.language as pl
+
+@pl.program
+class Sub:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[16, 128], pl.FP32], g: pl.Tensor[[1, 64], pl.FP32],
+          lo: pl.Out[pl.Tensor[[16, 64], pl.FP32]], hi: pl.Out[pl.Tensor[[16, 64], pl.FP32]]
+          ) -> tuple[pl.Tensor[[16, 64], pl.FP32], pl.Tensor[[16, 64], pl.FP32]]:
+        t: pl.Tile[[16, 128], pl.FP32] = pl.load(x, [0, 0], [16, 128])
+        tg: pl.Tile[[1, 64], pl.FP32] = pl.load(g, [0, 0], [1, 64])
+        left: pl.Tile[[16, 64], pl.FP32] = t[:, 0:64]
+        right: pl.Tile[[16, 64], pl.FP32] = t[{ROWS}, 64:]
+        s = t[3, 70]
+        lo = pl.store(pl.tile.col_expand_mul(left, tg), [0, 0], lo)
+        hi = pl.store(pl.adds(right, s), [0, 0], hi)
+        return lo, hi
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[16, 128], pl.FP32], g: pl.Tensor[[1, 64], pl.FP32],
+             lo: pl.Out[pl.Tensor[[16, 64], pl.FP32]], hi: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
+        lo, hi = self.k(x, g, lo, hi)
+        return lo, hi
+"""
+
+
+def test_subscript_of_a_tile_is_a_window_or_an_element(tmp_path, monkeypatch):
+    """t[:, 0:64] / t[0:16, 64:] of a tile: views of its column halves (pto.subview, read
+    through the parent's row stride); t[3, 70]: one element (a scalar)."""
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    prog = pl.parse(SUBSCRIPT.format(ROWS="0:16"), filename="/u/sub.py")
+    body = prog.functions[0].body
+    assert [s.value.op for s in body[2:5]] == ["tile.slice", "tile.slice", "tile.read"]
+    run = ir.compile(prog, output_dir=tmp_path / "out", platform="a2a3sim")
+    x, g = torch.randn(16, 128), torch.randn(1, 64)
+    lo, hi = torch.zeros(16, 64), torch.zeros(16, 64)
+    run(x, g, lo, hi)
+    assert torch.equal(lo, x[:, :64] * g)
+    assert torch.equal(hi, x[:, 64:] + x[3, 70])
+
+
+def test_subscript_of_a_tile_out_of_bounds_is_an_error_at_the_line():
+    with pytest.raises(TypeCheckError, match="slice") as exc:
+        pl.parse(SUBSCRIPT.format(ROWS="8:24"), filename="/u/sub.py")
+    assert "sub.py:13" in str(exc.value)

@@ -182,8 +182,9 @@ class ValuesMixin:
         self.error(f"unsupported expression `{ast.unparse(node)}` ({name})", node, _unsupported(name))
 
     def subscript(self, node: ast.Subscript):
-        """`t[i:i+m, j:j+n]` of a tensor: a view of that window (tensor.slice); `t[i, j]`
-        with one index per dim: that element (tensor.read)."""
+        """`t[i:i+m, j:j+n]` of a tensor or a tile: a view of that window (tensor.slice,
+        tile.slice); `t[i, j]` with one index per dim: that element (tensor.read,
+        tile.read)."""
         base = self.expr(node.value)
         t = getattr(base, "type", None)
         text = ast.unparse(node)
@@ -193,9 +194,10 @@ class ValuesMixin:
             if not isinstance(i, int) or isinstance(i, bool):
                 self.error(f"`{text}`: a tuple is indexed by an integer constant", node)
             return ops.tuple_get(base, i, self.span(node))
-        if not isinstance(t, TensorType):
+        if not isinstance(t, (TensorType, TileType)):
             self.error(f"reading a sub-region `{text}` of {ops._tname(t)} is not supported", node,
-                       "slice tensors (t[i:i+m, :]); for a tile, pl.load the window from its tensor")
+                       "slice a tensor or a tile (t[i:i+m, :])")
+        kind = "tile" if isinstance(t, TileType) else "tensor"
         elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         rank = len(t.shape)
         if len(elts) > rank:
@@ -208,7 +210,7 @@ class ValuesMixin:
                            "give one index per dim for an element (t[i, j]), or slice the rest "
                            "(t[i:i+1, :])")
             idx = TupleExpr([self.expr(e) for e in elts], span)
-            return self.op_call_values("read", "tensor", [base, idx], {}, node, f"`{text}`")
+            return self.op_call_values("read", kind, [base, idx], {}, node, f"`{text}`")
         offs, extents = [], []
         for i, e in enumerate(elts):
             if not isinstance(e, ast.Slice):
@@ -232,7 +234,7 @@ class ValuesMixin:
             offs.append(self.lit(Const(0, dt.INDEX, span)))
             extents.append(t.shape[i])
         shape = TupleExpr([Const(x, dt.INDEX, span) for x in extents], span)
-        return self.op_call_values("slice", "tensor", [base, shape, TupleExpr(offs, span)], {}, node,
+        return self.op_call_values("slice", kind, [base, shape, TupleExpr(offs, span)], {}, node,
                                    f"`{text}`")
 
     def scalar_dtype(self, e):
