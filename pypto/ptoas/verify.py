@@ -502,8 +502,24 @@ class Verifier:
                                      f"{s.rows}x{s.cols} source")
 
     def two_tiles(self, op: Op, kind: str, ins: list[Value], out: Value, d: TileType) -> None:
-        """part_*: the result's valid region is the first source's; prelu: x, slope and the
-        scratch tile alike."""
+        """part_*: the result's valid region is the first source's; prelu: x and slope
+        alike, its scratch the hardware's (on a2/a3 a ui8 bit mask: a row more than x's
+        valid rows, a bit per valid column)."""
+        if kind == "prelu":
+            ins, tmp = ins[:2], self.tile(op, ins[2], "scratch")
+            rows, cols = static_valid(ins[0], self.defs)
+            if tmp.loc != "vec":
+                raise self.error(op, f"tprelu's scratch is a vec tile, not {tmp.loc}")
+            if self.arch.name != "a5":
+                if tmp.dtype != "ui8":
+                    raise self.error(op, f"tprelu on {self.arch.name} takes a ui8 scratch (its bit "
+                                         f"mask), not {tmp.dtype}")
+                if rows is not None and tmp.rows < rows + 1:
+                    raise self.error(op, f"tprelu's scratch has {tmp.rows} rows; {rows} valid rows "
+                                         f"need {rows + 1}")
+                if cols is not None and tmp.cols < (cols + 7) // 8:
+                    raise self.error(op, f"tprelu's scratch has {tmp.cols} columns; {cols} valid "
+                                         f"columns need {(cols + 7) // 8}")
         for v in ins + [out]:
             t = self.tile(op, v, "operand")
             if t.loc != "vec" or t.dtype != d.dtype or (t.rows, t.cols) != (d.rows, d.cols):

@@ -9,7 +9,7 @@ import torch
 
 import pypto.language as pl
 from pypto import ir
-from pypto.errors import TypeCheckError
+from pypto.errors import CodegenError, TypeCheckError
 
 PART = """
 import pypto.language as pl
@@ -54,18 +54,24 @@ class R:
     def main(self, x: pl.Tensor[[16, 64], pl.{DT}], s: pl.Tensor[[16, 64], pl.{DT}],
              o: pl.Out[pl.Tensor[[16, 64], pl.{DT}]]) -> pl.Tensor[[16, 64], pl.{DT}]:
         with pl.at(level=pl.Level.CORE_GROUP, name_hint="r"):
-            tmp = pl.create_tile([16, 64], dtype=pl.{DT})
+            tmp = pl.create_tile({TMP})
             o = pl.store(pl.tile.prelu(pl.load(x, [0, 0], [16, 64]), pl.load(s, [0, 0], [16, 64]), tmp),
                          [0, 0], o)
         return o
 """
 
 
+# the scratch is the hardware's: a bit mask on a2/a3 (UINT8, a row more than x's valid
+# rows, a bit per valid column), a placeholder on a5 (as in the reference)
+MASK = "[17, 32], dtype=pl.UINT8"
+
+
+@pytest.mark.parametrize("platform, tmp", [("a2a3sim", MASK), ("a5sim", "[1, 8], dtype=pl.INT32")])
 @pytest.mark.parametrize("dtype", ["FP32", "FP16"])
-def test_prelu(dtype, tmp_path, monkeypatch):
+def test_prelu(dtype, platform, tmp, tmp_path, monkeypatch):
     monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
-    run = ir.compile(pl.parse(PRELU.format(DT=dtype), filename="/u/r.py"), output_dir=tmp_path / "out",
-                     platform="a2a3sim")
+    run = ir.compile(pl.parse(PRELU.format(DT=dtype, TMP=tmp), filename="/u/r.py"),
+                     output_dir=tmp_path / "out", platform=platform)
     tdt = torch.float32 if dtype == "FP32" else torch.float16
     x, s = torch.randn(16, 64).to(tdt), torch.rand(16, 64).to(tdt)
     o = torch.zeros(16, 64, dtype=tdt)
@@ -75,4 +81,29 @@ def test_prelu(dtype, tmp_path, monkeypatch):
 
 def test_prelu_of_integers_is_a_typed_error():
     with pytest.raises(TypeCheckError, match=r"prelu needs a floating-point operand, got int32"):
-        pl.parse(PRELU.format(DT="INT32"), filename="/u/r.py")
+        pl.parse(PRELU.format(DT="INT32", TMP=MASK), filename="/u/r.py")
+
+
+@pytest.mark.parametrize("tmp, msg", [
+    ("[16, 64], dtype=pl.FP32", r"prelu on a2a3 needs a UINT8 scratch tile \(its bit mask\), got fp32"),
+    ("[16, 32], dtype=pl.UINT8", r"the scratch tile has 16 rows, it needs x's valid rows \+ 1 = 17"),
+])
+def test_prelu_scratch_on_a2a3_is_checked_at_the_line(tmp, msg, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    with pytest.raises(CodegenError, match=msg) as exc:
+        ir.compile(pl.parse(PRELU.format(DT="FP32", TMP=tmp), filename="/u/r.py"),
+                   output_dir=tmp_path / "out", platform="a2a3sim")
+    assert "r.py:11" in str(exc.value)
+
+
+def test_ptoas_checks_the_scratch_for_the_chip(tmp_path, monkeypatch):
+    """Our ptoas holds .pto written by hand to the same rule: the a5 kernel's placeholder
+    scratch is refused when assembled for a2a3."""
+    from pypto.ptoas import PtoasError, compile_pto
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    ir.compile(pl.parse(PRELU.format(DT="FP32", TMP="[1, 8], dtype=pl.INT32"), filename="/u/r.py"),
+               output_dir=tmp_path / "out", platform="a5sim", skip_ptoas=True)
+    text = (tmp_path / "out" / "ptoas" / "r.pto").read_text()
+    compile_pto(text, arch="a5")
+    with pytest.raises(PtoasError, match=r"tprelu on a2a3 takes a ui8 scratch \(its bit mask\), not i32"):
+        compile_pto(text.replace('"a5"', '"a2a3"'), arch="a2a3")

@@ -20,7 +20,7 @@ class T:
              lr: pl.Out[pl.Tensor[[32, 64], pl.FP32]], rs: pl.Out[pl.Tensor[[32, 64], pl.FP32]],
              rc: pl.Out[pl.Tensor[[32, 64], pl.FP32]]) -> pl.Tensor[[32, 64], pl.FP32]:
         with pl.at(level=pl.Level.CORE_GROUP, name_hint="tri"):
-            lo = pl.store(pl.tile.tri(2, [32, 64], dtype=pl.FP32), [0, 0], lo)
+            lo = pl.store(pl.tile.tri(2, [32, 64], valid_shape=None, dtype=pl.FP32), [0, 0], lo)
             up = pl.store(pl.tri(-3, [32, 64], dtype=pl.INT32, upper=True), [0, 0], up)
             part = pl.store(pl.tile.tri(0, [32, 64], valid_shape=[16, 40], dtype=pl.FP32), [0, 0], part)
             t = pl.load(x, [0, 0], [32, 64])
@@ -34,6 +34,7 @@ class T:
 
 
 def test_tri_lrelu_rsqrt_recip_match_torch(tmp_path, monkeypatch):
+    """(valid_shape=None, as parametrised programs pass it: the whole tile.)"""
     monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
     run = ir.compile(pl.parse(SRC, filename="/u/tri.py"), output_dir=tmp_path / "out",
                      platform="a2a3sim")
@@ -58,6 +59,7 @@ def test_tri_lrelu_rsqrt_recip_match_torch(tmp_path, monkeypatch):
      "target_memory=pl.Mem.Vec)), [0, 0], lo)", r"the scratch tile is"),
 ])
 def test_misuse(line, msg):
-    src = SRC.replace("lo = pl.store(pl.tile.tri(2, [32, 64], dtype=pl.FP32), [0, 0], lo)", line)
+    src = SRC.replace("lo = pl.store(pl.tile.tri(2, [32, 64], valid_shape=None, dtype=pl.FP32), [0, 0], lo)",
+                      line)
     with pytest.raises(TypeCheckError, match=msg):
         pl.parse(src, filename="/u/tri.py")

@@ -73,5 +73,25 @@ def sel(k, v, c, span):
 
 @emits(*(f"tile.{o}" for o in ops.PART), "tile.prelu")
 def two_tiles(k, v, c, span):            # part_*: src0, src1; prelu: x, slope (+ the scratch)
+    if c.op == "tile.prelu" and k.arch != "a5":
+        _prelu_mask(c.args[0].type, c.args[2].type, k.arch, span)
     ins = [k.tile(x, span) for x in c.args]
     k.op(ops.OPS[c.op].pto, ins, k.alloc(v, span), span)
+
+
+def _prelu_mask(x, tmp, arch, span):
+    """On a2/a3 tprelu writes the comparison's bit mask into its scratch tile: UINT8, a
+    row more than x's valid rows, a bit per valid column."""
+    from pypto import dtype as dt
+    rows, cols = x.valid_shape
+    hint = (f"pass pl.Tile[[{rows if isinstance(rows, int) else 'rows'} + 1, 32], pl.UINT8] "
+            f"loaded with valid_shape=[rows, (cols + 7) // 8]")
+    if tmp.dtype != dt.UINT8:
+        fail(f"prelu on {arch} needs a UINT8 scratch tile (its bit mask), got {tmp.dtype}", span, hint)
+    if isinstance(rows, int) and tmp.shape[0] < rows + 1:
+        fail(f"prelu on {arch}: the scratch tile has {tmp.shape[0]} rows, it needs x's valid rows "
+             f"+ 1 = {rows + 1}", span, hint)
+    need, have = (cols + 7) // 8 if isinstance(cols, int) else None, tmp.valid_shape[1]
+    if need is not None and isinstance(have, int) and have < need:
+        fail(f"prelu on {arch}: the scratch tile has {have} valid columns, it needs "
+             f"ceil({cols} / 8) = {need}", span, hint)

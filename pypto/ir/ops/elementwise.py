@@ -128,13 +128,18 @@ for _ns in ("tensor", "tile"):
         sig="pl.cast(x, pl.FP16)  (or target_type=pl.FP16; mode=\"round\" and the other round modes)")
 
 def _prelu(args, kw, span):
+    """x if x > 0 else slope * x. The scratch tile is the hardware's: on a2/a3 a UINT8
+    bit mask of the comparison (checked when the kernel is generated, where the chip
+    is known); on a5 a placeholder of any dtype."""
     x, slope, tmp = (_shaped("prelu", a, span, (TileType,)) for a in args)
     if not x.dtype.is_float:
         _err(f"prelu needs a floating-point operand, got {x.dtype}", span)
-    for t, what in ((slope, "slope"), (tmp, "scratch tile")):
-        if t.dtype != x.dtype or tuple(t.shape) != tuple(x.shape):
-            _err(f"prelu: the {what} is {_tname(t)}, x is {_tname(x)}", span,
-                 f"the {what} has x's shape and dtype")
+    if slope.dtype != x.dtype or tuple(slope.shape) != tuple(x.shape):
+        _err(f"prelu: the slope is {_tname(slope)}, x is {_tname(x)}", span,
+             "the slope has x's shape and dtype")
+    if len(tmp.shape) != 2 or tmp.memory_space not in (None, MemorySpace.Vec):
+        _err(f"prelu: the scratch tile is {_tname(tmp)}; it is a 2-D Vec tile", span,
+             "on a2/a3: pl.Tile[[rows + 1, 32], pl.UINT8] with valid columns >= ceil(cols / 8)")
     same_valid("prelu", x, slope, span)
     return TileType(x.shape, x.dtype, x.memory_space, None, x.valid)
 
@@ -167,7 +172,8 @@ for _o in PART:
 
 reg("tile.prelu", (3, 3), _prelu, params=("x", "slope", "tmp"), pto="tprelu",
     sig="pl.tile.prelu(x, slope, tmp)  (x if x > 0 else slope * x, the slope a tile of x's shape; "
-        "tmp a scratch tile like x)")
+        "tmp the hardware's scratch: on a2/a3 a UINT8 tile of >= valid rows + 1 rows and >= "
+        "ceil(valid cols / 8) valid columns (a bit mask), on a5 any Vec tile)")
 
 # tile level only, as in the reference (pl.lrelu is pl.tile.lrelu)
 reg("tile.lrelu", (2, 2), _lrelu("tile.lrelu"), params=("x", "slope"),

@@ -119,6 +119,8 @@ class CallsMixin:
                 self.error(f"{display} got two values for {name!r}: the argument in position "
                            f"{i + 1} and {name}=", node, f"pass {name} once")
             v = self.value(kw.value)
+            if v is None:       # an optional operand passed as None: not given
+                continue
             if _is_number(v) or isinstance(v, (bool, list, tuple)):
                 v = self.to_expr(v, kw.value)
             slots[i] = v
