@@ -817,8 +817,12 @@ class _Kernel:
         valid = list(t.valid_shape) if t.valid is not None else sizes
         dyn = None
         if t.valid is not None and None in t.valid:      # known when the kernel runs
-            dyn = [self.index(x, span) if x_static is None else self.const(x_static, "index")
-                   for x, x_static in zip(c.args[3].items, t.valid)]
+            req = c.args[3].items if len(c.args) > 3 else [Const(n, dt.INDEX, span) for n in sizes]
+            clamp = [self.clamp_extent(c.args[0].type.shape[i], c.args[1].items[i], req[i], span)
+                     if c.kwargs.get("clamp") and t.valid[i] is None else None
+                     for i in range(len(sizes))]
+            dyn = [cl or (self.index(x, span) if x_static is None else self.const(x_static, "index"))
+                   for x, x_static, cl in zip(req, t.valid, clamp)]
         if t.memory_space not in (_M.Vec, _M.Mat):
             fail(f"tile.load lands in Vec or Mat, not {t.memory_space.name if t.memory_space else None}",
                  span)
@@ -832,6 +836,15 @@ class _Kernel:
         pview, pty = self.partition(src, c.args[1].items, dyn or valid, span,
                                     bool(c.kwargs.get("transpose")))
         self.emit(f"pto.tload ins({pview} : {pty}) outs({dst.ssa} : {dst.ty})", span)
+
+    def clamp_extent(self, dim, off, req, span) -> str:
+        """A clamped load's valid extent when the kernel runs: min(req, max(dim - off, 0))."""
+        d, o, r = self.dim_value(dim), self.index(off, span), self.index(req, span)
+        left, kept, ext = self.tmp(), self.tmp(), self.tmp()
+        self.emit(f"{left} = arith.subi {d}, {o} : index", span)
+        self.emit(f"{kept} = arith.maxsi {left}, {self.const(0, 'index')} : index", span)
+        self.emit(f"{ext} = arith.minsi {kept}, {r} : index", span)
+        return ext
 
     def store(self, c: Call, span) -> _Tensor:
         if len(c.args) not in (3, 4) or not isinstance(c.args[1], TupleExpr):

@@ -298,7 +298,7 @@ def test_syntax_error_is_a_parser_error():
 
 
 def test_all_errors_are_pypto_errors():
-    for body in ("x = pl.foo(t)", "x = a.shape", "x = t[0:16, :]", "x = pl.add(t, 2.0, extra=1)",
+    for body in ("x = pl.foo(t)", "x = a.shape", "x = t[0:16:2, :]", "x = pl.add(t, 2.0, extra=1)",
                  "with open('f'):\n    pass", "x = pl.min(t, t)", "x, *y = t, t",
                  "x = pl.load(a, [0, 0], [128, 64])", "x = pl.cast(t)", "pl.at(level=pl.Level.CORE_GROUP)",
                  "x = 1 if t else 2", "x = t and t", "x = t < t", "import os", "x = print(t)",

@@ -86,7 +86,6 @@ def test_an_option_under_both_names():
 
 
 @pytest.mark.parametrize("call, word", [
-    ("t = pl.load(a, offsets=[0, 0], shapes=[32, 64], clamp=True)", "clamp"),
     ("t = pl.load(a, [0, 0], [32, 64])\nv = pl.slice(a, [32, 64], [0, 0], valid_shape=[16, 64])",
      "valid_shape"),
 ])

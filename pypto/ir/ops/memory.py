@@ -31,6 +31,27 @@ def _valid_shape(op, x, shapes, span):
     return valid
 
 
+def _clamped(op, t, offs, valid, span):
+    """clamp=True: what of the requested valid region lies inside the tensor, dim by dim
+    min(valid, max(dim - offset, 0)); known when compiling where the offset and the dim
+    are, else when the kernel runs (None). A window that provably reads nothing is an
+    error."""
+    out = []
+    for i, (o, d, v) in enumerate(zip(offs, t.shape, valid)):
+        off = o.value if isinstance(o, Const) and isinstance(o.value, int) else None
+        if off is not None and off < 0:
+            _err(f"{op}: offset {off} in dim {i} is negative", span,
+                 "offsets count elements from the start of the tensor: 0 <= offset")
+        if off is None or not isinstance(d, int):
+            out.append(None)
+            continue
+        if off >= d:
+            _err(f"{op}: clamp=True, but the window starts at {off} in dim {i}, past the tensor's "
+                 f"extent {d}: it reads nothing", span, "start the window inside the tensor")
+        out.append(None if v is None else min(v, d - off))
+    return out
+
+
 def _load(args, kw, span):
     t = _shaped("load", args[0], span, (TensorType,))
     offs = _indices("load", args[1], span)
@@ -52,10 +73,22 @@ def _load(args, kw, span):
     if space not in (MemorySpace.Vec, MemorySpace.Mat):
         _err(f"load: a load from DDR lands in Vec or Mat, not {space.name}", span,
              "load into Mat and use pl.move(tile, target_memory=...) for Left/Right")
+    if kw.get("clamp"):
+        valid = _clamped("load", t, offs, valid, span)
+        partial = None if valid == list(shapes) else tuple(valid)
+        if partial is not None and len(shapes) != 2:
+            from pypto.errors import NotBuiltError
+            raise NotBuiltError(f"load: clamp=True on a rank-{len(shapes)} window is not supported "
+                                f"by this pypto yet", span, "clamp 2-D windows")
+        if kw.get("transpose"):
+            from pypto.errors import NotBuiltError
+            raise NotBuiltError("load: clamp=True with transpose=True is not supported by this "
+                                "pypto yet", span, "keep a transposed window inside the tensor")
     for d, s in zip(t.shape, valid):        # only the valid region is read
         if isinstance(d, int) and isinstance(s, int) and s > d:
             _err(f"load: window {valid} exceeds tensor shape {list(t.shape)}", span)
-    _check_window("load", offs, valid, t.shape, span)
+    _check_window("load", offs, [0 if v is None else v for v in valid] if kw.get("clamp") else valid,
+                  t.shape, span)
     if kw.get("flatten") and len(shapes) > 2:      # FlattenTileNdTo2D: an N-D window, a 2-D tile
         lead = 1
         for s in shapes[:-1]:
@@ -341,12 +374,13 @@ def _tile_full(args, kw, span):
 
 
 
-reg("tile.load", (3, 4), _load, ("target_memory", "flatten", "transpose"),
+reg("tile.load", (3, 4), _load, ("target_memory", "flatten", "transpose", "clamp"),
     params=("tensor", "offsets", "shapes", "valid_shape"),
-    unbuilt={"clamp": "keep the window inside the tensor (offset + size <= dim)"},
     sig="pl.load(tensor, offsets, shapes, valid_shape=None, target_memory=pl.Mem.Vec, "
-        "transpose=False)  (Vec or Mat; valid_shape: the part of the window read, the rest is "
-        "padding; transpose: the window is one of the 2-D tensor's transpose)",
+        "transpose=False, clamp=False)  (Vec or Mat; valid_shape: the part of the window read, "
+        "the rest is padding; transpose: the window is one of the 2-D tensor's transpose; "
+        "clamp=True: a window running off the tensor's end reads what is there, its valid "
+        "region cut back to the edge, when compiling or when the kernel runs)",
     pto="tload")
 reg("tile.tri", (2, 3), _tri, ("dtype", "upper"), params=("diagonal", "shape", "valid_shape"),
     sig="pl.tile.tri(diagonal, [M, N], valid_shape=None, dtype=pl.FP32, upper=False)  (ones on "

@@ -195,7 +195,8 @@ class CallsMixin:
             if e.hint:
                 raise
             raise TypeCheckError(e.message, e.span or span, _sig_hint(name)) from None
-        self.check_loop_window(op, pos, span)
+        if not kw.get("clamp"):       # a clamped window may run off the end: it is cut there
+            self.check_loop_window(op, pos, span)
         if op == "tensor.dim":          # a static extent: the constant itself
             return self.lit(Const(pos[0].type.shape[pos[1].value], dt.INDEX, span))
         return Call(op, pos, kw, t, dict(attrs), span)
@@ -207,12 +208,13 @@ class CallsMixin:
         c = self.ctx
         if c is None or not c.ranges or c.ifs or op not in ("tile.load", "tile.store", "tensor.assemble"):
             return                  # (under an if, the first or last iteration may not reach it)
-        if op == "tile.load":
-            tensor, offs, sizes = args[0], args[1], [getattr(x, "value", None) for x in args[2].items]
+        if op == "tile.load":       # the part read: the valid region where one is given
+            tensor, offs = args[0], args[1]
+            sizes = [getattr(x, "value", None) for x in (args[3] if len(args) > 3 else args[2]).items]
         elif op == "tile.store":
             if len(args) > 3:
                 return
-            tensor, offs, sizes = args[2], args[1], list(args[0].type.shape)
+            tensor, offs, sizes = args[2], args[1], list(args[0].type.valid_shape)   # what is written
         else:
             tensor, offs, sizes = args[0], args[2], list(args[1].type.shape)
         dims = getattr(getattr(tensor, "type", None), "shape", ())
