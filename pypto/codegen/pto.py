@@ -215,7 +215,8 @@ def _check_alignment(t: TileType, rows, cols, bl, sl, fr, span):
         return
     nbox = (16, 16) if fr == 1024 or t.memory_space is MemorySpace.Acc else \
         ((_ALIGN // nb, 16) if sl == "col_major" else (16, _ALIGN // nb))
-    if rows % nbox[0] or cols % nbox[1]:
+    one_row = rows == 1 and t.memory_space is MemorySpace.Left     # gemv's row vector
+    if (rows % nbox[0] and not one_row) or cols % nbox[1]:
         fail(f"a {space} tile of shape {shape} {t.dtype} is not a whole number of "
              f"{nbox[0]}x{nbox[1]} fractals", span,
              f"cube tiles (Mat/Left/Right/Acc) need rows a multiple of {nbox[0]} and cols a "

@@ -713,6 +713,47 @@ inline void tmatmul_bias(const Tile<C>& c, const Tile<A>& a, const Tile<B>& b, c
         for (int64_t j = 0; j < c.vc; ++j) c.row(i)[j] = C(calc_t<C>(c.row(i)[j]) + calc_t<C>(convert<C>(bias.p[j], RM_RINT)));
 }
 
+// pto.tgemv ins(a, b) outs(c): c[0, :] = a[0, :k] x b[:k, :], k the left's valid columns
+// (the right's valid K covers them); c is a 16-row acc tile with one valid row.
+template <class C, class A, class B>
+inline void gemv_into(const Tile<C>& c, const Tile<A>& a, const Tile<B>& b, bool accumulate, const char* site) {
+    const int64_t k = a.vc, n = b.vc;
+    if (a.vr != 1) fail(site, "gemv's left operand is one row, got %d valid", a.vr);
+    if (b.vr < k) fail(site, "gemv: the right operand's K (%d) does not cover the left's (%lld)", b.vr, (long long)k);
+    if (c.vr != 1 || c.vc != n) fail(site, "gemv result must be 1x%lld valid, got %dx%d", (long long)n, c.vr, c.vc);
+    if (k < 1 || n < 1 || k > 4095 || n > 4095) fail(site, "gemv k=%lld n=%lld: each must be in [1, 4095]", (long long)k, (long long)n);
+    using Acc = typename pick<is_int<C>, int32_t, float>::type;
+    C* cr = c.row(0);
+    if (!accumulate)
+        for (int64_t j = 0; j < n; ++j) cr[j] = C(0);
+    const A* ar = a.row(0);
+    for (int64_t kk = 0; kk < k; ++kk) {
+        const Acc av = Acc(calc_t<A>(ar[kk]));
+        const B* br = b.row(kk);
+        for (int64_t j = 0; j < n; ++j) cr[j] = C(Acc(cr[j]) + av * Acc(calc_t<B>(br[j])));
+    }
+}
+template <class C, class A, class B>
+inline void tgemv(const Tile<C>& c, const Tile<A>& a, const Tile<B>& b, const char* site) {
+    gemv_into(c, a, b, false, site);
+}
+// pto.tgemv.acc ins(acc_in, a, b) outs(c): c = acc_in + a x b.
+template <class C, class A, class B>
+inline void tgemv_acc(const Tile<C>& c, const Tile<C>& acc_in, const Tile<A>& a, const Tile<B>& b, const char* site) {
+    if (c.p != acc_in.p) {
+        same_valid(c, acc_in, site);
+        std::memmove(c.row(0), acc_in.row(0), size_t(c.vc) * sizeof(C));
+    }
+    gemv_into(c, a, b, true, site);
+}
+// pto.tgemv.bias ins(a, b, bias) outs(c): c = a x b + bias[0, :].
+template <class C, class A, class B, class Bi>
+inline void tgemv_bias(const Tile<C>& c, const Tile<A>& a, const Tile<B>& b, const Tile<Bi>& bias, const char* site) {
+    if (bias.vr != 1 || bias.vc < b.vc) fail(site, "bias must cover 1x%d, got %dx%d", b.vc, bias.vr, bias.vc);
+    gemv_into(c, a, b, false, site);
+    for (int64_t j = 0; j < c.vc; ++j) c.row(0)[j] = C(calc_t<C>(c.row(0)[j]) + calc_t<C>(convert<C>(bias.p[j], RM_RINT)));
+}
+
 // ---------------------------------------------------------------- kernel entry helpers
 template <class T> inline T scalar_arg(int64_t raw) {
     const uint64_t u = uint64_t(raw);

@@ -17,9 +17,11 @@ from pypto.passes.base import Namer
 NAME = "InferTileMemorySpace"
 READS = ("backend_type",)
 
-_PRODUCES = {"tile.matmul": M.Acc, "tile.matmul_acc": M.Acc, "tile.matmul_bias": M.Acc}
+_PRODUCES = {"tile.matmul": M.Acc, "tile.matmul_acc": M.Acc, "tile.matmul_bias": M.Acc,
+             "tile.gemv": M.Acc, "tile.gemv_acc": M.Acc, "tile.gemv_bias": M.Acc}
 _OPERANDS = {"tile.matmul": (M.Left, M.Right), "tile.matmul_acc": (M.Acc, M.Left, M.Right),
-             "tile.matmul_bias": (M.Left, M.Right, M.Bias)}
+             "tile.matmul_bias": (M.Left, M.Right, M.Bias), "tile.gemv": (M.Left, M.Right),
+             "tile.gemv_acc": (M.Acc, M.Left, M.Right), "tile.gemv_bias": (M.Left, M.Right, M.Bias)}
 _KEEP = ("tile.load", "tile.move", "tile.create", "tile.store", "tile.alloc", "tile.extract")
 
 

@@ -25,8 +25,11 @@ NAME = "InitMemRef"
 READS = ()
 
 # result shares arg[i]'s buffer
-_SAME_BUFFER = {"tile.matmul_acc": 0, "tile.reshape": 0, "tile.slice": 0, "tile.set_validshape": 0,
+_SAME_BUFFER = {"tile.matmul_acc": 0, "tile.gemv_acc": 0, "tile.reshape": 0, "tile.slice": 0, "tile.set_validshape": 0,
                 "tile.reinterpret_view": 0}
+
+
+_ACCUMULATE = ("tile.matmul_acc", "tile.gemv_acc")
 
 
 def run(prog: Program, opts) -> Program:
@@ -170,12 +173,12 @@ def _read_after(body) -> set[int]:
     for i, s in enumerate(order):
         if isinstance(s, For):
             out |= {id(a) for a in s.iter_args if last.get(id(a.init), -1) > i}
-        if isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tile.matmul_acc":
-            acc = s.value.args[0]
+        if isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op in _ACCUMULATE:
+            acc, name = s.value.args[0], s.value.op.removeprefix("tile.")
             if last.get(id(acc), -1) > i:
                 raise CodegenError(
-                    f"accumulator {acc.name!r} is read after matmul_acc accumulated into it",
-                    s.span, "read the result of matmul_acc instead; the accumulator is updated in place")
+                    f"accumulator {acc.name!r} is read after {name} accumulated into it",
+                    s.span, f"read the result of {name} instead; the accumulator is updated in place")
     return out
 
 

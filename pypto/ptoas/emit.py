@@ -355,7 +355,9 @@ _CALL_ARGS = {
     **dict.fromkeys(("unary", "rowexpand", "colexpand", "mov", "trans", "rowreduce", "colreduce",
                      "fill", "rowargreduce", "colargreduce", "load", "store"),
                     lambda ins, op: ins[:1]),
-    **dict.fromkeys(("matmul_acc", "matmul_bias", "insert", "sel"), lambda ins, op: ins[:3]),
+    **dict.fromkeys(("matmul_acc", "matmul_bias", "insert", "sel", "gemv_acc", "gemv_bias"),
+                    lambda ins, op: ins[:3]),
+    "gemv": lambda ins, op: ins[:2],       # (accPhase: a hint to the pipeline, same values)
     "cvt": lambda ins, op: [ins[0], round_mode(op.attr("rmode"))],
     "cmp": lambda ins, op: ins[:2] + [op.attr("cmp_type")],
     "cmps": lambda ins, op: ins[:2] + [op.attr("cmp_type")],

@@ -67,6 +67,9 @@ def _table() -> dict[str, OpSpec]:
     add("matmul", "tmatmul")
     add("matmul_acc", "tmatmul.acc")
     add("matmul_bias", "tmatmul.bias")
+    add("gemv", "tgemv")
+    add("gemv_acc", "tgemv.acc")
+    add("gemv_bias", "tgemv.bias")
     return t
 
 
@@ -80,6 +83,7 @@ STRUCTURAL_OPS = {"pto.make_tensor_view", "pto.partition_view", "pto.alloc_tile"
 MATMUL_DTYPES = {("i32", "i8", "i8"), ("f32", "f16", "f16"), ("f32", "bf16", "bf16"),
                  ("f32", "f32", "f32")}
 MATMUL_MAX = 4095
+ACC_PHASES = {"unspecified", "partial", "final"}
 
 # Element types a tile may hold.
 TILE_DTYPES = {"f32", "f16", "bf16", "i8", "ui8", "i16", "ui16", "i32", "ui32", "i64", "ui64"}

@@ -10,7 +10,7 @@ from .arch import ALIGN, CUBE_SPACES, Arch
 from .errors import PtoasError, op_error
 from .ir import (Func, Module, Op, PartitionType, PtrType, ScalarType, TensorViewType, TileType,
                  Value)
-from .ops import (FLOAT_DTYPES, MATMUL_DTYPES, MATMUL_MAX, STRUCTURAL_OPS, TILE_DTYPES, TILE_OPS,
+from .ops import (ACC_PHASES, FLOAT_DTYPES, MATMUL_DTYPES, MATMUL_MAX, STRUCTURAL_OPS, TILE_DTYPES, TILE_OPS,
                   round_mode)
 from .parser import CAST_OPS
 
@@ -39,6 +39,7 @@ ARITY = {
     "cmp": ((2,), 1), "cmps": ((2,), 1), "sel": ((3, 4), 1), "sels": ((4,), 1),
     "gather": ((1, 3), 1), "scatter": ((1, 2), 1), "mscatter": ((2,), 1), "random": ((6,), 1),
     "part": ((2,), 1), "prelu": ((3,), 1), "extract": ((3,), 1),
+    "gemv": ((2,), 1), "gemv_acc": ((3,), 1), "gemv_bias": ((3,), 1),
 }
 # pto.tgather's mask form: #pto.mask_pattern<P...> -> (keep one column of every k, the first)
 MASK_PATTERNS = {"P0101": (2, 0), "P1010": (2, 1), "P0001": (4, 0), "P0010": (4, 1),
@@ -330,7 +331,8 @@ class Verifier:
                 box = (ALIGN // nb, 16)
             else:
                 box = (16, ALIGN // nb)
-            if t.rows % box[0] or t.cols % box[1]:
+            one_row = t.rows == 1 and t.loc == "left"      # gemv's row vector: part of a fractal
+            if (t.rows % box[0] and not one_row) or t.cols % box[1]:
                 raise self.error(op, f"a boxed ({t.slayout}) {t.dtype} tile must be a multiple of the "
                                      f"{box[0]}x{box[1]} fractal, got {t.rows}x{t.cols}")
 
@@ -453,6 +455,8 @@ class Verifier:
             self.vector_op(op, kind, ins, outs[0], d)
         elif kind == "mov":
             self.tmov(op, ins[0], outs[0])
+        elif kind.startswith("gemv"):
+            self.gemv(op, kind, ins, outs[0])
         else:
             self.matmul(op, kind, ins, outs[0])
 
@@ -799,6 +803,42 @@ class Verifier:
             bs = static_valid(bias, self.defs)
             if not _same(bs, (1, n)):
                 raise self.error(op, f"bias is {_shape_str(bs)}, expected 1x{n}")
+
+
+    def gemv(self, op: Op, kind: str, ins: list[Value], out: Value) -> None:
+        """[1, K] (left) x [K, N] (right) -> acc, one valid row of 16: the right operand's
+        valid K covers the left's; acc ins(acc, a, b) in place; bias ins(a, b, bias)."""
+        phase = (op.attr("accPhase") or "#pto<acc_phase unspecified>").split()[-1].rstrip(">")
+        if phase not in ACC_PHASES:
+            raise self.error(op, f"{op.name}: accPhase is one of {', '.join(sorted(ACC_PHASES))}, "
+                                 f"not '{phase}'")
+        a, b = (ins[1], ins[2]) if kind == "gemv_acc" else (ins[0], ins[1])
+        if kind == "gemv_acc" and ins[0].type != out.type:
+            raise self.error(op, "tgemv.acc accumulates into a tile of the result's type")
+        ta, tb, tc = self.tile(op, a, "left operand"), self.tile(op, b, "right operand"), out.type
+        if (ta.loc, tb.loc, tc.loc) != ("left", "right", "acc"):
+            raise self.error(op, f"{op.name} computes left x right -> acc, got {ta.loc} x {tb.loc} -> "
+                                 f"{tc.loc}")
+        triple = (tc.dtype, ta.dtype, tb.dtype)
+        if triple not in MATMUL_DTYPES:
+            raise self.error(op, f"gemv dtypes {tc.dtype} <- {ta.dtype} x {tb.dtype} are not supported")
+        (m, k), (k2, n) = static_valid(a, self.defs), static_valid(b, self.defs)
+        if ta.rows != 1 or m not in (1, None):
+            raise self.error(op, f"{op.name}'s left operand is one row, got {ta.rows}x{ta.cols}")
+        if k is not None and k2 is not None and k > k2:
+            raise self.error(op, f"{op.name}: the right operand's K ({k2}) does not cover the "
+                                 f"left's ({k})")
+        if tc.rows != 16 or not _same(static_valid(out, self.defs), (1, n)):
+            raise self.error(op, f"{op.name}'s result is a 16-row acc tile with 1x{n} valid, got "
+                                 f"{tc.rows}x{tc.cols} valid {_shape_str(static_valid(out, self.defs))}")
+        if kind == "gemv_bias":
+            bt = self.tile(op, ins[2], "bias")
+            if bt.loc != "bias" or bt.dtype != tc.dtype:
+                raise self.error(op, f"tgemv.bias takes a {tc.dtype} bias from 'bias', not {bt.dtype} "
+                                     f"in '{bt.loc}'")
+            br, bc = static_valid(ins[2], self.defs)
+            if br not in (1, None) or (bc is not None and n is not None and bc < n):
+                raise self.error(op, f"bias is {_shape_str((br, bc))}; it covers 1x{n}")
 
 
 def verify(module: Module, arch: Arch, level: str, source_name: str = "<pto>") -> dict[str, dict[str, int]]:

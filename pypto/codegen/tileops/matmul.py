@@ -1,4 +1,4 @@
-"""Emitters of the cube family: matmul, matmul_bias and matmul_acc."""
+"""Emitters of the cube family: matmul, matmul_bias, matmul_acc and the gemv family."""
 from __future__ import annotations
 
 from pypto.codegen.common import fail
@@ -27,19 +27,44 @@ def matmul_bias(k, v, c, span):          # the bias row from the Bias buffer
     k.op("tmatmul.bias", [left, right, bias], k.alloc(v, span), span)
 
 
+def _in_place(k, v, acc, span):
+    """The accumulator's buffer as the result's, unless the planner gave the result its own
+    (then the accumulator is copied there first)."""
+    t = v.type
+    if t.memref is not None and acc.tile.memref is not None and not k.same_storage(t, acc.tile):
+        dst = k.alloc(v, span)
+        k.op("tmov", [acc], dst, span)
+        return dst
+    k.check_tile_type(v, span)
+    k.env[id(v)] = acc
+    return acc
+
+
+def _phase(c) -> str:
+    phase = c.kwargs.get("acc_phase", "unspecified")
+    return "" if phase == "unspecified" else f" {{accPhase = #pto<acc_phase {phase}>}}"
+
+
+@emits("tile.gemv", "tile.gemv_bias", "tile.gemv_acc")
+def gemv(k, v, c, span):                 # [1, K] x [K, N] (+ bias) (+= acc), a hint of its phase
+    ins = [k.tile(a, span) for a in c.args]
+    spaces = {"tile.gemv": (M.Left, M.Right), "tile.gemv_bias": (M.Left, M.Right, M.Bias),
+              "tile.gemv_acc": (M.Acc, M.Left, M.Right)}[c.op]
+    check_spaces(c.op, list(zip(ins, spaces)), span)
+    dst = _in_place(k, v, ins[0], span) if c.op == "tile.gemv_acc" else k.alloc(v, span)
+    if c.op == "tile.gemv_acc":
+        ins[0] = dst
+    name = {"tile.gemv": "tgemv", "tile.gemv_bias": "tgemv.bias", "tile.gemv_acc": "tgemv.acc"}[c.op]
+    k.emit(f"pto.{name} ins({', '.join(x.ssa for x in ins)} : {', '.join(x.ty for x in ins)}) "
+           f"outs({dst.ssa} : {dst.ty}){_phase(c)}", span)
+
+
 @emits("tile.matmul_acc")
 def matmul_acc(k, v, c, span):           # accumulates in place unless the planner moved it
     acc = k.tile(c.args[0], span)
     left, right = k.tile(c.args[1], span), k.tile(c.args[2], span)
     check_spaces(c.op, [(acc, M.Acc), (left, M.Left), (right, M.Right)], span)
-    t = v.type
-    if t.memref is not None and acc.tile.memref is not None and not k.same_storage(t, acc.tile):
-        dst = k.alloc(v, span)
-        k.op("tmov", [acc], dst, span)
-    else:
-        k.check_tile_type(v, span)
-        dst = acc
-        k.env[id(v)] = acc
+    dst = _in_place(k, v, acc, span)
     if len(c.args) < 4:
         k.op("tmatmul.acc", [dst, left, right], dst, span)
         return

@@ -118,4 +118,5 @@ def is_tile_op(op: str) -> bool:
     return op.startswith("tile.")
 
 
-CUBE_OPS = {"tile.matmul", "tile.matmul_acc", "tile.matmul_bias"}
+CUBE_OPS = {"tile.matmul", "tile.matmul_acc", "tile.matmul_bias", "tile.gemv", "tile.gemv_acc",
+            "tile.gemv_bias"}

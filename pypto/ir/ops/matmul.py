@@ -1,4 +1,4 @@
-"""The cube's operators: matmul, matmul_acc and matmul_bias."""
+"""The cube's operators: matmul, matmul_acc, matmul_bias and the gemv family."""
 from __future__ import annotations
 
 from pypto import dtype as dt
@@ -82,6 +82,74 @@ def _matmul_bias(args, kw, span):
     return t
 
 
+ACC_PHASES = ("unspecified", "partial", "final")
+GEMV_INPUTS = (dt.INT8, dt.FP16, dt.BF16, dt.FP32)
+
+
+def _gemv_product(op, lhs, rhs, kw, span):
+    """C[1, N] = A[1, K] @ B[K, N] on the cube: A one row (physically too), B's valid K
+    covering A's; inputs of one dtype (int8 -> int32, fp16 / bf16 / fp32 -> fp32). The
+    result is an Acc tile of 16 rows (the fractal), one of them valid."""
+    phase = kw.get("acc_phase", "unspecified")
+    if phase not in ACC_PHASES:
+        _err(f"{op}: acc_phase is one of {', '.join(map(repr, ACC_PHASES))}, got {phase!r}", span)
+    a, b = _shaped(op, lhs, span, (TileType,)), _shaped(op, rhs, span, (TileType,))
+    if len(a.shape) != 2 or len(b.shape) != 2:
+        _err(f"{op}: 2-D tiles, got {_tname(a)} and {_tname(b)}", span)
+    if a.dtype != b.dtype or a.dtype not in GEMV_INPUTS:
+        _err(f"{op}: inputs of one dtype, int8 (-> int32) or fp16 / bf16 / fp32 (-> fp32), got "
+             f"{a.dtype} and {b.dtype}", span)
+    if a.shape[0] != 1 or a.valid_shape[0] not in (1, None):
+        _err(f"{op}: the left operand is one row [1, K], got {_tname(a)}", span,
+             "pl.matmul multiplies [M, K] x [K, N]")
+    ka, kb = a.valid_shape[1], b.valid_shape[0]
+    if isinstance(ka, int) and isinstance(kb, int) and ka > kb:
+        _err(f"{op}: the right operand's K ({kb}) must cover the left's ({ka})", span)
+    if a.shape[1] > b.shape[0]:
+        _err(f"{op}: [1, {a.shape[1]}] x {list(b.shape)} does not chain", span)
+    out = dt.INT32 if a.dtype == dt.INT8 else dt.FP32
+    n = b.valid_shape[1]
+    return TileType((16, b.shape[1]), out, MemorySpace.Acc, None, (1, n))
+
+
+def _gemv(args, kw, span):
+    return _gemv_product("gemv", args[0], args[1], kw, span)
+
+
+def _gemv_acc(args, kw, span):
+    acc = _shaped("gemv_acc", args[0], span, (TileType,))
+    t = _gemv_product("gemv_acc", args[1], args[2], kw, span)
+    if tuple(acc.shape) != tuple(t.shape) or acc.dtype != t.dtype or \
+            tuple(acc.valid_shape) != tuple(t.valid_shape):
+        _err(f"gemv_acc: the accumulator is {_tname(acc)}, the product is {_tname(t)}", span,
+             "start it with pl.tile.gemv of operands of the same shapes and dtypes")
+    return acc
+
+
+def _gemv_bias(args, kw, span):
+    t = _gemv_product("gemv_bias", args[0], args[1], kw, span)
+    bias = _shaped("gemv_bias", args[2], span, (TileType,))
+    if bias.dtype != t.dtype or len(bias.shape) != 2 or bias.shape[0] != 1 \
+            or bias.valid_shape[0] != 1 or bias.shape[1] != t.shape[1]:
+        _err(f"gemv_bias: the bias is one {t.dtype} row of {t.shape[1]}, got {_tname(bias)}", span,
+             f"load it as pl.load(bias, [0, 0], [1, {t.shape[1]}], target_memory=pl.Mem.Mat)")
+    if bias.memory_space not in (None, MemorySpace.Mat, MemorySpace.Bias):
+        _err(f"gemv_bias: the bias reaches the cube from Mat (or Bias), not "
+             f"{bias.memory_space.name}", span, "load it with target_memory=pl.Mem.Mat")
+    return t
+
+
+_PHASE_DOC = ("acc_phase=\"unspecified\" | \"partial\" | \"final\": where the product stands in "
+              "an accumulation (a hint to the hardware's pipeline; the values are the same)")
+reg("tile.gemv", (2, 2), _gemv, ("acc_phase",), params=("lhs", "rhs"), pto="tgemv",
+    sig=f"pl.tile.gemv(lhs, rhs, acc_phase=\"unspecified\")  ([1, K] x [K, N] -> an Acc tile of "
+        f"16 rows, one valid; int8 -> int32, fp16 / bf16 / fp32 -> fp32; {_PHASE_DOC})")
+reg("tile.gemv_acc", (3, 3), _gemv_acc, ("acc_phase",), pure=False, params=("acc", "lhs", "rhs"),
+    pto="tgemv.acc", sig="pl.tile.gemv_acc(acc, lhs, rhs, acc_phase=\"unspecified\")  (acc += lhs @ rhs, "
+                         "in place)")
+reg("tile.gemv_bias", (3, 3), _gemv_bias, ("acc_phase",), params=("lhs", "rhs", "bias"),
+    pto="tgemv.bias", sig="pl.tile.gemv_bias(lhs, rhs, bias, acc_phase=\"unspecified\")  (lhs @ rhs "
+                          "plus a [1, N] bias row in the result's dtype; the bias goes Mat -> Bias)")
 reg("tile.matmul_bias", (3, 3), _matmul_bias, params=("lhs", "rhs", "bias"), pto="tmatmul.bias",
     sig="pl.tile.matmul_bias(lhs, rhs, bias)  (lhs @ rhs plus the [1, N] bias in every row; the "
         "bias goes Mat -> Bias)")
