@@ -52,3 +52,39 @@ def test_arg_reductions_match_torch(d, tdt, valid, tmp_path, monkeypatch):
 def test_integer_source_is_a_typed_error():
     with pytest.raises(TypeCheckError, match=r"reduces float elements"):
         pl.parse(SRC.replace("{D}", "INT32").replace("{V}", ""), filename="/u/arg.py")
+
+
+TENSOR = """
+import pypto.language as pl
+
+@pl.program
+class T:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[32, 64], pl.{D}], rmax: pl.InOut[pl.Tensor[[32, 1], pl.INT32]],
+          cmin: pl.InOut[pl.Tensor[[1, 64], pl.INT32]]):
+        r: pl.Tensor[[32, 1], pl.INT32] = pl.row_argmax(a)
+        c: pl.Tensor[[1, 64], pl.INT32] = pl.col_argmin(a)
+        rmax = pl.assemble(rmax, r, [0, 0])
+        cmin = pl.assemble(cmin, c, [0, 0])
+        return rmax, cmin
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[32, 64], pl.{D}], rmax: pl.InOut[pl.Tensor[[32, 1], pl.INT32]],
+             cmin: pl.InOut[pl.Tensor[[1, 64], pl.INT32]]):
+        rmax, cmin = self.k(a, rmax, cmin)
+        return rmax, cmin
+"""
+
+
+@pytest.mark.parametrize("d, tdt", [("FP32", torch.float32), ("FP16", torch.float16)])
+def test_tensor_level_arg_reductions(d, tdt, tmp_path, monkeypatch):
+    """pl.row_argmax / pl.col_argmin on tensors in a kernel: lowered to the tile forms."""
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    prog = pl.parse(TENSOR.format(D=d), filename="/u/t.py")
+    assert [s.value.op for s in prog.functions[0].body[:2]] == ["tensor.row_argmax", "tensor.col_argmin"]
+    run = ir.compile(prog, output_dir=tmp_path / "out", platform="a2a3sim")
+    a = torch.randn(32, 64, generator=torch.Generator().manual_seed(4)).to(tdt)
+    rmax, cmin = torch.zeros(32, 1, dtype=torch.int32), torch.zeros(1, 64, dtype=torch.int32)
+    run(a, rmax, cmin)
+    assert torch.equal(rmax[:, 0], a.float().argmax(1).int())
+    assert torch.equal(cmin[0], a.float().argmin(0).int())

@@ -109,7 +109,7 @@ def _arg_reduce(op):
     row = ".row_" in op
 
     def infer(args, kw, span):
-        a = _shaped(op, args[0], span, (TileType,))
+        a = _shaped(op, args[0], span, (TileType,) if op.startswith("tile.") else (TensorType,))
         if len(a.shape) != 2:
             _err(f"{op} expects a 2-D operand, got shape {list(a.shape)}", span)
         if not a.dtype.is_float:
@@ -121,12 +121,17 @@ def _arg_reduce(op):
                 _err(f"{op}: the scratch tile is {_tname(tmp)} but x is {_tname(a)}", span)
         v = valid_of(a)
         shape, valid = ((a.shape[0], 1), (v[0], 1)) if row else ((1, a.shape[1]), (1, v[1]))
+        if isinstance(a, TensorType):
+            return TensorType(shape, dt.INT32)
         return TileType(shape, dt.INT32, a.memory_space, None, None if valid == shape else valid)
     return infer
 
 
 for _o in ARG_REDUCE:
     _r = _o.startswith("row")
+    reg(f"tensor.{_o}", (1, 1), _arg_reduce(f"tensor.{_o}"), params=("x",),
+        sig=f"pl.{_o}(x)  ([M,N] tensor -> " + ("[M,1]" if _r else "[1,N]") +
+            " INT32, inside pl.at: the first index of the " + ("max" if "max" in _o else "min") + ")")
     reg(f"tile.{_o}", (1, 2), _arg_reduce(f"tile.{_o}"), params=("x", "tmp"), pto=_pto(_o),
         sig=f"pl.tile.{_o}(x, tmp)  ([M,N] -> " + ("[M,1]" if _r else "[1,N]") +
             " INT32: the first index of the " + ("max" if "max" in _o else "min") + "; float x)")
