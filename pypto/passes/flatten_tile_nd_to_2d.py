@@ -8,7 +8,11 @@ becomes 2-D by merging all dimensions but the last: `[2, 16, 64]` -> `[32, 64]`.
   window's leading dims are all 1 (the 2-D tile padded with 1s is the window);
 - `tile.create` and `tile.full` are made 2-D; elementwise ops are re-typed on their flattened operands;
   loop-carried and if-merged tiles follow;
-- a `tile.reshape` to or from an N-D shape reshapes to/from its 2-D form.
+- a `tile.reshape` to or from an N-D shape reshapes to/from its 2-D form;
+- `tile.batch_matmul` becomes one matmul per batch: the operands' batch windows
+  (`tile.slice` of the flattened Mat tiles; a 3-D `tile.transpose_view` is taken per
+  batch on the window) multiplied into windows of one flattened Acc tile
+  (`matmul_acc` with init_cond=True: a fresh product written into the window).
 Any other op on an N-D tile has no 2-D form and is an error (the op table already
 keeps reductions, broadcasts and matmuls 2-D). 1-D and 2-D tiles are left as they are.
 """
@@ -72,6 +76,7 @@ def _ints(shape, span):
 class _Flatten(Rewriter):
     def __init__(self):
         self.map: dict[int, Var] = {}        # N-D tile var -> its 2-D var
+        self.tview: dict[int, Var] = {}      # a 3-D transpose_view -> its (flattened) source
 
     def var(self, v: Var) -> Var:
         """The 2-D version of a defined N-D tile var (the var itself otherwise)."""
@@ -100,10 +105,59 @@ class _Flatten(Rewriter):
         c = s.value if isinstance(s, Assign) else (s.expr if isinstance(s, Eval) else None)
         if not (isinstance(c, Call) and c.op.startswith("tile.")):
             return [self.default_stmt(s)]
+        if c.op == "tile.transpose_view" and isinstance(s, Assign) and _nd(s.var):
+            self.tview[id(s.var)] = self.expr(c.args[0])     # taken per batch by batch_matmul
+            return []
+        if c.op == "tile.batch_matmul" and isinstance(s, Assign):
+            return self.batch_matmul(s, c)
+        for a in c.args:
+            if id(a) in self.tview:
+                raise CodegenError(f"{c.op}: a transposed 3-D tile ({a.name!r}) only feeds "
+                                   f"pl.batch_matmul", s.span, "transpose 2-D tiles for other ops")
         new = self.call(c, s)
         if isinstance(s, Assign):
             return [Assign(self.var(s.var), new, s.span)]
         return [Eval(new, s.span)]
+
+    def batch_matmul(self, s: Assign, c: Call) -> list:
+        """A matmul per batch into windows of one flattened Acc tile."""
+        span = s.span
+        out = self.var(s.var)                         # [B * M, N] in Acc
+        batch, m, n = s.var.type.shape
+        stmts = [Assign(out, Call("tile.create", [_ints(out.type.shape, span)],
+                                  {"dtype": out.type.dtype, "target_memory": out.type.memory_space},
+                                  TileType(out.type.shape, out.type.dtype, out.type.memory_space),
+                                  {}, span), span)]
+
+        def window(x, b, what):
+            """Batch b of operand x: a Mat window of its flattened tile (transposed per batch
+            when x is a 3-D transpose_view); a 2-D operand is every batch's."""
+            if id(x) in self.tview:
+                src = self.tview[id(x)]
+                rows, cols = x.type.shape[-1], x.type.shape[-2]       # the source's [.., rows, cols]
+                part = self._bind(stmts, f"{x.name}_b{b}", "tile.slice",
+                                  [src, _ints((rows, cols), span), _ints((b * rows, 0), span)], span)
+                return self._bind(stmts, f"{x.name}_t{b}", "tile.transpose_view", [part], span)
+            if len(x.type.shape) == 2:
+                return x
+            rows, cols = x.type.shape[-2:]
+            return self._bind(stmts, f"{x.name}_b{b}", "tile.slice",
+                              [self.expr(x), _ints((rows, cols), span), _ints((b * rows, 0), span)], span)
+
+        for b in range(batch):
+            lhs, rhs = window(c.args[0], b, "lhs"), window(c.args[1], b, "rhs")
+            dst = self._bind(stmts, f"{s.var.name}_b{b}", "tile.slice",
+                             [out, _ints((m, n), span), _ints((b * m, 0), span)], span)
+            self._bind(stmts, f"{s.var.name}_b{b}", "tile.matmul_acc",
+                       [dst, lhs, rhs, Const(True, dt.BOOL, span)], span)
+        return stmts
+
+    @staticmethod
+    def _bind(stmts, name, op, args, span, kwargs=None) -> Var:
+        t = ops.infer_type(op, args, kwargs or {}, span)
+        v = Var(name, t, span)
+        stmts.append(Assign(v, Call(op, args, kwargs or {}, t, {}, span), span))
+        return v
 
     def call(self, c: Call, s) -> Call:
         op = c.op.split(".", 1)[1]

@@ -82,6 +82,32 @@ def _matmul_bias(args, kw, span):
     return t
 
 
+def _batch_matmul(args, kw, span):
+    """[B, M, K] x [B, K, N] -> [B, M, N] on the cube, one matmul per batch (FlattenTileNdTo2D
+    lays them out); a 2-D operand is shared by every batch."""
+    a, b = (_shaped("batch_matmul", x, span, (TileType,)) for x in args[:2])
+    if len(a.shape) not in (2, 3) or len(b.shape) not in (2, 3) or 3 not in (len(a.shape), len(b.shape)):
+        _err(f"batch_matmul: [B, M, K] x [B, K, N] (one may be 2-D), got {_tname(a)} x {_tname(b)}", span,
+             "pl.matmul multiplies two 2-D tiles")
+    batch = a.shape[0] if len(a.shape) == 3 else b.shape[0]
+    if len(a.shape) == 3 and len(b.shape) == 3 and a.shape[0] != b.shape[0]:
+        _err(f"batch_matmul: batches differ, {a.shape[0]} and {b.shape[0]}", span)
+    (m, k), (k2, n) = a.shape[-2:], b.shape[-2:]
+    if k != k2:
+        _err(f"batch_matmul: [{m}, {k}] x [{k2}, {n}] do not chain", span)
+    for x, what in ((a, "left operand"), (b, "right operand")):
+        whole("batch_matmul", x, span, what)
+        if x.memory_space not in (None, MemorySpace.Mat):
+            _err(f"batch_matmul: the {what} is in {x.memory_space.name}; batches are sliced from Mat",
+                 span, "load the operands with target_memory=pl.Mem.Mat")
+    acc = _matmul_acc_dtype(a, b, "batch_matmul", span)
+    return TileType((batch, m, n), acc, MemorySpace.Acc)
+
+
+reg("tile.batch_matmul", (2, 2), _batch_matmul, params=("lhs", "rhs"),
+    sig="pl.batch_matmul(lhs, rhs)  ([B, M, K] x [B, K, N] Mat tiles -> [B, M, N] Acc, a matmul per "
+        "batch; a 2-D operand is shared; pl.tile.transpose_view(b) of a [B, N, K] tile for B^T)")
+
 ACC_PHASES = ("unspecified", "partial", "final")
 GEMV_INPUTS = (dt.INT8, dt.FP16, dt.BF16, dt.FP32)
 

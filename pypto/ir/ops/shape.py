@@ -49,18 +49,19 @@ def _transpose(args, kw, span):
 
 def _transpose_view(args, kw, span):
     a = _shaped("transpose_view", args[0], span, (TileType,))
-    if len(a.shape) != 2:
-        _err(f"transpose_view: a 2-D tile, got shape {list(a.shape)}", span)
+    if len(a.shape) not in (2, 3):
+        _err(f"transpose_view: a 2-D tile (or a 3-D one for pl.batch_matmul), got shape "
+             f"{list(a.shape)}", span)
     whole("transpose_view", a, span)
     if a.memory_space not in (None, MemorySpace.Mat, MemorySpace.Vec):
         _err(f"transpose_view works on Mat (or Vec) tiles, not {a.memory_space.name}", span,
              "transpose the operand in Mat, then pl.move it to Left/Right")
-    return TileType((a.shape[1], a.shape[0]), a.dtype, a.memory_space)
+    return TileType((*a.shape[:-2], a.shape[-1], a.shape[-2]), a.dtype, a.memory_space)
 
 
 reg("tile.transpose_view", (1, 1), _transpose_view, params=("tile",), pto="ttrans",
     sig="pl.tile.transpose_view(tile)  (a Mat tile seen transposed, for pl.move to Left/Right; "
-        "the simulator's ptoas copies it)")
+        "the simulator's ptoas copies it; a 3-D tile's last two dims, for pl.batch_matmul)")
 reg("tile.transpose", (1, 1), _transpose, ("axis1", "axis2"), params=("x",), pto="ttrans",
     sig="pl.transpose(x, axis1=0, axis2=1)  (a 2-D Vec tile: [M, N] -> [N, M])")
 

@@ -1,0 +1,81 @@
+"""pl.batch_matmul on tiles (issue 11.2): [B, M, K] x [B, K, N] Mat tiles -> [B, M, N],
+one cube matmul per batch into windows of one Acc tile (FlattenTileNdTo2D); B^T through
+a 3-D pl.tile.transpose_view; a 2-D operand shared by every batch. Against torch.bmm."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import pypto.language as pl
+from pypto import ir
+from pypto.errors import CodegenError, TypeCheckError
+
+SRC = """
+import pypto.language as pl
+
+@pl.program
+class Bmm:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[{A}, pl.{D}], b: pl.Tensor[[{B}, {K}, {N}], pl.{D}],
+          bt: pl.Tensor[[{B}, {N}, {K}], pl.{D}], c: pl.Out[pl.Tensor[[{B}, {M}, {N}], pl.FP32]],
+          ct: pl.Out[pl.Tensor[[{B}, {M}, {N}], pl.FP32]]):
+        ta = pl.load(a, offsets={AOFF}, shapes={A}, target_memory=pl.MemorySpace.Mat)
+        tb = pl.load(b, offsets=[0, 0, 0], shapes=[{B}, {K}, {N}], target_memory=pl.MemorySpace.Mat)
+        tbt = pl.load(bt, offsets=[0, 0, 0], shapes=[{B}, {N}, {K}], target_memory=pl.MemorySpace.Mat)
+        c = pl.store(pl.batch_matmul(ta, tb), offsets=[0, 0, 0], output_tensor=c)
+        ct = pl.store(pl.batch_matmul(ta, pl.tile.transpose_view(tbt)), offsets=[0, 0, 0], output_tensor=ct)
+        return c, ct
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[{A}, pl.{D}], b: pl.Tensor[[{B}, {K}, {N}], pl.{D}],
+             bt: pl.Tensor[[{B}, {N}, {K}], pl.{D}], c: pl.Out[pl.Tensor[[{B}, {M}, {N}], pl.FP32]],
+             ct: pl.Out[pl.Tensor[[{B}, {M}, {N}], pl.FP32]]):
+        c, ct = self.k(a, b, bt, c, ct)
+        return c, ct
+"""
+
+
+def _src(b, m, k, n, dtype="FP32", shared=False):
+    a = f"[{m}, {k}]" if shared else f"[{b}, {m}, {k}]"
+    return SRC.format(A=a, AOFF="[0, 0]" if shared else "[0, 0, 0]", B=b, M=m, K=k, N=n, D=dtype)
+
+
+@pytest.mark.parametrize("b, m, k, n, dtype, shared", [
+    (2, 64, 64, 64, "FP32", False),
+    (3, 32, 48, 32, "FP16", False),
+    (4, 16, 32, 48, "BF16", False),
+    (2, 32, 64, 32, "FP32", True),
+])
+def test_batch_matmul_matches_torch(b, m, k, n, dtype, shared, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    run = ir.compile(pl.parse(_src(b, m, k, n, dtype, shared), filename="/u/bmm.py"),
+                     output_dir=tmp_path / "out", platform="a2a3sim")
+    tdt = {"FP32": torch.float32, "FP16": torch.float16, "BF16": torch.bfloat16}[dtype]
+    g = torch.Generator().manual_seed(b * m + k)
+    a = torch.randn((m, k) if shared else (b, m, k), generator=g).to(tdt)
+    rb, rbt = torch.randn(b, k, n, generator=g).to(tdt), torch.randn(b, n, k, generator=g).to(tdt)
+    c, ct = torch.zeros(b, m, n), torch.zeros(b, m, n)
+    run(a, rb, rbt, c, ct)
+    a3 = a.float().expand(b, m, k)
+    assert torch.allclose(c, torch.bmm(a3, rb.float()), rtol=1e-4, atol=1e-3)
+    assert torch.allclose(ct, torch.bmm(a3, rbt.float().transpose(1, 2)), rtol=1e-4, atol=1e-3)
+    assert (tmp_path / "out" / "ptoas" / "k.pto").read_text().count("pto.tmatmul ins") == 2 * b
+
+
+def test_batches_that_differ_are_a_typed_error():
+    src = _src(2, 32, 32, 32).replace("pl.batch_matmul(ta, tb)", "pl.batch_matmul(ta, tb2)").replace(
+        "        c = pl.store", "        tb2 = pl.load(b, [0, 0, 0], [1, 32, 32], target_memory=pl.Mem.Mat)\n"
+                             "        c = pl.store", 1)
+    with pytest.raises(TypeCheckError, match=r"batch_matmul: batches differ, 2 and 1") as exc:
+        pl.parse(src, filename="/u/bmm.py")
+    assert "bmm.py:14" in str(exc.value)
+
+
+def test_a_transposed_3d_tile_feeds_only_batch_matmul(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    src = _src(2, 32, 32, 32).replace(
+        "pl.batch_matmul(ta, pl.tile.transpose_view(tbt))", "pl.batch_matmul(ta, pl.add(tv, tv))").replace(
+        "        ct = pl.store", "        tv = pl.tile.transpose_view(tbt)\n        ct = pl.store", 1)
+    with pytest.raises((CodegenError, TypeCheckError)) as exc:
+        ir.compile(pl.parse(src, filename="/u/bmm.py"), output_dir=tmp_path / "out", platform="a2a3sim")
+    assert "bmm.py:" in str(exc.value)
