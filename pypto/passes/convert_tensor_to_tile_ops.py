@@ -106,6 +106,29 @@ class _Convert(Rewriter):
             return self.subst.get(id(e), e)
         return super().expr(e)
 
+    def cube(self, base, acc, a, b, kwargs, span):
+        """lhs @ rhs (+ acc) on the cube: 2-D operands go Mat -> Left / Right (read
+        transposed when asked); with a 3-D operand, pl.batch_matmul of the Mat tiles (a
+        transposed one as a 3-D transpose_view)."""
+        ta, tb = bool(kwargs.get("a_trans")), bool(kwargs.get("b_trans"))
+        if 3 in (len(a.type.shape), len(b.type.shape)):
+            def mat(x, trans):
+                t = self.tile_of(x, span, MemorySpace.Mat, trans and len(x.type.shape) == 2)
+                if trans and len(x.type.shape) == 3:
+                    t = self.new(base, "tile.transpose_view", [t], {}, span, "t")
+                return t
+            left, right = mat(a, ta), mat(b, tb)
+            if acc is None:
+                return self.new(base, "tile.batch_matmul", [left, right], {}, span)
+            return self.new(base, "tile.batch_matmul_acc", [acc, left, right], {}, span)
+        left = self.new(base, "tile.move", [self.tile_of(a, span, MemorySpace.Mat, ta)],
+                        {"target_memory": MemorySpace.Left}, span, "left")
+        right = self.new(base, "tile.move", [self.tile_of(b, span, MemorySpace.Mat, tb)],
+                         {"target_memory": MemorySpace.Right}, span, "right")
+        if acc is None:
+            return self.new(base, "tile.matmul", [left, right], {}, span)
+        return self.new(base, "tile.matmul_acc", [acc, left, right], {}, span)
+
     def tile_of(self, v, span, space=MemorySpace.Vec, transpose=False):
         if not isinstance(getattr(v, "type", None), TensorType):
             return v
@@ -279,12 +302,16 @@ class _Convert(Rewriter):
                     f"matmul with {other.type.dtype} {other.name!r} in the same kernel",
                     span, "use fp32 operands for the chain, or write the first result to a tensor "
                           "(pl.create_tensor) and pl.cast it in its own pl.at region")
-            ta, tb = bool(call.kwargs.get("a_trans")), bool(call.kwargs.get("b_trans"))
-            left = self.new(base, "tile.move", [self.tile_of(a, span, MemorySpace.Mat, ta)],
-                            {"target_memory": MemorySpace.Left}, span, "left")
-            right = self.new(base, "tile.move", [self.tile_of(b, span, MemorySpace.Mat, tb)],
-                             {"target_memory": MemorySpace.Right}, span, "right")
-            self.tiles[id(s.var)] = self.new(base, "tile.matmul", [left, right], {}, span)
+            self.tiles[id(s.var)] = self.cube(base, None, a, b, call.kwargs, span)
+            return []
+        if op == "matmul_acc" and isinstance(getattr(call.args[0], "type", None), TensorType):
+            acc, a, b = call.args[:3]
+            have = self.tiles.get(id(self.expr(acc)))
+            if have is None or have.type.memory_space is not MemorySpace.Acc:
+                raise CodegenError(f"pl.matmul_acc accumulates into {acc.name!r}, which is not a "
+                                   f"pl.matmul result of this kernel", span,
+                                   "start the accumulation with pl.matmul in the same kernel")
+            self.tiles[id(s.var)] = self.cube(base, have, a, b, call.kwargs, span)
             return []
         args = [self.tile_of(a, span) for a in call.args]
         kwargs = dict(call.kwargs)

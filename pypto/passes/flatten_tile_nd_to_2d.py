@@ -108,7 +108,7 @@ class _Flatten(Rewriter):
         if c.op == "tile.transpose_view" and isinstance(s, Assign) and _nd(s.var):
             self.tview[id(s.var)] = self.expr(c.args[0])     # taken per batch by batch_matmul
             return []
-        if c.op == "tile.batch_matmul" and isinstance(s, Assign):
+        if c.op in ("tile.batch_matmul", "tile.batch_matmul_acc") and isinstance(s, Assign):
             return self.batch_matmul(s, c)
         for a in c.args:
             if id(a) in self.tview:
@@ -120,14 +120,22 @@ class _Flatten(Rewriter):
         return [Eval(new, s.span)]
 
     def batch_matmul(self, s: Assign, c: Call) -> list:
-        """A matmul per batch into windows of one flattened Acc tile."""
+        """A matmul per batch into windows of one flattened Acc tile: a fresh one, or the
+        accumulator's (batch_matmul_acc adds into it in place)."""
         span = s.span
-        out = self.var(s.var)                         # [B * M, N] in Acc
         batch, m, n = s.var.type.shape
-        stmts = [Assign(out, Call("tile.create", [_ints(out.type.shape, span)],
-                                  {"dtype": out.type.dtype, "target_memory": out.type.memory_space},
-                                  TileType(out.type.shape, out.type.dtype, out.type.memory_space),
-                                  {}, span), span)]
+        accumulate = c.op == "tile.batch_matmul_acc"
+        if accumulate:
+            out = self.expr(c.args[0])
+            self.map[id(s.var)] = out
+            stmts = []
+        else:
+            out = self.var(s.var)                         # [B * M, N] in Acc
+            stmts = [Assign(out, Call("tile.create", [_ints(out.type.shape, span)],
+                                      {"dtype": out.type.dtype, "target_memory": out.type.memory_space},
+                                      TileType(out.type.shape, out.type.dtype, out.type.memory_space),
+                                      {}, span), span)]
+        operands = c.args[1:] if accumulate else c.args
 
         def window(x, b, what):
             """Batch b of operand x: a Mat window of its flattened tile (transposed per batch
@@ -145,11 +153,11 @@ class _Flatten(Rewriter):
                               [self.expr(x), _ints((rows, cols), span), _ints((b * rows, 0), span)], span)
 
         for b in range(batch):
-            lhs, rhs = window(c.args[0], b, "lhs"), window(c.args[1], b, "rhs")
+            lhs, rhs = window(operands[0], b, "lhs"), window(operands[1], b, "rhs")
             dst = self._bind(stmts, f"{s.var.name}_b{b}", "tile.slice",
                              [out, _ints((m, n), span), _ints((b * m, 0), span)], span)
             self._bind(stmts, f"{s.var.name}_b{b}", "tile.matmul_acc",
-                       [dst, lhs, rhs, Const(True, dt.BOOL, span)], span)
+                       [dst, lhs, rhs, Const(not accumulate, dt.BOOL, span)], span)
         return stmts
 
     @staticmethod

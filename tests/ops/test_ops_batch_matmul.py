@@ -79,3 +79,57 @@ def test_a_transposed_3d_tile_feeds_only_batch_matmul(tmp_path, monkeypatch):
     with pytest.raises((CodegenError, TypeCheckError)) as exc:
         ir.compile(pl.parse(src, filename="/u/bmm.py"), output_dir=tmp_path / "out", platform="a2a3sim")
     assert "bmm.py:" in str(exc.value)
+
+
+TENSOR = """
+import pypto.language as pl
+
+@pl.program
+class TBmm:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[{A}, pl.FP32], w: pl.Tensor[[{G}, {N}, {K}], pl.FP32],
+          c: pl.Out[pl.Tensor[[{B}, {M}, {N}], pl.FP32]]) -> pl.Tensor[[{B}, {M}, {N}], pl.FP32]:
+        wb = pl.slice(w, [{B}, {N}, {K}], [{G0}, 0, 0])
+        {BODY}
+        c = pl.assemble(c, cm, offset=[0, 0, 0])
+        return c
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[{A}, pl.FP32], w: pl.Tensor[[{G}, {N}, {K}], pl.FP32],
+             c: pl.Out[pl.Tensor[[{B}, {M}, {N}], pl.FP32]]) -> pl.Tensor[[{B}, {M}, {N}], pl.FP32]:
+        c = self.k(a, w, c)
+        return c
+"""
+ONE = "cm = pl.matmul(a, wb, b_trans=True, out_dtype=pl.FP32)"
+# K in two halves: pl.matmul starts the accumulation, pl.matmul_acc adds the second half
+SPLIT = ("a0 = pl.slice(a, {AH}, {A0})\n        a1 = pl.slice(a, {AH}, {A1})\n"
+         "        w0 = pl.slice(wb, [{B}, {N}, {H}], [0, 0, 0])\n"
+         "        w1 = pl.slice(wb, [{B}, {N}, {H}], [0, 0, {H}])\n"
+         "        acc = pl.matmul(a0, w0, b_trans=True, out_dtype=pl.FP32)\n"
+         "        cm = pl.matmul_acc(acc, a1, w1, b_trans=True)")
+
+
+@pytest.mark.parametrize("b, g, g0, m, k, n, shared, body", [
+    (1, 1, 0, 64, 64, 64, True, ONE),         # [M, K] x [1, N, K]^T
+    (2, 2, 0, 48, 80, 32, False, ONE),        # [B, M, K] x [B, N, K]^T
+    (2, 4, 1, 48, 80, 32, False, ONE),        # weights sliced from a group
+    (1, 1, 0, 64, 64, 32, True, SPLIT),       # split K: matmul then matmul_acc
+    (2, 3, 1, 32, 64, 48, False, SPLIT),
+])
+def test_tensor_matmul_with_a_3d_operand(b, g, g0, m, k, n, shared, body, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    h = k // 2
+    ah, a0, a1 = ((f"[{m}, {h}]", "[0, 0]", f"[0, {h}]") if shared else
+                  (f"[{b}, {m}, {h}]", "[0, 0, 0]", f"[0, 0, {h}]"))
+    body = body.format(AH=ah, A0=a0, A1=a1, B=b, N=n, H=h)
+    src = TENSOR.format(A=f"[{m}, {k}]" if shared else f"[{b}, {m}, {k}]", G=g, G0=g0, B=b, M=m, K=k,
+                        N=n, BODY=body)
+    run = ir.compile(pl.parse(src, filename="/u/tbmm.py"), output_dir=tmp_path / "out",
+                     platform="a2a3sim")
+    gen = torch.Generator().manual_seed(m + k + n)
+    a = torch.randn((m, k) if shared else (b, m, k), generator=gen)
+    w = torch.randn(g, n, k, generator=gen)
+    c = torch.zeros(b, m, n)
+    run(a, w, c)
+    want = torch.bmm(a.expand(b, m, k), w[g0:g0 + b].transpose(1, 2))
+    assert torch.allclose(c, want, rtol=1e-4, atol=1e-3)

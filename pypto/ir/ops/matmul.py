@@ -17,7 +17,8 @@ def _matmul_acc_dtype(a, b, op, span):
 
 
 def _transposed(t):
-    return TensorType(tuple(reversed(t.shape)), t.dtype)
+    """A tensor read transposed: its last two dims swapped."""
+    return TensorType((*t.shape[:-2], t.shape[-1], t.shape[-2]), t.dtype)
 
 
 def _matmul(args, kw, span):
@@ -25,10 +26,10 @@ def _matmul(args, kw, span):
     for flag, x in (("a_trans", a), ("b_trans", b)):
         if kw.get(flag) not in (None, False, True):
             _err(f"matmul: {flag} is True or False", span)
-        if kw.get(flag) and not (isinstance(x, TensorType) and len(x.shape) == 2):
+        if kw.get(flag) and not (isinstance(x, TensorType) and len(x.shape) in (2, 3)):
             from pypto.errors import NotBuiltError
             raise NotBuiltError(f"matmul: {flag}=True on {_tname(x)} is not supported by this pypto "
-                                f"yet (it is built for 2-D tensor operands)", span,
+                                f"yet (it is built for 2-D and 3-D tensor operands)", span,
                                 "transpose through a tensor: pl.matmul on the tensors inside pl.at")
     if kw.get("a_trans"):
         a = _transposed(a)
@@ -38,6 +39,8 @@ def _matmul(args, kw, span):
     whole("matmul", b, span, "right operand")
     if type(a) is not type(b):
         _err(f"matmul: cannot mix {_tname(a)} and {_tname(b)}", span, _MIX_HINT)
+    if isinstance(a, TensorType) and 3 in (len(a.shape), len(b.shape)):
+        return _batched(a, b, kw, span)
     if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
         _err(f"matmul: shapes {list(a.shape)} x {list(b.shape)} do not chain", span)
     acc = _matmul_acc_dtype(a, b, "matmul", span)
@@ -47,9 +50,36 @@ def _matmul(args, kw, span):
     return TileType((a.shape[0], b.shape[1]), acc, MemorySpace.Acc)
 
 
+def _batched(a, b, kw, span):
+    """A tensor matmul with a 3-D operand: a matmul per batch (a 2-D operand is every
+    batch's), lowered to pl.batch_matmul."""
+    if any(len(x.shape) not in (2, 3) for x in (a, b)):
+        _err(f"matmul: 2-D or 3-D operands, got {_tname(a)} x {_tname(b)}", span)
+    batch = a.shape[0] if len(a.shape) == 3 else b.shape[0]
+    if len(a.shape) == 3 and len(b.shape) == 3 and a.shape[0] != b.shape[0]:
+        _err(f"matmul: batches differ, {a.shape[0]} and {b.shape[0]}", span)
+    if a.shape[-1] != b.shape[-2]:
+        _err(f"matmul: shapes {list(a.shape)} x {list(b.shape)} do not chain", span)
+    _matmul_acc_dtype(a, b, "matmul", span)
+    return TensorType((batch, a.shape[-2], b.shape[-1]), kw.get("out_dtype") or a.dtype)
+
+
 def _matmul_acc(args, kw, span):
-    acc = _shaped("matmul_acc", args[0], span, (TileType,))
+    acc = _shaped("matmul_acc", args[0], span)
     a, b = _shaped("matmul_acc", args[1], span), _shaped("matmul_acc", args[2], span)
+    if isinstance(acc, TensorType):          # tensor level: acc += lhs @ rhs as pl.matmul reads them
+        t = _matmul([args[1], args[2]], {k: kw[k] for k in ("a_trans", "b_trans") if k in kw}, span)
+        if tuple(acc.shape) != tuple(t.shape):
+            _err(f"matmul_acc: {list(acc.shape)} += {list(a.shape)} x {list(b.shape)} does not "
+                 f"chain", span)
+        if len(args) > 3:
+            from pypto.errors import NotBuiltError
+            raise NotBuiltError("matmul_acc: init_cond= on tensors is not supported by this pypto "
+                                "yet", span, "use pl.matmul_acc on tiles for a conditional first step")
+        return TensorType(acc.shape, acc.dtype)
+    if kw.get("a_trans") or kw.get("b_trans"):
+        _err("matmul_acc: a_trans / b_trans read tensors transposed; these are tiles", span,
+             "pl.tile.transpose_view the Mat tile before pl.move")
     for x, what in ((acc, "accumulator"), (a, "left operand"), (b, "right operand")):
         whole("matmul_acc", x, span, what)
     if a.shape[1] != b.shape[0] or (acc.shape[0], acc.shape[1]) != (a.shape[0], b.shape[1]):
@@ -104,6 +134,16 @@ def _batch_matmul(args, kw, span):
     return TileType((batch, m, n), acc, MemorySpace.Acc)
 
 
+def _batch_matmul_acc(args, kw, span):
+    acc = _shaped("batch_matmul_acc", args[0], span, (TileType,))
+    t = _batch_matmul(args[1:], kw, span)
+    if tuple(acc.shape) != tuple(t.shape) or acc.dtype != t.dtype:
+        _err(f"batch_matmul_acc: the accumulator is {_tname(acc)}, the product {_tname(t)}", span)
+    return acc
+
+
+reg("tile.batch_matmul_acc", (3, 3), _batch_matmul_acc, pure=False, params=("acc", "lhs", "rhs"),
+    sig="pl.tile.batch_matmul_acc(acc, lhs, rhs)  (acc += lhs @ rhs per batch, in place)")
 reg("tile.batch_matmul", (2, 2), _batch_matmul, params=("lhs", "rhs"),
     sig="pl.batch_matmul(lhs, rhs)  ([B, M, K] x [B, K, N] Mat tiles -> [B, M, N] Acc, a matmul per "
         "batch; a 2-D operand is shared; pl.tile.transpose_view(b) of a [B, N, K] tile for B^T)")
@@ -184,6 +224,7 @@ for _ns in ("tensor", "tile"):
         sig="pl.matmul(lhs, rhs)  (tile level: Left x Right -> Acc; options out_dtype=, and on "
             "2-D tensors a_trans= / b_trans=, read transposed)")
     # not pure: it accumulates in place, possibly into a window of another tile
-    reg(f"{_ns}.matmul_acc", (3, 4), _matmul_acc, pure=False, params=("acc", "lhs", "rhs", "init_cond"),
+    reg(f"{_ns}.matmul_acc", (3, 4), _matmul_acc, ("a_trans", "b_trans"), pure=False,
+        params=("acc", "lhs", "rhs", "init_cond"),
         sig="pl.matmul_acc(acc, lhs, rhs, init_cond=None)  (acc += lhs @ rhs; where init_cond "
             "holds, acc = lhs @ rhs: a split-K loop's first step without peeling it)")
