@@ -279,6 +279,8 @@ class _Orch:
                 return f"({ct}){fn}({a}, {b})", e.dtype
             if e.op in ("min", "max"):
                 return f"pypto_{e.op}<{ct}>({a}, {b})", e.dtype
+            if e.op in ("<<", ">>", "&", "|", "^") and not e.dtype.is_float:
+                return f"({ct})({a} {e.op} {b})", e.dtype
             fail(f"scalar operator {e.op!r} is not supported in an orchestration", span)
         if isinstance(e, Call) and e.op == "scalar.cast":
             a, _ = self.scalar(e.args[0], span)

@@ -103,7 +103,8 @@ _M = MemorySpace
 _KIND = {FunctionType.AIC: "cube", FunctionType.AIV: "vector"}
 
 _INT_BINOPS = {"+": "addi", "-": "subi", "*": "muli", "//": "divsi", "%": "remsi",
-               "min": "minsi", "max": "maxsi"}
+               "min": "minsi", "max": "maxsi", "<<": "shli", ">>": "shrsi", "&": "andi", "|": "ori",
+               "^": "xori"}
 _FLOAT_BINOPS = {"+": "addf", "-": "subf", "*": "mulf", "/": "divf",
                  "min": "minimumf", "max": "maximumf"}
 _CMPI = {"==": "eq", "!=": "ne", "<": "slt", "<=": "sle", ">": "sgt", ">=": "sge"}
@@ -1047,7 +1048,8 @@ def _fold(e: BinOp):
     try:
         return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
                 "//": lambda: a // b, "%": lambda: a % b, "min": lambda: min(a, b),
-                "max": lambda: max(a, b)}[e.op]()
+                "max": lambda: max(a, b), "<<": lambda: a << b, ">>": lambda: a >> b,
+                "&": lambda: a & b, "|": lambda: a | b, "^": lambda: a ^ b}[e.op]()
     except (KeyError, ZeroDivisionError):
         return None
 

@@ -626,6 +626,109 @@ inline void tgather_mask(const Tile<D>& d, const Tile<S>& s, int pattern, const 
         for (int64_t j = 0; j < d.vc; ++j) std::memcpy(&d.row(i)[j], &s.row(i)[j * stride + first], sizeof(D));
 }
 
+// ---------------------------------------------------------------- sort
+// A sorted element is a (value, index) pair: two f32 columns, the index's 32 bits in the
+// second. Order: descending by value; equal values keep their order (stable).
+// (no <vector> / <algorithm>: every kernel includes this header, and they cost it compile time)
+struct SortPair { float v; uint32_t i; };
+struct SortPairs {                  // a row's pairs, freed with the scope
+    SortPair* p;
+    explicit SortPairs(int64_t n) : p(new SortPair[n > 0 ? n : 1]) {}
+    ~SortPairs() { delete[] p; }
+    SortPairs(const SortPairs&) = delete;
+    SortPairs& operator=(const SortPairs&) = delete;
+    SortPair& operator[](int64_t k) const { return p[k]; }
+};
+inline SortPair pair_at(const float* row, int64_t k) {
+    SortPair p; p.v = row[2 * k]; std::memcpy(&p.i, &row[2 * k + 1], 4); return p;
+}
+inline void put_pair(float* row, int64_t k, const SortPair& p) {
+    row[2 * k] = p.v; std::memcpy(&row[2 * k + 1], &p.i, 4);
+}
+// Merge sorted runs [first, first+len) of `in` (in pairs) into `out` from `at`; with
+// `exhausted`, stop when one run runs out. Returns the pairs written.
+inline int64_t merge_runs(const SortPairs& in, const int64_t* first, const int64_t* len, int n,
+                          bool exhausted, SortPair* out) {
+    int64_t pos[4] = {0, 0, 0, 0}, w = 0;
+    for (;;) {
+        int best = -1;
+        bool done = false;
+        for (int r = 0; r < n; ++r) {
+            if (pos[r] == len[r]) { done = done || exhausted; continue; }
+            if (best < 0 || in[first[r] + pos[r]].v > in[first[best] + pos[best]].v) best = r;
+        }
+        if (best < 0 || done) return w;
+        out[w++] = in[first[best] + pos[best]++];
+    }
+}
+// pto.tsort32 ins(src, idx) outs(dst): each 32-element block of a row sorted descending,
+// the values with their indices, into [R, 2C] pairs.
+template <class I>
+inline void tsort32(const Tile<float>& d, const Tile<float>& s, const Tile<I>& idx, const char* site) {
+    static_assert(sizeof(I) == 4, "sort32 indices are 32-bit");
+    same_valid(s, idx, site);
+    if (s.vc % 32) fail(site, "tsort32 sorts blocks of 32: %d valid columns", s.vc);
+    if (d.vr != s.vr || d.vc != 2 * s.vc) fail(site, "tsort32's result must be %dx%d, got %dx%d", s.vr, 2 * s.vc, d.vr, d.vc);
+    SortPairs row(s.vc);
+    for (int64_t i = 0; i < s.vr; ++i) {
+        for (int64_t j = 0; j < s.vc; ++j) { row[j].v = s.row(i)[j]; std::memcpy(&row[j].i, &idx.row(i)[j], 4); }
+        for (int64_t b = 0; b < s.vc; b += 32)         // insertion sort of a block: stable
+            for (int64_t j = b + 1; j < b + 32; ++j) {
+                const SortPair x = row[j];
+                int64_t k = j;
+                for (; k > b && row[k - 1].v < x.v; --k) row[k] = row[k - 1];
+                row[k] = x;
+            }
+        for (int64_t j = 0; j < s.vc; ++j) put_pair(d.row(i), j, row[j]);
+    }
+}
+// pto.tmrgsort format 1 ins(src, block_len) outs(dst): a row's sorted runs of block_len
+// columns merged four by four (the last group may hold fewer).
+inline void tmrgsort_runs(const Tile<float>& d, const Tile<float>& s, int32_t block_len, const char* site) {
+    if (block_len <= 0 || block_len % 64) fail(site, "tmrgsort's run length %d is not a positive multiple of 64", block_len);
+    same_valid(d, s, site);
+    const int64_t pairs = s.vc / 2, run = block_len / 2;
+    SortPairs in(pairs), out(pairs);
+    for (int64_t i = 0; i < s.vr; ++i) {
+        for (int64_t k = 0; k < pairs; ++k) in[k] = pair_at(s.row(i), k);
+        for (int64_t g = 0; g < pairs; g += 4 * run) {
+            int64_t first[4], len[4];
+            int n = 0;
+            for (; n < 4 && g + n * run < pairs; ++n) {
+                first[n] = g + n * run;
+                len[n] = run < pairs - first[n] ? run : pairs - first[n];
+            }
+            merge_runs(in, first, len, n, false, out.p + g);
+        }
+        for (int64_t k = 0; k < pairs; ++k) put_pair(d.row(i), k, out[k]);
+    }
+}
+// pto.tmrgsort format 2 ins(s0, s1[, s2, s3], tmp {exhausted}) outs(dst, status): n sorted
+// lists of a row merged into the row of dst; with exhausted, the merge stops when one
+// list runs out (the rest of the row is left as it was).
+inline void tmrgsort(const Tile<float>& d, const Tile<float>& s0, const Tile<float>& s1, const Tile<float>& s2,
+                     const Tile<float>& s3, int n, int exhausted, const char* site) {
+    const Tile<float>* lists[4] = {&s0, &s1, &s2, &s3};
+    int64_t total = 0;
+    for (int r = 0; r < n; ++r) {
+        if (lists[r]->vr != d.vr) fail(site, "tmrgsort: list %d has %d rows, the result %d", r, lists[r]->vr, d.vr);
+        total += lists[r]->vc;
+    }
+    if (total != d.vc) fail(site, "tmrgsort: %lld columns of lists into %d", (long long)total, d.vc);
+    SortPairs in(total / 2), out(total / 2);
+    for (int64_t i = 0; i < d.vr; ++i) {
+        int64_t first[4], len[4], at = 0;
+        for (int r = 0; r < n; ++r) {
+            first[r] = at;
+            len[r] = lists[r]->vc / 2;
+            for (int64_t k = 0; k < len[r]; ++k) in[at + k] = pair_at(lists[r]->row(i), k);
+            at += len[r];
+        }
+        const int64_t w = merge_runs(in, first, len, n, exhausted != 0, out.p);
+        for (int64_t k = 0; k < w; ++k) put_pair(d.row(i), k, out[k]);
+    }
+}
+
 // pto.tscatter, index form: s[i, j] written at d's row-major position idx[i, j].
 template <class T, class I>
 inline void tscatter(const Tile<T>& d, const Tile<T>& s, const Tile<I>& idx, const char* site) {

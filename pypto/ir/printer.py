@@ -16,7 +16,7 @@ from pypto.ir.nodes import (ArgDir, Assign, BinOp, Call, Const, DynDim, Eval, Fo
                             ScalarType, TensorType, TileType, TupleExpr, TupleType, Var, Yield)
 
 _INDENT = "    "
-_BINOPS = {"+", "-", "*", "/", "//", "%", "==", "!=", "<", "<=", ">", ">="}
+_BINOPS = {"+", "-", "*", "/", "//", "%", "==", "!=", "<", "<=", ">", ">=", "<<", ">>", "&", "|", "^"}
 
 
 def print_program(prog: Program, *, locs: bool = True, explicit: bool = False) -> str:

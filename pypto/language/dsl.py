@@ -91,6 +91,9 @@ class OpNamespace:
             level, name = full.split(".", 1)
             if level == ns:
                 self._ops[name] = _stub(f"pl.{ns}.{name}", "op", (name, ns))
+        for name in ops.KEYWORD_FORMS:   # a name whose keywords pick the op (pl.tile.mrgsort)
+            if any(full.startswith(f"{ns}.{name}") for full in ops.OPS):
+                self._ops.setdefault(name, _stub(f"pl.{ns}.{name}", "op", (name, ns)))
 
     def __getattr__(self, name: str):
         try:

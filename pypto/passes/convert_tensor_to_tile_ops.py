@@ -271,6 +271,13 @@ class _Convert(Rewriter):
                             span, "zero")
             self.tiles[id(s.var)] = self.new(s.var.name, "tile.sel", [mask, one, zero], {}, span)
             return []
+        if op.startswith("mrgsort_") and op.endswith("way") and isinstance(s, Assign):
+            srcs = [self.tile_of(a, span) for a in call.args]     # the merge's scratch: its shape
+            shape = _shape(s.var.type.shape, span)
+            tmp = self.new(s.var.name, "tile.create", [shape],
+                           {"dtype": s.var.type.dtype, "target_memory": MemorySpace.Vec}, span, "scratch")
+            self.tiles[id(s.var)] = self.new(s.var.name, "tile." + op, srcs + [tmp], dict(call.kwargs), span)
+            return []
         if op in ("scatter", "scatter_mask") and isinstance(s, Assign):
             self.tiles[id(s.var)] = self.scatter(s.var.name, op, call, span)
             return []

@@ -18,7 +18,8 @@ NAME = "Simplify"
 READS = ()
 
 _FOLD = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv,
-         "%": operator.mod, "min": min, "max": max}
+         "%": operator.mod, "min": min, "max": max, "<<": operator.lshift, ">>": operator.rshift,
+         "&": operator.and_, "|": operator.or_, "^": operator.xor}
 
 
 def run(prog: Program, opts) -> Program:

@@ -15,7 +15,8 @@ from .arch import CXX_SPACE, Arch
 from .errors import op_error
 from .ir import (Func, Module, Op, PartitionType, PtrType, ScalarType, TensorViewType, TileType,
                  Value, walk)
-from .ops import TILE_OPS, round_mode
+from .ops import TILE_OPS, kind_of, round_mode
+from .types import STATUS_VECTOR
 
 SCALAR_CXX = {"index": "int64_t", "i64": "int64_t", "i32": "int32_t", "i16": "int16_t",
               "i8": "int8_t", "i1": "bool", "ui8": "uint8_t", "ui16": "uint16_t",
@@ -158,7 +159,9 @@ class FuncEmitter:
     # ------------------------------------------------------------ ops
     def op(self, op: Op, ind: str) -> None:
         name = op.name
-        if name == "arith.constant":
+        if name == "arith.constant" and str(op.results[0].type) == STATUS_VECTOR:
+            self.emit(ind, f"// %{op.results[0].name}: the merge status, not modelled")
+        elif name == "arith.constant":
             r = op.results[0]
             ty = r.type.name
             if ty in ("f16", "bf16", "f32", "f64"):
@@ -327,8 +330,8 @@ class FuncEmitter:
         ins = [self.n(v) for v in op.group("ins")]
         d = self.n(op.group("outs")[0])
         s = self.site(op)
-        k = spec.kind
-        fn = f"pto::{spec.cxx}"
+        k = kind_of(op)
+        fn = "pto::tmrgsort_runs" if k == "mrgsort1" else f"pto::{spec.cxx}"
         args = _CALL_ARGS.get(k)
         if args is None:
             raise self.error(op, f"ptoas cannot emit '{op.name}'")
@@ -373,7 +376,21 @@ _CALL_ARGS = {
     "part": lambda ins, op: ins[:2],
     "extract": lambda ins, op: ins[:3],
     "prelu": lambda ins, op: ins[:2],        # (the scratch tile is the hardware's)
+    "sort32": lambda ins, op: ins[:2],
+    "mrgsort1": lambda ins, op: ins[:2],     # the runs, their length
+    # the lists (the scratch is the hardware's), their count, the exhausted flag
+    "mrgsort": lambda ins, op: ins[:-1] + _pad_lists(ins) + [str(len(ins) - 1), _exhausted(op)],
 }
+
+
+def _pad_lists(ins) -> list:
+    """pto::tmrgsort takes four lists: the unused ones repeat the first (not read)."""
+    return [ins[0]] * (5 - len(ins))
+
+
+def _exhausted(op) -> str:
+    attrs = op.operand_attrs.get(len(op.group("ins")) - 1, {})
+    return "1" if attrs.get("exhausted") == "true" else "0"
 
 
 def _mask_pattern(op) -> str:

@@ -31,6 +31,8 @@ _SIMPLE = re.compile(r"""
 """, re.VERBOSE)
 
 _DIALECT_HEAD = re.compile(r"[!#][A-Za-z0-9_.]*")
+# builtin types and attributes with a <...> body (tmrgsort's status vector and its constant)
+_BUILTIN_BODIES = {"vector": "type", "dense": "attr"}
 
 
 def _balanced_end(text: str, start: int, line: int, col: int) -> int:
@@ -76,6 +78,11 @@ def tokenize(text: str) -> list[Token]:
             raise PtoasError(f"unexpected character {ch!r}", line=line, col=col)
         kind = m.lastgroup
         chunk = m.group()
+        if kind == "ident" and chunk in _BUILTIN_BODIES and m.end() < n and text[m.end()] == "<":
+            end = _balanced_end(text, m.end(), line, col)     # vector<4xi16>, dense<0>
+            tokens.append(Token(_BUILTIN_BODIES[chunk], text[pos:end], line, col))
+            pos = end
+            continue
         if kind != "ws":
             tokens.append(Token(kind, chunk, line, col))
         newlines = chunk.count("\n")

@@ -67,6 +67,8 @@ def _table() -> dict[str, OpSpec]:
     add("matmul", "tmatmul")
     add("matmul_acc", "tmatmul.acc")
     add("matmul_bias", "tmatmul.bias")
+    add("sort32", "tsort32")
+    add("mrgsort", "tmrgsort")       # format 1 (runs of one tile) or 2 (2-4 lists): by operands
     add("gemv", "tgemv")
     add("gemv_acc", "tgemv.acc")
     add("gemv_bias", "tgemv.bias")
@@ -74,6 +76,14 @@ def _table() -> dict[str, OpSpec]:
 
 
 TILE_OPS = _table()
+
+
+def kind_of(op) -> str:
+    """An op's kind; pto.tmrgsort's format 1, ins(src, block_len), is kind mrgsort1."""
+    kind = TILE_OPS[op.name].kind
+    if kind == "mrgsort" and len(op.group("ins")) == 2:
+        return "mrgsort1"
+    return kind
 
 # Ops with their own syntax (parser handlers) that are not in TILE_OPS.
 STRUCTURAL_OPS = {"pto.make_tensor_view", "pto.partition_view", "pto.alloc_tile", "pto.treshape",

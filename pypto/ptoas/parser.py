@@ -311,6 +311,8 @@ class Parser:
             op.value = float(t.text)
         elif t.kind == "ident" and t.text in ("true", "false"):
             op.value = t.text == "true"
+        elif t.kind == "attr" and t.text.startswith("dense<"):
+            op.value = t.text                       # a splat of a vector (tmrgsort's status)
         else:
             raise self.error(f"unsupported constant literal '{t.text}'", t)
         if self.accept(":"):

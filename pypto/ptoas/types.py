@@ -49,10 +49,16 @@ def _tile(body: str) -> TileType:
     )
 
 
+# the per-list status pto.tmrgsort (format 2) writes beside its result; kernels never read it
+STATUS_VECTOR = "vector<4xi16>"
+
+
 def parse_type(text: str) -> Type:
     """Raises ValueError with a short reason on malformed text."""
     if text in SCALAR_NAMES:
         return ScalarType(text)
+    if text == STATUS_VECTOR:
+        return OpaqueType(text)
     if not text.startswith("!"):
         raise ValueError(f"unknown type '{text}'")
     head, lt, rest = text.partition("<")

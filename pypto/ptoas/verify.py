@@ -10,9 +10,10 @@ from .arch import ALIGN, CUBE_SPACES, Arch
 from .errors import PtoasError, op_error
 from .ir import (Func, Module, Op, PartitionType, PtrType, ScalarType, TensorViewType, TileType,
                  Value)
-from .ops import (ACC_PHASES, FLOAT_DTYPES, MATMUL_DTYPES, MATMUL_MAX, STRUCTURAL_OPS, TILE_DTYPES, TILE_OPS,
+from .ops import (ACC_PHASES, FLOAT_DTYPES, kind_of, MATMUL_DTYPES, MATMUL_MAX, STRUCTURAL_OPS, TILE_DTYPES, TILE_OPS,
                   round_mode)
 from .parser import CAST_OPS
+from .types import STATUS_VECTOR
 
 ARITH_BINARY = {"arith.addi", "arith.subi", "arith.muli", "arith.divsi", "arith.divui",
                 "arith.remsi", "arith.remui", "arith.maxsi", "arith.minsi", "arith.maxui",
@@ -40,6 +41,7 @@ ARITY = {
     "gather": ((1, 3), 1), "scatter": ((1, 2), 1), "mscatter": ((2,), 1), "random": ((6,), 1),
     "part": ((2,), 1), "prelu": ((3,), 1), "extract": ((3,), 1),
     "gemv": ((2,), 1), "gemv_acc": ((3,), 1), "gemv_bias": ((3,), 1),
+    "sort32": ((2,), 1), "mrgsort1": ((2,), 1), "mrgsort": ((3, 4, 5), 2),
 }
 # pto.tgather's mask form: #pto.mask_pattern<P...> -> (keep one column of every k, the first)
 MASK_PATTERNS = {"P0101": (2, 0), "P1010": (2, 1), "P0001": (4, 0), "P0010": (4, 1),
@@ -150,15 +152,18 @@ class Verifier:
         if n in ("pto.tgetval", "pto.tsetval"):
             return self.tile_element(op)
         if n in TILE_OPS:
-            return self.tile_op(op, TILE_OPS[n].kind)
+            return self.tile_op(op, kind_of(op))
         raise self.error(op, f"unsupported operation '{n}' (ptoas supports arith/scf scalar ops, "
                              f"{', '.join(sorted(STRUCTURAL_OPS))} and the tile ops in pypto.ptoas.ops)")
 
     # ------------------------------------------------------------ scalars and control flow
     def constant(self, op: Op) -> None:
         t = op.results[0].type if op.results else None
+        if str(t) == STATUS_VECTOR and op.value == "dense<0>":
+            return                                  # the status vector a merge writes
         if not isinstance(t, ScalarType):
-            raise self.error(op, f"arith.constant of type {t} is not supported (scalars only)")
+            raise self.error(op, f"arith.constant of type {t} is not supported (scalars, and "
+                                 f"dense<0> : {STATUS_VECTOR} for pto.tmrgsort's status)")
         allowed = (int, float) if t.is_float else (int, bool)  # an int for a float: its bit pattern
         if not isinstance(op.value, allowed):
             raise self.error(op, f"constant {op.value!r} does not fit type {t}")
@@ -434,6 +439,8 @@ class Verifier:
             return self.tstore(op, ins[0], outs[0])
         if kind == "mscatter":
             return self.mscatter(op, ins, outs[0])
+        if kind in ("sort32", "mrgsort1", "mrgsort"):
+            return self.sort(op, kind, ins, outs)
         d = self.tile(op, outs[0], "result")
         if kind == "random":
             self.trandom(op, ins, d)
@@ -804,6 +811,51 @@ class Verifier:
             if not _same(bs, (1, n)):
                 raise self.error(op, f"bias is {_shape_str(bs)}, expected 1x{n}")
 
+
+    def sort(self, op: Op, kind: str, ins: list[Value], outs: list[Value]) -> None:
+        """tsort32: f32 values [R, C] (C a multiple of 32) and their ui32/i32 indices -> [R, 2C]
+        pairs; tmrgsort format 1: pairs and an i32 run length -> the same shape; format 2:
+        2-4 pair lists and the scratch {exhausted} -> the scratch's shape, and the status
+        vector."""
+        d = self.tile(op, outs[0], "result")
+        tiles = [self.tile(op, v, "operand") for v in (ins if kind != "mrgsort1" else ins[:1])]
+        for t in tiles + [d]:
+            if t.loc != "vec":
+                raise self.error(op, f"{op.name} works in 'vec', not '{t.loc}'")
+        if kind == "sort32":
+            src, idx = tiles
+            if src.dtype != "f32" or idx.dtype not in ("ui32", "i32"):
+                raise self.error(op, f"tsort32 sorts f32 values with ui32 indices, not {src.dtype} / "
+                                     f"{idx.dtype}")
+            if (idx.rows, idx.cols) != (src.rows, src.cols) or src.cols % 32 or \
+                    (d.rows, d.cols) != (src.rows, 2 * src.cols) or d.dtype != "f32":
+                raise self.error(op, f"tsort32 takes {src.rows}x{src.cols} values (a multiple of 32 "
+                                     f"columns) and indices alike into {src.rows}x{2 * src.cols} f32 "
+                                     f"pairs, got {d.rows}x{d.cols} {d.dtype}")
+            return
+        if any(t.dtype != "f32" for t in tiles + [d]):
+            raise self.error(op, f"{op.name} merges f32 (value, index) pairs")
+        if kind == "mrgsort1":
+            b = ins[1]
+            if not isinstance(b.type, ScalarType) or b.type.name != "i32":
+                raise self.error(op, "tmrgsort's run length is an i32")
+            k = const_int(b, self.defs)
+            if k is not None and (k <= 0 or k % 64):
+                raise self.error(op, f"tmrgsort's run length is a positive multiple of 64, not {k}")
+            if (d.rows, d.cols) != (tiles[0].rows, tiles[0].cols):
+                raise self.error(op, "tmrgsort (format 1) keeps its source's shape")
+            return
+        *lists, tmp = tiles
+        if str(outs[1].type) != STATUS_VECTOR:
+            raise self.error(op, f"tmrgsort's second result is its {STATUS_VECTOR} status")
+        flag = op.operand_attrs.get(len(ins) - 1, {}).get("exhausted")
+        if flag not in ("true", "false"):
+            raise self.error(op, "tmrgsort's scratch carries {exhausted = true|false}")
+        total = sum(t.cols for t in lists)
+        if any(t.rows != d.rows for t in lists) or (tmp.rows, tmp.cols) != (d.rows, d.cols) \
+                or d.cols != total:
+            raise self.error(op, f"tmrgsort merges {len(lists)} lists of {d.rows} rows into the "
+                                 f"scratch's shape, {d.rows}x{total}")
 
     def gemv(self, op: Op, kind: str, ins: list[Value], out: Value) -> None:
         """[1, K] (left) x [K, N] (right) -> acc, one valid row of 16: the right operand's

@@ -1,5 +1,5 @@
 """PTO emission of the tile ops, one module per family (memory, elementwise, reduction,
-shape, matmul, indexing), each registering its ops' emitters here. An emitter is
+shape, matmul, indexing, sort), each registering its ops' emitters here. An emitter is
 `fn(k, v, c, span)`: kernel codegen `k` (pypto.codegen.pto._Kernel), the tile variable
 `v` the call `c` defines. The pto op name comes from the op table (OpDef.pto)."""
 from __future__ import annotations
@@ -19,4 +19,4 @@ def emits(*ops: str):
 
 
 from pypto.codegen.tileops import (elementwise, indexing, matmul, memory, reduction,  # noqa: E402,F401
-                                   shape)
+                                   shape, sort)

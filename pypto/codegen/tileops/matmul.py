@@ -45,6 +45,12 @@ def _phase(c) -> str:
     return "" if phase == "unspecified" else f" {{accPhase = #pto<acc_phase {phase}>}}"
 
 
+@emits("tile.batch_matmul", "tile.batch_matmul_acc")
+def batch_matmul(k, v, c, span):         # FlattenTileNdTo2D lays it out as 2-D matmuls
+    fail(f"{c.op} reached the kernel's codegen as it was written", span,
+         "run the pass pipeline (FlattenTileNdTo2D makes it a matmul per batch)")
+
+
 @emits("tile.gemv", "tile.gemv_bias", "tile.gemv_acc")
 def gemv(k, v, c, span):                 # [1, K] x [K, N] (+ bias) (+= acc), a hint of its phase
     ins = [k.tile(a, span) for a in c.args]

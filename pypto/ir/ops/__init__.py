@@ -2,7 +2,7 @@
 and the result type of each op (with typed errors for wrong arity, shapes, dtypes).
 
 One table drives the parser, the passes and the verifier. Each operator lives in its
-family's module (memory, elementwise, reduction, matmul, shape, indexing), registered with its
+family's module (memory, elementwise, reduction, matmul, shape, indexing, sort), registered with its
 operands' names, options, type rule and call form; this package puts them together.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pypto.ir.ops.base import OPS, OpDef, _err, _tname
 from pypto.ir.ops.elementwise import BINARY, SCALAR_FORM, SCALAR_ONLY, UNARY, FLOAT_ONLY, INT_ONLY, PART
 from pypto.ir.ops.reduction import ARG_REDUCE, ROW_REDUCE, COL_REDUCE, ROW_EXPAND, COL_EXPAND
 from pypto.ir.ops import (indexing as _indexing, matmul as _matmul, memory as _memory,  # noqa: F401
-                          shape as _shape)   # (register their ops)
+                          shape as _shape, sort as _sort)   # (register their ops)
 
 # Names a user may write as pl.<name>, and which namespaces they exist in.
 TILE_ONLY = {"load": "tile.load", "store": "tile.store", "move": "tile.move",
@@ -34,11 +34,14 @@ WRITES = {"tensor.assemble": 0, "tile.store": 2, "tensor.write": 0, "tile.mscatt
 
 # a call that passes this keyword is another op's form: pl.scatter(x, mask_pattern=..., dst=d)
 # is scatter_mask
-KEYWORD_FORMS = {"scatter": ("mask_pattern", "scatter_mask")}
+# (or a function of the keywords and the number of positional arguments)
+KEYWORD_FORMS = {"scatter": ("mask_pattern", "scatter_mask"), "mrgsort": _sort.mrgsort_form}
 
 
-def keyword_form(name: str, keywords) -> str:
+def keyword_form(name: str, keywords, nargs: int = 0) -> str:
     form = KEYWORD_FORMS.get(name)
+    if callable(form):
+        return form(keywords, nargs)
     return form[1] if form is not None and form[0] in keywords else name
 
 
@@ -47,7 +50,7 @@ OP_ALIASES = {"tile.arange": "tile.ci", "tensor.arange": "tensor.ci"}
 
 
 def dsl_names() -> set[str]:
-    names = set(TILE_ONLY) | set(TENSOR_ONLY)
+    names = set(TILE_ONLY) | set(TENSOR_ONLY) | set(KEYWORD_FORMS)
     for k in OPS:
         names.add(k.split(".", 1)[1])
     names.discard("alloc")

@@ -98,7 +98,7 @@ class CallsMixin:
 
     def op_call(self, node: ast.Call, name: str, ns: str | None):
         display = f"pl.{ns}.{name}" if ns else f"pl.{name}"
-        name = ops.keyword_form(name, {kw.arg for kw in node.keywords})
+        name = ops.keyword_form(name, {kw.arg for kw in node.keywords}, len(node.args))
         args = self.arg_values(node)
         params = _operand_params(name, ns, args)
         args = self.keyword_operands(node, args, params, display)

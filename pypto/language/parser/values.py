@@ -9,7 +9,7 @@ import operator
 
 from pypto.language.parser.common import (BinOp, Const, DynDim, Expr, ScalarType, TensorType,
                                           TileType, TupleExpr, TupleType, TypeCheckError, UnknownOpError,
-                                          _CMP_OPS, _FOLD, _SCALAR_OPS, _SHAPED_OPS, _adoptable,
+                                          _CMP_OPS, _FOLD, _SCALAR_OPS, INT_ONLY_SCALAR_OPS, _SHAPED_OPS, _adoptable,
                                           _coerce, _is_number, _kind, _lang, _opsym, _unsupported,
                                           _widened, dt, ops)
 
@@ -298,8 +298,11 @@ class ValuesMixin:
         s = _SCALAR_OPS.get(op)
         if s is None:
             self.error(f"operator `{_opsym(node.op)}` is not supported on scalars", node,
-                       "supported: + - * / // % and comparisons")
+                       "supported: + - * / // % << >> & | ^ and comparisons")
         a, b, d = self.unify(a, b, f"`{_opsym(node.op)}`", node)
+        if s in INT_ONLY_SCALAR_OPS and (d.is_float or d == dt.BOOL):
+            self.error(f"operator `{_opsym(node.op)}` works on integer scalars, not {d}", node,
+                       "pl.cast the operands to an integer dtype")
         if s in ("/", "//", "%") and isinstance(b, Const) and b.value == 0:
             self.error(f"division by zero in `{ast.unparse(node)}`", node, "divide by a non-zero value")
         return BinOp(s, a, b, d, self.span(node))
