@@ -756,6 +756,44 @@ inline void tscatter_mask(const Tile<D>& d, const Tile<S>& s, int pattern, const
         for (int64_t j = 0; j < s.vc; ++j) std::memcpy(&d.row(i)[j * stride + first], &s.row(i)[j], sizeof(D));
     }
 }
+// pto.mgather: rows of the tensor (elem = 0: idx [1, R] or [R, 1] picks rows, the leading
+// dims merged) or its elements (elem = 1: d[i, j] = element idx[i, j]); oob 0 (undefined:
+// refused here), 1 clamp, 2 wrap, 3 zero.
+template <class T, class G, class I>
+inline void mgather(const Tile<T>& d, const GmPart<G>& p, const Tile<I>& idx, int elem, int oob, const char* site) {
+    p.check_bounds(site);
+    int64_t total = 1;
+    for (int i = 0; i < p.rank; ++i) total *= p.size[i];
+    const int64_t cols = p.cols(), n = elem ? total : total / cols;
+    auto pick = [&](int64_t f, int64_t i, int64_t j, bool* zero) -> int64_t {
+        *zero = false;
+        if (f >= 0 && f < n) return f;
+        if (oob == 1) return f < 0 ? 0 : n - 1;
+        if (oob == 2) return ((f % n) + n) % n;
+        if (oob == 3) { *zero = true; return 0; }
+        fail(site, "mgather index %lld at [%lld, %lld] is outside the tensor's %lld %s", (long long)f,
+             (long long)i, (long long)j, (long long)n, elem ? "elements" : "rows");
+        return 0;
+    };
+    bool zero;
+    if (elem) {
+        same_valid(d, idx, site);
+        for (int64_t i = 0; i < d.vr; ++i)
+            for (int64_t j = 0; j < d.vc; ++j) {
+                const int64_t f = pick(int64_t(idx.row(i)[j]), i, j, &zero);
+                d.row(i)[j] = zero ? T(0) : T(p.base[p.row_offset(f / cols) + (f % cols) * p.col_stride()]);
+            }
+        return;
+    }
+    const bool one_row = idx.rows == 1;
+    const int64_t r = one_row ? idx.vc : idx.vr;
+    if (d.vr != r || d.vc != cols) fail(site, "mgather (row) fills %lldx%lld, the result is %dx%d", (long long)r, (long long)cols, d.vr, d.vc);
+    for (int64_t k = 0; k < r; ++k) {
+        const int64_t f = pick(int64_t(one_row ? idx.row(0)[k] : idx.row(k)[0]), one_row ? 0 : k, one_row ? k : 0, &zero);
+        for (int64_t j = 0; j < cols; ++j)
+            d.row(k)[j] = zero ? T(0) : T(p.base[p.row_offset(f) + j * p.col_stride()]);
+    }
+}
 // pto.mscatter: s[i, j] stored to element idx[i, j] of a partition of the whole tensor.
 template <class G, class T, class I>
 inline void mscatter(const GmPart<G>& p, const Tile<T>& s, const Tile<I>& idx, const char* site) {

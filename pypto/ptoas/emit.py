@@ -372,6 +372,11 @@ _CALL_ARGS = {
     "gather": lambda ins, op: ins[:2] if len(ins) == 3 else [ins[0], _mask_pattern(op)],
     "scatter": lambda ins, op: ins[:2] if len(ins) == 2 else [ins[0], _mask_pattern(op)],
     "mscatter": lambda ins, op: ins[:2],
+    # the partition, the indices, elem (1) or row (0), the out-of-bounds mode (0..3)
+    "mgather": lambda ins, op: ins[:2] + [
+        "1" if "elem" in (op.attr("coalesce") or "") else "0",
+        str(["undefined", "clamp", "wrap", "zero"].index(
+            (op.attr("gatherOob") or "#pto<gather_oob undefined>").rstrip(">").split()[-1]))],
     "random": lambda ins, op: ins[:6] + [(op.attr("rounds") or "10").split(":")[0].strip()],
     "part": lambda ins, op: ins[:2],
     "extract": lambda ins, op: ins[:3],

@@ -55,6 +55,7 @@ def _table() -> dict[str, OpSpec]:
     add("gather", "tgather")
     add("scatter", "tscatter")
     add("mscatter", "mscatter")
+    add("mgather", "mgather")
     add("random", "trandom", "int")
     add("part", "tpartadd tpartmul tpartmax tpartmin")
     add("extract", "textract")

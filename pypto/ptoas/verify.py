@@ -38,7 +38,8 @@ ARITY = {
     "rowargreduce": ((1, 2), 1), "colargreduce": ((1, 2), 1), "concat": ((2,), 1),
     "insert": ((3,), 1),
     "cmp": ((2,), 1), "cmps": ((2,), 1), "sel": ((3, 4), 1), "sels": ((4,), 1),
-    "gather": ((1, 3), 1), "scatter": ((1, 2), 1), "mscatter": ((2,), 1), "random": ((6,), 1),
+    "gather": ((1, 3), 1), "scatter": ((1, 2), 1), "mscatter": ((2,), 1), "mgather": ((2,), 1),
+    "random": ((6,), 1),
     "part": ((2,), 1), "prelu": ((3,), 1), "extract": ((3,), 1),
     "gemv": ((2,), 1), "gemv_acc": ((3,), 1), "gemv_bias": ((3,), 1),
     "sort32": ((2,), 1), "mrgsort1": ((2,), 1), "mrgsort": ((3, 4, 5), 2),
@@ -439,6 +440,8 @@ class Verifier:
             return self.tstore(op, ins[0], outs[0])
         if kind == "mscatter":
             return self.mscatter(op, ins, outs[0])
+        if kind == "mgather":
+            return self.mgather(op, ins, outs[0])
         if kind in ("sort32", "mrgsort1", "mrgsort"):
             return self.sort(op, kind, ins, outs)
         d = self.tile(op, outs[0], "result")
@@ -583,6 +586,31 @@ class Verifier:
                 (ds[1] is not None and ss[1] is not None and ds[1] != ss[1] * stride):
             raise self.error(op, f"tscatter spreads {_shape_str(ss)} over every {stride}th column of "
                                  f"{_shape_str(ds)}: the shapes or widths do not fit")
+
+    def mgather(self, op: Op, ins: list[Value], out: Value) -> None:
+        """ins(a partition of the whole tensor, i32 indices) outs(a vec tile) {coalesce,
+        gatherOob}: rows picked by [1, R] indices (on a2a3) or elements by their positions."""
+        mem, idx, d = ins[0].type, self.tile(op, ins[1], "indices"), self.tile(op, out, "result")
+        if not isinstance(mem, PartitionType):
+            raise self.error(op, f"mgather reads a !pto.partition_tensor_view, not {mem}")
+        if idx.loc != "vec" or d.loc != "vec" or idx.dtype != "i32" or d.dtype != mem.elem:
+            raise self.error(op, f"mgather gathers {mem.elem} into a vec tile of it by vec i32 indices")
+        mode = (op.attr("coalesce") or "").rstrip(">").split()[-1:]
+        if mode not in (["row"], ["elem"]):
+            raise self.error(op, "mgather needs {coalesce = #pto<coalesce row|elem>}")
+        oob = (op.attr("gatherOob") or "#pto<gather_oob undefined>").rstrip(">").split()[-1]
+        if oob not in ("undefined", "clamp", "wrap", "zero"):
+            raise self.error(op, f"unknown gather_oob '{oob}'")
+        vr, vc = static_valid(ins[1], self.defs)
+        if mode == ["elem"]:
+            if not _same(static_valid(out, self.defs), (vr, vc)):
+                raise self.error(op, "mgather (elem) fills a tile shaped like its indices")
+            return
+        if self.arch.name == "a2a3" and idx.rows != 1:
+            raise self.error(op, "mgather's row mode on a2a3 takes [1, R] indices")
+        rows = vc if idx.rows == 1 else vr
+        if not _same(static_valid(out, self.defs), (rows, mem.shape[-1])):
+            raise self.error(op, f"mgather (row) fills {rows} rows of {mem.shape[-1]}")
 
     def mscatter(self, op: Op, ins: list[Value], out: Value) -> None:
         if not isinstance(out.type, PartitionType):

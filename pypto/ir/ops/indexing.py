@@ -192,6 +192,57 @@ def _tensor_scatter_mask(args, kw, span):
     return TensorType(tuple(dst.shape), dst.dtype)
 
 
+MGATHER_COALESCE = {"row": 0, "elem": 1}
+MGATHER_OOB = {"undefined": 0, "clamp": 1, "wrap": 2, "zero": 3}
+MGATHER_DTYPES = (dt.INT8, dt.UINT8, dt.INT16, dt.UINT16, dt.INT32, dt.UINT32, dt.FP16, dt.BF16,
+                  dt.FP32)
+
+
+def mgather_mode(kw, key, names, span, op="mgather") -> int:
+    """An mgather option given by name ("row") or by number (0), as the reference prints it."""
+    v = kw.get(key, next(iter(names)))
+    if isinstance(v, str) and v in names:
+        return names[v]
+    if isinstance(v, int) and not isinstance(v, bool) and v in names.values():
+        return v
+    _err(f"{op}: {key} is one of {', '.join(map(repr, names))} (or {sorted(names.values())}), got {v!r}",
+         span)
+
+
+def _mgather(args, kw, span):
+    """Rows (coalesce="row": idx [1, R] picks rows of the tensor, its leading dims merged)
+    or elements (coalesce="elem": idx's shape, each the tensor's row-major element) of a
+    GM tensor gathered into a fresh Vec tile; gather_oob says what an index outside the
+    tensor reads (undefined -- an error here --, clamp, wrap, zero)."""
+    mem = _shaped("mgather", args[0], span, (TensorType,))
+    idx = _shaped("mgather", args[1], span, (TileType,))
+    mode = mgather_mode(kw, "coalesce", MGATHER_COALESCE, span)
+    mgather_mode(kw, "gather_oob", MGATHER_OOB, span)
+    space = kw.get("target_memory", MemorySpace.Vec)
+    if space is not MemorySpace.Vec:
+        raise NotBuiltError("mgather into Mat is not supported by this pypto yet (into Vec is)", span,
+                            "gather into Vec and move the tile")
+    if mem.dtype not in MGATHER_DTYPES:
+        _err(f"mgather: cannot gather {mem.dtype} elements", span)
+    if not all(isinstance(d, int) for d in mem.shape):
+        raise NotBuiltError("mgather: a tensor with a dynamic dim is not supported by this pypto yet",
+                            span, "gather from a static tensor")
+    if idx.dtype != dt.INT32 or len(idx.shape) != 2:
+        _err(f"mgather: the indices are a 2-D INT32 tile, got {_tname(idx)}", span)
+    rows, cols = idx.valid_shape
+    if mode == 1:
+        return TileType(tuple(idx.shape), mem.dtype, MemorySpace.Vec, None, idx.valid)
+    if len(mem.shape) < 2:
+        _err(f"mgather: row mode gathers rows of a tensor of rank >= 2, got {_tname(mem)}", span,
+             'gather elements with coalesce="elem"')
+    if 1 not in idx.shape:
+        _err(f"mgather: row mode takes [1, R] (or [R, 1]) indices, got {list(idx.shape)}", span)
+    r, vr = (idx.shape[1], cols) if idx.shape[0] == 1 else (idx.shape[0], rows)
+    shape = (r, mem.shape[-1])
+    valid = None if vr == r else (vr, mem.shape[-1])
+    return TileType(shape, mem.dtype, MemorySpace.Vec, None, valid)
+
+
 def _mscatter(args, kw, span):
     """src[i, j] stored to the tensor's element idx[i, j] (row-major positions)."""
     src = _shaped("mscatter", args[0], span, (TileType,))
@@ -223,6 +274,12 @@ reg("tensor.scatter", (3, 3), _tensor_scatter, ("dim",), params=("input", "index
 reg("tensor.scatter_mask", (2, 2), _tensor_scatter_mask, ("mask_pattern",), params=("input", "dst"),
     sig="pl.scatter(values, mask_pattern=pl.tile.MaskPattern.P0101, dst=d)  (d with the values at "
         "the columns the pattern marks)")
+reg("tile.mgather", (2, 2), _mgather, ("coalesce", "gather_oob", "target_memory"),
+    params=("mem", "idx"), pto="mgather",
+    sig='pl.tile.mgather(mem, idx, coalesce="row", gather_oob="undefined")  (rows of the GM tensor '
+        'picked by a [1, R] INT32 tile -- or elements, coalesce="elem", by a tile of their '
+        'positions -- into a fresh Vec tile; gather_oob= "clamp" / "wrap" / "zero" for indices '
+        'outside it)')
 reg("tile.mscatter", (3, 3), _mscatter, pure=False, params=("src", "idx", "output_tensor"),
     pto="mscatter",
     sig="pl.mscatter(src, idx, output_tensor)  (src[i, j] stored to the tensor's element at "
