@@ -756,6 +756,24 @@ inline void tscatter_mask(const Tile<D>& d, const Tile<S>& s, int pattern, const
         for (int64_t j = 0; j < s.vc; ++j) std::memcpy(&d.row(i)[j * stride + first], &s.row(i)[j], sizeof(D));
     }
 }
+// pto.tgatherb: block b of row i of d is the 32 bytes at byte offset off[i, b] into s.
+template <class D, class S, class O>
+inline void tgatherb(const Tile<D>& d, const Tile<S>& s, const Tile<O>& off, const char* site) {
+    static_assert(sizeof(O) == 4, "tgatherb offsets are 32-bit");
+    const int64_t per = 32 / int64_t(sizeof(D)), bytes = int64_t(s.rows) * s.stride * int64_t(sizeof(S));
+    if (d.vr != off.vr || d.vc != off.vc * per)
+        fail(site, "tgatherb: %dx%d offsets fill %dx%lld, the result is %dx%d", off.vr, off.vc, off.vr,
+             (long long)(off.vc * per), d.vr, d.vc);
+    const unsigned char* base = reinterpret_cast<const unsigned char*>(s.p);
+    for (int64_t i = 0; i < off.vr; ++i)
+        for (int64_t b = 0; b < off.vc; ++b) {
+            const int64_t o = int64_t(uint32_t(off.row(i)[b]));
+            if (o + 32 > bytes)
+                fail(site, "tgatherb offset %lld at [%lld, %lld]: its 32 bytes are outside the %lld-byte source",
+                     (long long)o, (long long)i, (long long)b, (long long)bytes);
+            std::memcpy(&d.row(i)[b * per], base + o, 32);
+        }
+}
 // pto.mgather: rows of the tensor (elem = 0: idx [1, R] or [R, 1] picks rows, the leading
 // dims merged) or its elements (elem = 1: d[i, j] = element idx[i, j]); oob 0 (undefined:
 // refused here), 1 clamp, 2 wrap, 3 zero.

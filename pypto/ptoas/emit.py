@@ -372,6 +372,7 @@ _CALL_ARGS = {
     "gather": lambda ins, op: ins[:2] if len(ins) == 3 else [ins[0], _mask_pattern(op)],
     "scatter": lambda ins, op: ins[:2] if len(ins) == 2 else [ins[0], _mask_pattern(op)],
     "mscatter": lambda ins, op: ins[:2],
+    "gatherb": lambda ins, op: ins[:2],
     # the partition, the indices, elem (1) or row (0), the out-of-bounds mode (0..3)
     "mgather": lambda ins, op: ins[:2] + [
         "1" if "elem" in (op.attr("coalesce") or "") else "0",

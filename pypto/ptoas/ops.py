@@ -56,6 +56,7 @@ def _table() -> dict[str, OpSpec]:
     add("scatter", "tscatter")
     add("mscatter", "mscatter")
     add("mgather", "mgather")
+    add("gatherb", "tgatherb")
     add("random", "trandom", "int")
     add("part", "tpartadd tpartmul tpartmax tpartmin")
     add("extract", "textract")

@@ -38,7 +38,7 @@ ARITY = {
     "rowargreduce": ((1, 2), 1), "colargreduce": ((1, 2), 1), "concat": ((2,), 1),
     "insert": ((3,), 1),
     "cmp": ((2,), 1), "cmps": ((2,), 1), "sel": ((3, 4), 1), "sels": ((4,), 1),
-    "gather": ((1, 3), 1), "scatter": ((1, 2), 1), "mscatter": ((2,), 1), "mgather": ((2,), 1),
+    "gather": ((1, 3), 1), "scatter": ((1, 2), 1), "mscatter": ((2,), 1), "mgather": ((2,), 1), "gatherb": ((2,), 1),
     "random": ((6,), 1),
     "part": ((2,), 1), "prelu": ((3,), 1), "extract": ((3,), 1),
     "gemv": ((2,), 1), "gemv_acc": ((3,), 1), "gemv_bias": ((3,), 1),
@@ -442,6 +442,8 @@ class Verifier:
             return self.mscatter(op, ins, outs[0])
         if kind == "mgather":
             return self.mgather(op, ins, outs[0])
+        if kind == "gatherb":
+            return self.gatherb(op, ins, outs[0])
         if kind in ("sort32", "mrgsort1", "mrgsort"):
             return self.sort(op, kind, ins, outs)
         d = self.tile(op, outs[0], "result")
@@ -586,6 +588,17 @@ class Verifier:
                 (ds[1] is not None and ss[1] is not None and ds[1] != ss[1] * stride):
             raise self.error(op, f"tscatter spreads {_shape_str(ss)} over every {stride}th column of "
                                  f"{_shape_str(ds)}: the shapes or widths do not fit")
+
+    def gatherb(self, op: Op, ins: list[Value], out: Value) -> None:
+        """ins(src, ui32 byte offsets) outs(dst): a 32-byte block of src per offset."""
+        src, off, d = self.tile(op, ins[0], "source"), self.tile(op, ins[1], "offsets"), out.type
+        if not isinstance(d, TileType) or {src.loc, off.loc, d.loc} != {"vec"}:
+            raise self.error(op, "tgatherb works in 'vec'")
+        nb = BY_MLIR[d.dtype].nbytes
+        if off.dtype != "ui32" or off.cols % 8 or (d.rows, d.cols) != (off.rows, off.cols * 32 // nb):
+            raise self.error(op, f"tgatherb: {off.rows}x{off.cols} ui32 offsets (a multiple of 8 a row) "
+                                 f"fill {off.rows}x{off.cols * 32 // nb} {d.dtype}, got {d.rows}x{d.cols} "
+                                 f"{off.dtype} offsets")
 
     def mgather(self, op: Op, ins: list[Value], out: Value) -> None:
         """ins(a partition of the whole tensor, i32 indices) outs(a vec tile) {coalesce,

@@ -15,6 +15,12 @@ def gather(k, v, c, span):
     k.op("tgather", [src, idx, tmp], k.alloc(v, span), span)
 
 
+@emits("tile.gatherb")
+def gatherb(k, v, c, span):
+    src, off = (k.tile(a, span) for a in c.args)
+    k.op("tgatherb", [src, off], k.alloc(v, span), span)
+
+
 @emits("tile.gather_mask")
 def gather_mask(k, v, c, span):          # the pattern rides on the source operand
     src = k.tile(c.args[0], span)

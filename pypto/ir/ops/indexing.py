@@ -192,6 +192,33 @@ def _tensor_scatter_mask(args, kw, span):
     return TensorType(tuple(dst.shape), dst.dtype)
 
 
+GATHERB_DTYPES = (dt.INT8, dt.UINT8, dt.INT16, dt.UINT16, dt.INT32, dt.UINT32, dt.FP16, dt.BF16,
+                  dt.FP32)
+
+
+def _gatherb(args, kw, span):
+    """32-byte blocks of a tile picked by UINT32 byte offsets: block b of row i is the 32
+    bytes at offset[i, b] into the source tile, read as output_dtype (default the
+    source's); an offset row is a whole number of 32-byte blocks (8 offsets)."""
+    src = _shaped("gatherb", args[0], span, (TileType,))
+    off = _shaped("gatherb", args[1], span, (TileType,))
+    out = kw.get("output_dtype") or src.dtype
+    for what, d in (("source", src.dtype), ("output_dtype", out)):
+        if d not in GATHERB_DTYPES:
+            _err(f"gatherb: the {what} is {d}; blocks are read as 8/16/32-bit ints or fp16 / bf16 / "
+                 f"fp32", span)
+    if off.dtype != dt.UINT32 or len(off.shape) != 2 or len(src.shape) != 2:
+        _err(f"gatherb: a 2-D source and 2-D UINT32 byte offsets, got {_tname(src)} and "
+             f"{_tname(off)}", span)
+    if off.shape[1] % 8:
+        _err(f"gatherb: an offset row is a whole number of 32-byte blocks (a multiple of 8 "
+             f"offsets), got {off.shape[1]}", span)
+    per = 32 // out.nbytes
+    vr, vc = off.valid_shape
+    valid = None if off.valid is None else (vr, None if vc is None else vc * per)
+    return TileType((off.shape[0], off.shape[1] * per), out, MemorySpace.Vec, None, valid)
+
+
 MGATHER_COALESCE = {"row": 0, "elem": 1}
 MGATHER_OOB = {"undefined": 0, "clamp": 1, "wrap": 2, "zero": 3}
 MGATHER_DTYPES = (dt.INT8, dt.UINT8, dt.INT16, dt.UINT16, dt.INT32, dt.UINT32, dt.FP16, dt.BF16,
@@ -274,6 +301,9 @@ reg("tensor.scatter", (3, 3), _tensor_scatter, ("dim",), params=("input", "index
 reg("tensor.scatter_mask", (2, 2), _tensor_scatter_mask, ("mask_pattern",), params=("input", "dst"),
     sig="pl.scatter(values, mask_pattern=pl.tile.MaskPattern.P0101, dst=d)  (d with the values at "
         "the columns the pattern marks)")
+reg("tile.gatherb", (2, 2), _gatherb, ("output_dtype",), params=("src", "offset"), pto="tgatherb",
+    sig="pl.tile.gatherb(src, offset, output_dtype=None)  (32-byte blocks of the tile at UINT32 byte "
+        "offsets, one per block of the result: [R, 8k] offsets -> [R, 8k * 32 / element bytes])")
 reg("tile.mgather", (2, 2), _mgather, ("coalesce", "gather_oob", "target_memory"),
     params=("mem", "idx"), pto="mgather",
     sig='pl.tile.mgather(mem, idx, coalesce="row", gather_oob="undefined")  (rows of the GM tensor '
