@@ -110,6 +110,8 @@ class _Flatten(Rewriter):
             return []
         if c.op in ("tile.batch_matmul", "tile.batch_matmul_acc") and isinstance(s, Assign):
             return self.batch_matmul(s, c)
+        if c.op == "tile.transpose" and isinstance(s, Assign) and _nd(s.var):
+            return self.transpose(s, c)
         for a in c.args:
             if id(a) in self.tview:
                 raise CodegenError(f"{c.op}: a transposed 3-D tile ({a.name!r}) only feeds "
@@ -158,6 +160,27 @@ class _Flatten(Rewriter):
                              [out, _ints((m, n), span), _ints((b * m, 0), span)], span)
             self._bind(stmts, f"{s.var.name}_b{b}", "tile.matmul_acc",
                        [dst, lhs, rhs, Const(not accumulate, dt.BOOL, span)], span)
+        return stmts
+
+    def transpose(self, s: Assign, c: Call) -> list:
+        """The last two dims swapped batch by batch: each [A, B] window of the flattened
+        source transposed (a 2-D ttrans) into its [B, A] window of a new tile."""
+        span = s.span
+        src = self.expr(c.args[0])
+        a, b = c.args[0].type.shape[-2:]
+        batches = src.type.shape[0] // a
+        out = self.var(s.var)
+        t = TileType(out.type.shape, out.type.dtype, out.type.memory_space)
+        stmts = [Assign(out, Call("tile.create", [_ints(out.type.shape, span)],
+                                  {"dtype": t.dtype, "target_memory": t.memory_space}, t, {}, span), span)]
+        cur = out
+        for k in range(batches):
+            page = self._bind(stmts, f"{s.var.name}_p{k}", "tile.slice",
+                              [src, _ints((a, b), span), _ints((k * a, 0), span)], span)
+            flipped = self._bind(stmts, f"{s.var.name}_t{k}", "tile.transpose", [page], span,
+                                 {"axis1": 0, "axis2": 1})
+            cur = self._bind(stmts, out.name, "tile.assemble", [cur, flipped, _ints((k * b, 0), span)], span)
+        self.map[id(s.var)] = cur
         return stmts
 
     @staticmethod

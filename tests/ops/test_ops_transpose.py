@@ -36,5 +36,44 @@ def test_transpose_matches_torch(tmp_path, monkeypatch):
 
 
 def test_bad_axes_and_3d():
-    with pytest.raises(TypeCheckError, match=r"are 0 and 1"):
+    with pytest.raises(TypeCheckError, match=r"two different dims \(for a 2-D tile, 0 and 1\)"):
         pl.parse(SRC.replace("axis1=0, axis2=1", "axis1=0, axis2=0"), filename="/u/tr.py")
+
+
+BATCHED = """
+import pypto.language as pl
+
+@pl.program
+class Batched:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[{B}, {R}, {C}], pl.{D}], out: pl.Out[pl.Tensor[[{B}, {C}, {R}], pl.{D}]]):
+        t = pl.load(x, [0, 0, 0], [{B}, {R}, {C}])
+        out = pl.store(pl.transpose(t, axis1={A1}, axis2={A2}), [0, 0, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[{B}, {R}, {C}], pl.{D}], out: pl.Out[pl.Tensor[[{B}, {C}, {R}], pl.{D}]]):
+        out = self.k(x, out)
+        return out
+"""
+
+
+@pytest.mark.parametrize("b, r, c, d, axes", [(4, 24, 8, "FP32", (1, 2)), (3, 16, 32, "FP16", (-1, -2)),
+                                              (2, 8, 16, "INT32", (2, 1))])
+def test_the_last_two_dims_of_a_3d_tile_swap_batch_by_batch(b, r, c, d, axes, tmp_path, monkeypatch):
+    """FlattenTileNdTo2D transposes each [R, C] page (a 2-D ttrans) into its window."""
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    src = BATCHED.format(B=b, R=r, C=c, D=d, A1=axes[0], A2=axes[1])
+    run = ir.compile(pl.parse(src, filename="/u/b.py"), output_dir=tmp_path / "out", platform="a2a3sim")
+    tdt = {"FP32": torch.float32, "FP16": torch.float16, "INT32": torch.int32}[d]
+    x = (torch.randn(b, r, c) * 50).to(tdt)
+    out = torch.zeros(b, c, r, dtype=tdt)
+    run(x, out)
+    assert torch.equal(out, x.transpose(1, 2))
+    assert (tmp_path / "out" / "ptoas" / "k.pto").read_text().count("pto.ttrans") == b
+
+
+def test_swapping_a_batch_dim_is_refused_as_not_built():
+    from pypto.errors import NotBuiltError
+    with pytest.raises(NotBuiltError, match=r"swapping dims \[0, 2\] of a rank-3 tile"):
+        pl.parse(BATCHED.format(B=2, R=8, C=8, D="FP32", A1=0, A2=2), filename="/u/b.py")

@@ -32,13 +32,22 @@ for _ns in ("tensor", "tile"):
 
 def _transpose(args, kw, span):
     a = _shaped("transpose", args[0], span, (TileType,))
+    rank = len(a.shape)
     axes = (kw.get("axis1", 0), kw.get("axis2", 1))
-    if len(a.shape) != 2:
+    if any(not isinstance(x, int) or isinstance(x, bool) or not -rank <= x < rank for x in axes):
+        _err(f"transpose: axis1/axis2 are dims of the rank-{rank} tile, got {list(axes)}", span)
+    axes = sorted(x % rank for x in axes)
+    if axes[0] == axes[1]:
+        _err(f"transpose: axis1 and axis2 are two different dims (for a 2-D tile, 0 and 1), got "
+             f"{[kw.get('axis1', 0), kw.get('axis2', 1)]}", span)
+    if axes != [rank - 2, rank - 1]:
         from pypto.errors import NotBuiltError
-        raise NotBuiltError(f"transpose: a rank-{len(a.shape)} tile is not supported by this pypto "
-                            f"yet (2-D tiles are)", span, "flatten the leading dims first")
-    if sorted(axes) != [0, 1]:
-        _err(f"transpose: axis1/axis2 of a 2-D tile are 0 and 1, got {list(axes)}", span)
+        raise NotBuiltError(f"transpose: swapping dims {axes} of a rank-{rank} tile is not supported "
+                            f"by this pypto yet (the last two are)", span,
+                            "reshape the tile so the dims to swap are the last two")
+    if rank > 2:                   # the last two dims per batch (FlattenTileNdTo2D lays it out)
+        whole("transpose", a, span)
+        return TileType((*a.shape[:-2], a.shape[-1], a.shape[-2]), a.dtype, a.memory_space)
     if a.memory_space not in (None, MemorySpace.Vec):
         _err(f"transpose runs on Vec tiles, not {a.memory_space.name}", span,
              "transpose a matmul operand with pl.matmul(..., a_trans=/b_trans=) on tensors")
