@@ -894,10 +894,18 @@ class _Kernel:
             fail(f"loop step must be positive, got {step}", span)
         lb, ub, st = self.index(s.start, span), self.index(s.stop, span), self.index(s.step, span)
         carried = []
-        for a in s.iter_args:
-            if isinstance(a.var.type, ScalarType):
-                fail(f"loop-carried scalar {a.var.name!r} in a kernel is not supported yet", span,
-                     "compute the value from the loop variable instead")
+        # carried scalars are the scf.for's iter_args (and results); tiles and tensors are
+        # buffers the body updates in place
+        sc = [i for i, a in enumerate(s.iter_args) if isinstance(a.var.type, ScalarType)]
+        sc_ty = {i: s.iter_args[i].var.type.dtype.mlir for i in sc}
+        sc_init = {i: self.scalar(s.iter_args[i].init, sc_ty[i], span).ssa for i in sc}
+        sc_arg = {i: "%" + self.names.fresh(_mlir_name(s.iter_args[i].var.name)) for i in sc}
+        sc_res = {i: "%" + self.names.fresh(_mlir_name(s.iter_args[i].var.name) + "_out") for i in sc}
+        for i, a in enumerate(s.iter_args):
+            if i in sc:
+                self.env[id(a.var)] = _Scalar(sc_arg[i], sc_ty[i])
+                carried.append(None)
+                continue
             init = self.value_of(a.init, span) if isinstance(a.init, Var) else None
             if not isinstance(init, (_Tile, _Tensor)):
                 fail(f"loop-carried value {a.var.name!r} must start from a tile or tensor variable", span)
@@ -905,7 +913,13 @@ class _Kernel:
             carried.append(init)
         iv = "%" + self.names.fresh(_mlir_name(s.loop_var.name))
         self.env[id(s.loop_var)] = _Scalar(iv, "index")
-        self.emit(f"scf.for {iv} = {lb} to {ub} step {st} {{", span, loc=False)
+        if sc:
+            results = ", ".join(sc_res[i] for i in sc)
+            inits = ", ".join(f"{sc_arg[i]} = {sc_init[i]}" for i in sc)
+            self.emit(f"{results} = scf.for {iv} = {lb} to {ub} step {st} iter_args({inits}) -> "
+                      f"({', '.join(sc_ty[i] for i in sc)}) {{", span, loc=False)
+        else:
+            self.emit(f"scf.for {iv} = {lb} to {ub} step {st} {{", span, loc=False)
         self.depth += 1
         self.span_stack.append(span)
         self.buffers.append({})
@@ -918,7 +932,12 @@ class _Kernel:
             if yld is None or len(yld.values) != len(s.iter_args):
                 fail("a loop with iter_args must end with a yield of one value per iter_arg", span)
             for a, init, val in zip(s.iter_args, carried, yld.values):
-                self.carry(a.var, init, val, yld.span or span)
+                if init is not None:
+                    self.carry(a.var, init, val, yld.span or span)
+            if sc:
+                vals = [self.scalar(yld.values[i], sc_ty[i], span).ssa for i in sc]
+                self.emit(f"scf.yield {', '.join(vals)} : {', '.join(sc_ty[i] for i in sc)}", span,
+                          loc=False)
         elif yld is not None and yld.values:
             fail("yield in a loop without iter_args", yld.span or span)
         self.buffers.pop()
@@ -927,8 +946,8 @@ class _Kernel:
         self.emit("}", loc=False)
         if len(s.return_vars) not in (0, len(s.iter_args)):
             fail("loop return vars do not match its iter_args", span)
-        for rv, init in zip(s.return_vars, carried):
-            self.env[id(rv)] = init
+        for k, (rv, init) in enumerate(zip(s.return_vars, carried)):
+            self.env[id(rv)] = init if k not in sc else _Scalar(sc_res[k], sc_ty[k])
 
     def carry(self, var, buf, value, span):
         """At a loop's yield: make the carried buffer hold `value`."""
@@ -950,11 +969,8 @@ class _Kernel:
         tensors = [i for i, r in enumerate(s.return_vars) if isinstance(r.type, TensorType)]
         if tensors:                      # tensors are written in place: no scf results
             return self.tensor_results(s, tensors)
-        if s.return_vars and all(isinstance(r.type, ScalarType) for r in s.return_vars):
-            return self.scalar_if(s)
         if s.return_vars:
-            fail("an if that yields tiles is not supported in kernels yet", span,
-                 "write the result into a tile allocated before the if")
+            return self.results_if(s)
         cond = self.scalar(s.cond, "i1", span).ssa
         self.emit(f"scf.if {cond} {{", span, loc=False)
         self.span_stack.append(span)
@@ -988,32 +1004,45 @@ class _Kernel:
                      "write the same tensor parameter in both branches")
             self.env[id(s.return_vars[i])] = val
 
-    def scalar_if(self, s: If):
-        """An if whose results are scalars (a valid extent picked at run time, ...): an
-        scf.if with results, each branch ending in scf.yield."""
+    def results_if(self, s: If):
+        """An if with results. Scalars are the scf.if's results, each branch ending in
+        scf.yield; a tile result is a buffer allocated before the if that each branch
+        makes hold its value (the planner usually gives them one buffer; else a tmov)."""
         span = s.span
         cond = self.scalar(s.cond, "i1", span).ssa
-        tys = [r.type.dtype.mlir for r in s.return_vars]
-        names = ["%" + self.names.fresh(_mlir_name(r.name)) for r in s.return_vars]
-        self.emit(f"{', '.join(names)} = scf.if {cond} -> ({', '.join(tys)}) {{", span, loc=False)
+        for r in s.return_vars:
+            if not isinstance(r.type, (ScalarType, TileType)):
+                fail(f"an if in a kernel cannot yield {type(r.type).__name__} {r.name!r}", span)
+        bufs = {i: self.alloc(r, span) for i, r in enumerate(s.return_vars) if isinstance(r.type, TileType)}
+        scalars = [i for i, r in enumerate(s.return_vars) if isinstance(r.type, ScalarType)]
+        tys = [s.return_vars[i].type.dtype.mlir for i in scalars]
+        names = ["%" + self.names.fresh(_mlir_name(s.return_vars[i].name)) for i in scalars]
+        head = f"{', '.join(names)} = scf.if {cond} -> ({', '.join(tys)}) {{" if scalars else \
+            f"scf.if {cond} {{"
+        self.emit(head, span, loc=False)
         self.span_stack.append(span)
         for k, body in enumerate((s.then_body, s.else_body or [])):
             if k:
                 self.emit("} else {", loc=False)
             yld = body[-1] if body and isinstance(body[-1], Yield) else None
-            if yld is None or len(yld.values) != len(names):
+            if yld is None or len(yld.values) != len(s.return_vars):
                 fail("each branch of an if with results ends in pl.yield_ of them", span)
             self.depth += 1
             self.buffers.append({})
             self.block(body[:-1])
-            vals = [self.scalar(v, ty, span).ssa for v, ty in zip(yld.values, tys)]
-            self.emit(f"scf.yield {', '.join(vals)} : {', '.join(tys)}", span, loc=False)
+            for i, buf in bufs.items():
+                self.carry(s.return_vars[i], buf, yld.values[i], yld.span or span)
+            if scalars:
+                vals = [self.scalar(yld.values[i], ty, span).ssa for i, ty in zip(scalars, tys)]
+                self.emit(f"scf.yield {', '.join(vals)} : {', '.join(tys)}", span, loc=False)
             self.buffers.pop()
             self.depth -= 1
         self.span_stack.pop()
         self.emit("}", loc=False)
-        for r, n, ty in zip(s.return_vars, names, tys):
-            self.env[id(r)] = _Scalar(n, ty)
+        for i, n, ty in zip(scalars, names, tys):
+            self.env[id(s.return_vars[i])] = _Scalar(n, ty)
+        for i, buf in bufs.items():
+            self.env[id(s.return_vars[i])] = buf
 
     def branch(self, stmts):
         self.depth += 1

@@ -88,6 +88,7 @@ def _function(f: Function) -> Function:
         if isinstance(s, (For, If)):
             for v in ([a.var for a in s.iter_args] if isinstance(s, For) else []) + list(s.return_vars):
                 g.add(v)
+
     for s in walk(body):
         if isinstance(s, Assign) and isinstance(s.value, Call):
             c = s.value
@@ -114,9 +115,11 @@ def _function(f: Function) -> Function:
                 if i < len(s.return_vars):
                     g.union(a.var, s.return_vars[i])
         if isinstance(s, If):
+            # a result shares the buffer of a value its branch computes; a value from before
+            # the if may still be read after it, so the kernel copies that one instead
             for branch in (s.then_body, s.else_body or []):
                 y = _yield_of(branch)
-                for i, r in enumerate(s.return_vars):
+                for i, r in enumerate(s.return_vars):      # (each its own, or a copy)
                     if y is not None and i < len(y.values):
                         g.union(r, y.values[i])
     members: dict[int, list[Var]] = {}
@@ -202,8 +205,35 @@ def _protect_overwritten(body, reread: set[int], names: Namer) -> list:
             out.append(Assign(copy, Call("tile.move", [a.init], {"target_memory": t.memory_space},
                                          copy.type, {}, s.span), s.span))
             a.init = copy
+        if isinstance(s, If):
+            for branch in (s.then_body, s.else_body or []):
+                _copy_outside_yields(s, branch, names)
         out.append(s)
     return out
+
+
+def _copy_outside_yields(s: If, branch: list, names: Namer) -> None:
+    """A tile result is one buffer that each branch computes into; a branch yielding a
+    tile made before the if (still readable after it) yields a copy of it instead."""
+    y = _yield_of(branch)
+    if y is None:
+        return
+    made = {id(x.var) for x in walk(branch) if isinstance(x, Assign)
+            and isinstance(x.value, Call) and x.value.op not in _SAME_BUFFER}
+    for i, (r, v) in enumerate(zip(s.return_vars, y.values)):
+        t = getattr(v, "type", None)
+        if not isinstance(t, TileType) or not isinstance(r.type, TileType) or id(v) in made:
+            continue
+        if t.memory_space is not MemorySpace.Vec:
+            raise CodegenError(
+                f"this if yields {r.name!r}, a {t.memory_space.name} tile from before the if; only "
+                f"Vec tiles are copied into an if's result", s.span,
+                "compute the value inside the branch (e.g. pl.matmul there)")
+        copy = Var(names.fresh(v.name, "copy"), TileType(t.shape, t.dtype, t.memory_space, None, t.valid),
+                   y.span or s.span)
+        branch.insert(len(branch) - 1, Assign(copy, Call("tile.move", [v], {"target_memory": t.memory_space},
+                                                         copy.type, {}, copy.span), copy.span))
+        y.values[i] = copy
 
 
 def _retype_calls(body):

@@ -64,7 +64,7 @@ def _unsupported(what: str) -> str:
         "SetComp": "comprehensions are not supported",
         "DictComp": "comprehensions are not supported",
         "GeneratorExp": "generator expressions are not supported",
-        "Break": "break is not supported; restructure the loop bounds",
+        "Break": "break works in a plain pl.range loop (one without init_values)",
         "Continue": "continue works inside the ifs of a loop body; elsewhere use if/else",
         "FunctionDef": "nested functions are not supported; add a method with @pl.function",
         "ClassDef": "classes are not allowed inside a kernel",

@@ -34,7 +34,7 @@ def lower(stmts: list[ast.stmt], after: list[ast.stmt]) -> list[ast.stmt]:
         if isinstance(s, ast.Continue):
             return out                               # the rest of the body is skipped
         if isinstance(s, ast.If) and has_continue(s.body + s.orelse):
-            rest = list(stmts[k + 1:]) + after
+            rest = lower(list(stmts[k + 1:]), after)     # (its own continues lowered too)
             new = copy.copy(s)
             # the rest is copied into each branch that falls through to it
             new.body = lower(s.body, copy.deepcopy(rest)) or [_pass(s)]
@@ -52,3 +52,52 @@ def without_continue(loop_body: list[ast.stmt]) -> list[ast.stmt]:
 
 def _pass(at: ast.AST) -> ast.Pass:
     return ast.copy_location(ast.Pass(), at)
+
+
+def first_break(stmts: list[ast.stmt]) -> ast.Break | None:
+    """The first `break` of the enclosing loop in `stmts` (not of a nested loop)."""
+    for s in stmts:
+        if isinstance(s, ast.Break):
+            return s
+        if isinstance(s, _LOOPS) or isinstance(s, (ast.FunctionDef, ast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            found = first_break(getattr(s, field, None) or [])
+            if found is not None:
+                return found
+    return None
+
+
+def has_break(stmts: list[ast.stmt]) -> bool:
+    return first_break(stmts) is not None
+
+
+def _breaks_to_flag(stmts: list[ast.stmt], flag: str) -> list[ast.stmt]:
+    out = []
+    for s in stmts:
+        if isinstance(s, ast.Break):
+            set_flag = ast.Assign(targets=[ast.Name(flag, ast.Store())], value=ast.Constant(1))
+            out += [ast.copy_location(set_flag, s), ast.copy_location(ast.Continue(), s)]
+            continue
+        if not isinstance(s, _LOOPS) and isinstance(s, ast.If):
+            s = copy.copy(s)
+            s.body = _breaks_to_flag(s.body, flag)
+            s.orelse = _breaks_to_flag(s.orelse, flag)
+        out.append(s)
+    return out
+
+
+def without_break(loop: ast.For) -> tuple[ast.stmt, ast.For]:
+    """`break` as structured control flow: a flag set where the loop breaks, the body
+    run only while it is clear (the remaining iterations do nothing). Returns the flag's
+    initialisation (before the loop) and the loop."""
+    flag = f"_break_{loop.lineno}_{loop.col_offset}"
+    body = _breaks_to_flag(loop.body, flag)
+    test = ast.Compare(left=ast.Name(flag, ast.Load()), ops=[ast.Eq()], comparators=[ast.Constant(0)])
+    guarded = ast.copy_location(ast.If(test=test, body=body, orelse=[]), loop.body[0])
+    new = copy.copy(loop)
+    new.body = [guarded]
+    init = ast.copy_location(ast.Assign(targets=[ast.Name(flag, ast.Store())], value=ast.Constant(0)), loop)
+    ast.fix_missing_locations(init)
+    ast.fix_missing_locations(new)
+    return init, new

@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 import copy
 
-from pypto.language.parser.continues import without_continue
+from pypto.language.parser.continues import first_break, has_break, without_break, without_continue
 from pypto.language.parser.common import (Assign, Call, Const, Eval, For, ForKind, FunctionType,
                                           If, InCoreScope, IterArg, Level, PtrType, PyptoError,
                                           Return, RuntimeScope, ScalarType, TensorType, TileType,
@@ -107,6 +107,12 @@ class StatementsMixin:
                                "return tensors, tiles or scalars: return a, b")
             return [Return(vals, span)]
         if isinstance(s, ast.For):
+            if has_break(s.body):
+                if _yields_last(s.body):
+                    self.error("break in a loop with init_values is not supported", first_break(s.body),
+                               "carry the values by rebinding names (x = ...) in a plain pl.range loop")
+                init, s = without_break(s)       # a flag, the body run while it is clear
+                return self.stmt(init) + [self.for_(s, span)]
             return [self.for_(s, span)]
         if isinstance(s, ast.If):
             return [self.if_(s, span)]
@@ -599,3 +605,11 @@ class StatementsMixin:
             body, _ = self.block(s.body, allow_yield=False)
             return RuntimeScope(body, manual, span)
         self.error(f"`with {ast.unparse(ce)}` is not supported", s, _unsupported("With"))
+
+
+def _yields_last(body) -> bool:
+    """The body ends in `... = pl.yield_(...)` (a loop with init_values)."""
+    last = body[-1] if body else None
+    v = getattr(last, "value", None)
+    f = getattr(v, "func", None)
+    return isinstance(v, ast.Call) and (getattr(f, "attr", None) == "yield_" or getattr(f, "id", None) == "yield_")
