@@ -109,7 +109,9 @@ class StatementsMixin:
         if isinstance(s, ast.For):
             if has_break(s.body):
                 if _yields_last(s.body):
-                    self.error("break in a loop with init_values is not supported", first_break(s.body),
+                    brk = first_break(s.body)
+                    self.set_cur(brk)            # (the break's own line, in marked text too)
+                    self.error("break in a loop with init_values is not supported", brk,
                                "carry the values by rebinding names (x = ...) in a plain pl.range loop")
                 init, s = without_break(s)       # a flag, the body run while it is clear
                 return self.stmt(init) + [self.for_(s, span)]
