@@ -37,7 +37,7 @@ import math
 
 from pypto import dtype as dt
 from pypto.codegen.common import Names, fail, scalar_bits
-from pypto.ir.nodes import (ArgDir, Assign, BinOp, Call, Const, Eval, For, FunctionType, If,
+from pypto.ir.nodes import (While, ArgDir, Assign, BinOp, Call, Const, Eval, For, FunctionType, If,
                             InCoreScope, ParamDirection, Program, Return, RuntimeScope,
                             ScalarType, TensorType, TupleExpr, TupleType, Var, Yield)
 
@@ -379,6 +379,8 @@ class _Orch:
             self.submit(c, span)
         elif isinstance(s, For):
             self.for_(s)
+        elif isinstance(s, While):
+            self.while_(s)
         elif isinstance(s, If):
             self.if_(s)
         elif isinstance(s, RuntimeScope):
@@ -612,6 +614,28 @@ class _Orch:
             for rv, a in zip(s.return_vars, s.iter_args):
                 self.env[id(rv)] = self.env[id(a.var)]
 
+    def while_(self, s: While):
+        """A C++ while loop; the carried values are variables the body assigns."""
+        span = s.span
+        self.out(f"// {_loc(span)}: while")
+        names = self.carried([(a.var, a.init) for a in s.iter_args], span)
+        self.out("while (true) {")
+        self.indent += 1
+        cond, _ = self.scalar(s.cond, span)      # (evaluated on each trip, in the loop)
+        self.out(f"if (!({cond})) break;")
+        body = list(s.body)
+        yld = body[-1] if body and isinstance(body[-1], Yield) else None
+        if self.block(body):
+            fail("return inside a loop of an orchestration is not supported", span)
+        if s.iter_args:
+            if yld is None:
+                fail("a while loop with carried values must end with a yield", span)
+            self.assign_carried(names, [a.var for a in s.iter_args], yld.values, yld.span or span)
+        self.indent -= 1
+        self.out("}")
+        for rv, a in zip(s.return_vars, s.iter_args):
+            self.env[id(rv)] = self.env[id(a.var)]
+
     def if_(self, s: If):
         span = s.span
         cond, _ = self.scalar(s.cond, span)
@@ -702,7 +726,7 @@ def _returned_params(callee) -> list[int] | None:
                 alias[id(s.var)] = alias[id(dst)]
         elif isinstance(s, Assign) and isinstance(s.value, Var) and id(s.value) in alias:
             alias[id(s.var)] = alias[id(s.value)]
-        elif isinstance(s, For):
+        elif isinstance(s, (For, While)):
             for a, rv in zip(s.iter_args, s.return_vars):
                 if isinstance(a.init, Var) and id(a.init) in alias:
                     alias[id(a.var)] = alias[id(a.init)]

@@ -85,7 +85,7 @@ from pypto.ir import layout as _layout, ops
 from pypto.ir.layout import tile_layout, tile_rows_cols
 from pypto.ir.nodes import (AtomicType, Assign, BinOp, Call, Const, DynDim, Eval, For, FunctionType, If,
                             MemorySpace, Program, PtrType, Return, ScalarType, TensorType,
-                            TileType, TupleExpr, Var, Yield)
+                            TileType, TupleExpr, Var, While, Yield)
 
 # ----------------------------------------------------------------------------- op tables
 # each tile op's emitter lives with its family (pypto.codegen.tileops), its pto op name
@@ -478,6 +478,8 @@ class _Kernel:
                 fail(f"cannot generate PTO for the statement-level expression {what}", span)
         elif isinstance(s, For):
             self.for_(s)
+        elif isinstance(s, While):
+            self.while_(s)
         elif isinstance(s, If):
             self.if_(s)
         elif isinstance(s, Return):
@@ -948,6 +950,65 @@ class _Kernel:
             fail("loop return vars do not match its iter_args", span)
         for k, (rv, init) in enumerate(zip(s.return_vars, carried)):
             self.env[id(rv)] = init if k not in sc else _Scalar(sc_res[k], sc_ty[k])
+
+    def while_(self, s: While):
+        """scf.while: the carried scalars are its arguments (before: the condition, after:
+        the body, which yields their next values); tiles and tensors are buffers the body
+        updates in place, as in a for loop."""
+        span = s.span
+        sc = [i for i, a in enumerate(s.iter_args) if isinstance(a.var.type, ScalarType)]
+        tys = [s.iter_args[i].var.type.dtype.mlir for i in sc]
+        inits = [self.scalar(s.iter_args[i].init, ty, span).ssa for i, ty in zip(sc, tys)]
+        before = {i: "%" + self.names.fresh(_mlir_name(s.iter_args[i].var.name)) for i in sc}
+        after = {i: "%" + self.names.fresh(_mlir_name(s.iter_args[i].var.name) + "_body") for i in sc}
+        res = {i: "%" + self.names.fresh(_mlir_name(s.iter_args[i].var.name) + "_out") for i in sc}
+        bufs = {}
+        for i, a in enumerate(s.iter_args):
+            if i in sc:
+                continue
+            init = self.value_of(a.init, span) if isinstance(a.init, Var) else None
+            if not isinstance(init, (_Tile, _Tensor)):
+                fail(f"loop-carried value {a.var.name!r} must start from a tile or tensor variable", span)
+            self.env[id(a.var)] = bufs[i] = init
+        types = f"({', '.join(tys)})"
+        if sc:
+            pairs = ", ".join(f"{before[i]} = {v}" for i, v in zip(sc, inits))
+            self.emit(f"{', '.join(res[i] for i in sc)} = scf.while ({pairs}) : {types} -> {types} {{",
+                      span, loc=False)
+        else:
+            self.emit("scf.while : () -> () {", span, loc=False)
+        self.depth += 1
+        self.span_stack.append(span)
+        self.buffers.append({})
+        for i, t in zip(sc, tys):              # the condition reads the before-arguments
+            self.env[id(s.iter_args[i].var)] = _Scalar(before[i], t)
+        cond = self.scalar(s.cond, "i1", span).ssa
+        carried = f" {', '.join(before[i] for i in sc)} : {', '.join(tys)}" if sc else ""
+        self.emit(f"scf.condition({cond}){carried}", span, loc=False)
+        self.buffers.pop()
+        self.depth -= 1
+        self.emit("} do {", loc=False)
+        if sc:
+            self.emit("^bb0(" + ", ".join(f"{after[i]} : {t}" for i, t in zip(sc, tys)) + "):", loc=False)
+        self.depth += 1
+        self.buffers.append({})
+        for i, t in zip(sc, tys):
+            self.env[id(s.iter_args[i].var)] = _Scalar(after[i], t)
+        body = list(s.body)
+        yld = body.pop() if body and isinstance(body[-1], Yield) else None
+        self.block(body)
+        if s.iter_args and (yld is None or len(yld.values) != len(s.iter_args)):
+            fail("a while loop's body ends with a yield of one value per carried value", span)
+        for i, buf in bufs.items():
+            self.carry(s.iter_args[i].var, buf, yld.values[i], yld.span or span)
+        vals = [self.scalar(yld.values[i], t, span).ssa for i, t in zip(sc, tys)] if sc else []
+        self.emit(f"scf.yield {', '.join(vals)} : {', '.join(tys)}" if vals else "scf.yield", span, loc=False)
+        self.buffers.pop()
+        self.span_stack.pop()
+        self.depth -= 1
+        self.emit("}", loc=False)
+        for k, rv in enumerate(s.return_vars):
+            self.env[id(rv)] = _Scalar(res[k], tys[sc.index(k)]) if k in sc else bufs[k]
 
     def carry(self, var, buf, value, span):
         """At a loop's yield: make the carried buffer hold `value`."""

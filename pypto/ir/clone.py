@@ -13,7 +13,7 @@ from pypto.ir import nodes
 # the mutable node classes; everything else in the IR is immutable and shared
 _NODES = frozenset({nodes.Var, nodes.Const, nodes.TupleExpr, nodes.BinOp, nodes.Call,
                     nodes.Assign, nodes.Eval, nodes.Return, nodes.Yield, nodes.IterArg,
-                    nodes.For, nodes.If, nodes.InCoreScope, nodes.RuntimeScope, nodes.Param,
+                    nodes.For, nodes.While, nodes.If, nodes.InCoreScope, nodes.RuntimeScope, nodes.Param,
                     nodes.Function, nodes.Program})
 
 

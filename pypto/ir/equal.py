@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from pypto.ir.nodes import (Assign, BinOp, Call, Const, Eval, For, Function, If, InCoreScope,
+from pypto.ir.nodes import (Assign, BinOp, Call, Const, Eval, For, Function, If, InCoreScope, While,
                             MemRef, Program, PtrType, Return, RuntimeScope, ScalarType,
                             TensorType, TileType, TupleExpr, TupleType, Var, Yield)
 
@@ -162,6 +162,15 @@ class _Eq:
                 self.var(x.var, y.var, f"{path}.iter_args[{i}].var")
             self.body(a.body, b.body, path + ".body")
             self.seq(a.return_vars, b.return_vars, path, self.var, "return_vars")
+        elif isinstance(a, While):
+            if len(a.iter_args) != len(b.iter_args):
+                self.fail(path + ".iter_args", f"{len(a.iter_args)} vs {len(b.iter_args)}")
+            for i, (x, y) in enumerate(zip(a.iter_args, b.iter_args)):
+                self.expr(x.init, y.init, f"{path}.iter_args[{i}].init")
+                self.var(x.var, y.var, f"{path}.iter_args[{i}].var")
+            self.expr(a.cond, b.cond, path + ".cond")
+            self.body(a.body, b.body, path + ".body")
+            self.seq(a.return_vars, b.return_vars, path, self.var, "return_vars")
         elif isinstance(a, If):
             self.expr(a.cond, b.cond, path + ".cond")
             self.body(a.then_body, b.then_body, path + ".then_body")
@@ -258,7 +267,7 @@ def _compare(a, b):
         eq.function(a, b, f"Function({a.name})")
     elif isinstance(a, list) and isinstance(b, list):
         eq.body(a, b, "body")
-    elif isinstance(a, (Assign, Eval, Return, Yield, For, If, InCoreScope, RuntimeScope)):
+    elif isinstance(a, (Assign, Eval, Return, Yield, For, While, If, InCoreScope, RuntimeScope)):
         eq.stmt(a, b, "stmt")
     else:
         eq.expr(a, b, "expr")

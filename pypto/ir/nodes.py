@@ -347,6 +347,17 @@ class For(Stmt):
 
 
 @dataclass(eq=False)
+class While(Stmt):
+    """Run the body while `cond` holds; `cond` reads the carried values (iter_args), the
+    body ends in a yield of their next values, return_vars are their values after."""
+    cond: Expr
+    body: list[Stmt]
+    iter_args: list[IterArg] = field(default_factory=list)
+    return_vars: list[Var] = field(default_factory=list)
+    span: Span | None = None
+
+
+@dataclass(eq=False)
 class If(Stmt):
     cond: Expr
     then_body: list[Stmt]

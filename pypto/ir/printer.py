@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from pypto import dtype as dt
-from pypto.ir.nodes import (ArgDir, Assign, BinOp, Call, Const, DynDim, Eval, For, ForKind,
+from pypto.ir.nodes import (ArgDir, Assign, BinOp, Call, Const, DynDim, Eval, For, ForKind, While,
                             Function, FunctionType, If, InCoreScope, MemorySpace, Param,
                             AtomicType, MaskPattern, PadValue, ParamDirection, Program, PtrType, Return, Role, RuntimeScope,
                             ScalarType, TensorType, TileType, TupleExpr, TupleType, Var, Yield)
@@ -198,6 +198,16 @@ class _Printer:
                 out.append(f"{pad}pl.yield_({vals}){self.loc(s)}")
         elif isinstance(s, For):
             self.for_(s, depth, out)
+        elif isinstance(s, While) and not s.iter_args:        # (as written, before ConvertToSSA)
+            out.append(f"{pad}while {self.expr(s.cond)}:{self.loc(s)}")
+            self.block(s.body, depth + 1, out)
+        elif isinstance(s, While):
+            # for (x,) in pl.while_(init_values=(x0,)): with pl.cond(...) first
+            inits = ", ".join(self.expr(a.init) for a in s.iter_args)
+            carried = ", ".join(self.bind(a.var) for a in s.iter_args)
+            out.append(f"{pad}for ({carried},) in pl.while_(init_values=({inits},)):{self.loc(s)}")
+            out.append(f"{pad}{_INDENT}pl.cond({self.expr(s.cond)})")
+            self.block(s.body, depth + 1, out, s.return_vars)
         elif isinstance(s, If):
             cond = self.expr(s.cond)
             out.append(f"{pad}if {cond}:{self.loc(s)}")

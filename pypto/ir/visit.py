@@ -4,12 +4,12 @@ from __future__ import annotations
 from typing import Iterator
 
 from pypto.ir.nodes import (Assign, BinOp, Call, Const, Eval, For, Function, If, InCoreScope,
-                            IterArg, Program, Return, RuntimeScope, Stmt, TupleExpr, Var, Yield,
+                            IterArg, Program, Return, RuntimeScope, Stmt, TupleExpr, Var, While, Yield,
                             TensorType, TileType)
 
 
 def bodies(s: Stmt) -> list[list[Stmt]]:
-    if isinstance(s, For):
+    if isinstance(s, (For, While)):
         return [s.body]
     if isinstance(s, If):
         return [s.then_body] + ([s.else_body] if s.else_body else [])
@@ -35,6 +35,8 @@ def stmt_exprs(s: Stmt) -> list:
         return list(s.values)
     if isinstance(s, For):
         return [s.start, s.stop, s.step] + [a.init for a in s.iter_args]
+    if isinstance(s, While):        # (the condition reads the carried values)
+        return [a.init for a in s.iter_args] + [s.cond]
     if isinstance(s, If):
         return [s.cond]
     return []
@@ -87,6 +89,8 @@ def defs(s: Stmt) -> list[Var]:
         return [s.var]
     if isinstance(s, For):
         return [s.loop_var] + [a.var for a in s.iter_args] + list(s.return_vars)
+    if isinstance(s, While):
+        return [a.var for a in s.iter_args] + list(s.return_vars)
     if isinstance(s, If):
         return list(s.return_vars)
     return []
@@ -134,6 +138,9 @@ class Rewriter:
             return For(s.loop_var, e(s.start), e(s.stop), e(s.step), self.body(s.body),
                        [IterArg(a.var, e(a.init)) for a in s.iter_args], list(s.return_vars),
                        s.kind, s.span)
+        if isinstance(s, While):
+            return While(e(s.cond), self.body(s.body), [IterArg(a.var, e(a.init)) for a in s.iter_args],
+                         list(s.return_vars), s.span)
         if isinstance(s, If):
             return If(e(s.cond), self.body(s.then_body),
                       self.body(s.else_body) if s.else_body else None, list(s.return_vars), s.span)

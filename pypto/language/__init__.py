@@ -16,7 +16,7 @@ from pypto.ir.nodes import (AtomicType, DynDim, ForKind, FunctionType, Level, Me
                             Role)
 from pypto.language import dsl
 from pypto.language.dsl import (DSLCallError, OPERATORS, at, cast, const, max, min, parallel,
-                                range, scope, tensor, tile, unroll, yield_)
+                                range, scope, tensor, tile, unroll, while_, cond, yield_)
 from pypto.language.parser import function, loads, parse, program
 from pypto.language.typing import (Annotation, InOut, MemRef, Out, Ptr, Scalar, ScopeMode,
                                    Tensor, TensorLayout, TensorView, Tile, TileView, dynamic)
@@ -31,7 +31,7 @@ __all__ = sorted(
      "DataType", "Tensor", "Tile", "Scalar", "Out", "InOut", "Ptr", "MemRef", "TileView", "TensorView", "TensorLayout",
      "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "Level", "Role", "ScopeMode", "ForKind",
      "ParamDirection", "DynDim", "Annotation", "adir", "dynamic", "program", "function", "at",
-     "scope", "range", "parallel", "unroll", "yield_", "const", "cast", "min", "max", "parse",
+     "scope", "range", "parallel", "unroll", "while_", "cond", "yield_", "const", "cast", "min", "max", "parse",
      "loads", "tile", "tensor", "DSLCallError"] + list(OPERATORS)
     + (["jit"] if importlib.util.find_spec("pypto.jit") is not None else []))
 

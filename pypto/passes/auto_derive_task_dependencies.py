@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pypto.ir.nodes import (ArgDir, Assign, Call, Eval, For, FunctionType, If, Program,
+from pypto.ir.nodes import (While, ArgDir, Assign, Call, Eval, For, FunctionType, If, Program,
                             RuntimeScope, TensorType, TupleType, Var, Yield)
 from pypto.ir.visit import bodies
 
@@ -89,7 +89,7 @@ def _roots(f, funcs) -> dict[int, frozenset]:
                 else:
                     r = frozenset()
                 changed |= set_(s.var, r or frozenset({id(s.var)}))
-            if isinstance(s, For):
+            if isinstance(s, (For, While)):
                 y = s.body[-1] if s.body and isinstance(s.body[-1], Yield) else None
                 for i, a in enumerate(s.iter_args):
                     r = of(a.init) | (of(y.values[i]) if y is not None and i < len(y.values) else frozenset())
@@ -133,7 +133,7 @@ def _function(f, funcs, analyze_auto: bool):
             if isinstance(s, RuntimeScope):
                 analysed[id(s)] = s.manual or analyze_auto
                 visit(s.body, id(s), (), ())
-            elif isinstance(s, For):
+            elif isinstance(s, (For, While)):
                 visit(s.body, scope, path + ((id(s), 0),), loops + (id(s),))
             elif isinstance(s, If):
                 visit(s.then_body, scope, path + ((id(s), 0),), loops)

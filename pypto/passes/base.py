@@ -79,7 +79,7 @@ class Clone(Rewriter):
 
     def stmt(self, s):
         from pypto.ir.nodes import (Assign, Eval, For, If, InCoreScope, IterArg, Return,
-                                    RuntimeScope, Yield)
+                                    RuntimeScope, While, Yield)
         e = self.expr
         if isinstance(s, Assign):
             value = e(s.value)
@@ -96,6 +96,11 @@ class Clone(Rewriter):
             body = self.body(s.body)
             return For(lv, start, stop, step, body, iters, [self.define(v) for v in s.return_vars],
                        s.kind, s.span)
+        if isinstance(s, While):
+            inits = [e(a.init) for a in s.iter_args]
+            iters = [IterArg(self.define(a.var), i) for a, i in zip(s.iter_args, inits)]
+            return While(e(s.cond), self.body(s.body), iters, [self.define(v) for v in s.return_vars],
+                         s.span)
         if isinstance(s, If):
             cond = e(s.cond)
             then = self.body(s.then_body)
@@ -123,7 +128,7 @@ def rebind_names(f):
     copy statements before SSA (UnrollLoops, InlineFunctions) end with this."""
     from pypto.ir.nodes import (Assign, BinOp, Call, Const, Eval, For, Function, If,
                                 InCoreScope, IterArg, Return, RuntimeScope, TupleExpr, Var,
-                                Yield)
+                                While, Yield)
     env = {p.var.name: p.var for p in f.params}
 
     def define(v):
@@ -178,6 +183,21 @@ def rebind_names(f):
                     env[n] = old
             return For(lv, start, stop, step, new_body, iters, [define(v) for v in s.return_vars],
                        s.kind, s.span)
+        if isinstance(s, While):
+            inits = [expr(a.init) for a in s.iter_args]
+            saved = {a.var.name: env.get(a.var.name) for a in s.iter_args}
+            iters = []
+            for a, i in zip(s.iter_args, inits):
+                nv = Var(a.var.name, a.var.type, a.var.span)
+                env[nv.name] = nv
+                iters.append(IterArg(nv, i))
+            cond, new_body = expr(s.cond), body(s.body)
+            for n, old in saved.items():
+                if old is None:
+                    env.pop(n, None)
+                else:
+                    env[n] = old
+            return While(cond, new_body, iters, [define(v) for v in s.return_vars], s.span)
         if isinstance(s, If):
             cond = expr(s.cond)
             then = body(s.then_body)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pypto import dtype as dt
 from pypto.errors import CodegenError
 from pypto.ir import ops
-from pypto.ir.nodes import (Assign, BinOp, Call, Const, Eval, For, If, IterArg, MemorySpace,
+from pypto.ir.nodes import (While, Assign, BinOp, Call, Const, Eval, For, If, IterArg, MemorySpace,
                             Program, ScalarType, TensorType, TileType, TupleExpr, Var, Yield)
 from pypto.ir.visit import Rewriter, const_int, stmt_uses, walk
 from pypto.passes.base import IN_PLACE_OPS, function_namer
@@ -200,7 +200,7 @@ class _Convert(Rewriter):
         return out
 
     def stmt(self, s):
-        if isinstance(s, For):
+        if isinstance(s, (For, While)):
             return [self.for_(s)]
         if isinstance(s, If):
             return [self.if_(s)]
@@ -436,6 +436,8 @@ class _Convert(Rewriter):
                 rets.append(rv)
             else:
                 rets.append(r)
+        if isinstance(s, While):
+            return While(self.expr(s.cond), body, iter_args, rets, s.span)
         return For(s.loop_var, self.expr(s.start), self.expr(s.stop), self.expr(s.step), body,
                    iter_args, rets, s.kind, s.span)
 
@@ -479,7 +481,7 @@ def _computed(stmts) -> set[int]:
         op = _tensor_op(s)
         if op is not None and op != "assemble" and isinstance(s, Assign):
             out.add(id(s.var))
-        bodies = [s.body] if isinstance(s, For) else \
+        bodies = [s.body] if isinstance(s, (For, While)) else \
             [s.then_body, s.else_body or []] if isinstance(s, If) else []
         for b in bodies:
             inner = _computed(b)

@@ -13,7 +13,7 @@ the memory space), and both are still the one variable `acc`.
 from __future__ import annotations
 
 from pypto.errors import ParserError
-from pypto.ir.nodes import (Assign, For, Function, If, InCoreScope, IterArg, Program,
+from pypto.ir.nodes import (Assign, For, Function, If, InCoreScope, IterArg, Program, While,
                             RuntimeScope, Var, Yield)
 from pypto.ir import ops
 from pypto.ir.visit import Rewriter, walk, defs
@@ -86,6 +86,8 @@ class _SSA(Rewriter):
             return [Assign(self.version(s.var), value, s.span)]
         if isinstance(s, For):
             return [self.for_(s)]
+        if isinstance(s, While):
+            return [self.while_(s)]
         if isinstance(s, If):
             return [self.if_(s)]
         if isinstance(s, InCoreScope):
@@ -137,6 +139,25 @@ class _SSA(Rewriter):
         rets = [self.version(v) for v in s.return_vars]
         rets += [self.fresh(v.name, before[v.name], "rv") for v in implicit]
         return For(loop_var, start, stop, step, body, iter_args, rets, s.kind, s.span)
+
+    def while_(self, s: While) -> While:
+        """As a for loop's, with the condition reading the carried values."""
+        self.writes_into(s.body)
+        explicit = [(a.var, self.expr(a.init)) for a in s.iter_args]
+        explicit_names = {a.var.name for a in s.iter_args}
+        implicit = [v for v in _assigned(s.body) if v.name in self.env and v.name not in explicit_names]
+        before = dict(self.env)
+        iter_args = [IterArg(self.version(v), init) for v, init in explicit]
+        for v in implicit:
+            init = self.env[v.name]
+            iter_args.append(IterArg(self.fresh(v.name, init, "iter"), init))
+        cond = self.expr(s.cond)
+        body = self.body(s.body)
+        _append_yield(body, [self.env[v.name] for v in implicit], s.span)
+        self.env = before
+        rets = [self.version(v) for v in s.return_vars]
+        rets += [self.fresh(v.name, before[v.name], "rv") for v in implicit]
+        return While(cond, body, iter_args, rets, s.span)
 
     def if_(self, s: If) -> If:
         self.writes_into(list(s.then_body) + list(s.else_body or []))

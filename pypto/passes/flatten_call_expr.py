@@ -3,7 +3,7 @@
 initial value, is hoisted into a temporary assigned just before its statement."""
 from __future__ import annotations
 
-from pypto.ir.nodes import (Assign, Call, Eval, For, IterArg, Program, Return, TupleExpr, Var,
+from pypto.ir.nodes import (While, Assign, Call, Eval, For, IterArg, Program, Return, TupleExpr, Var,
                             Yield)
 from pypto.ir.visit import Rewriter, defs, walk
 from pypto.passes.base import Namer
@@ -57,6 +57,12 @@ class _Flatten(Rewriter):
             new = For(s.loop_var, s.start, s.stop, s.step, self.body(s.body),
                       [IterArg(a.var, i) for a, i in zip(s.iter_args, inits)],
                       list(s.return_vars), s.kind, s.span)
+            return pending + [new]
+        elif isinstance(s, While):        # (its condition is evaluated each trip: not hoisted)
+            inits = [self.hoist(a.init, s.span) for a in s.iter_args]
+            pending = self.pending
+            new = While(s.cond, self.body(s.body), [IterArg(a.var, i) for a, i in zip(s.iter_args, inits)],
+                        list(s.return_vars), s.span)
             return pending + [new]
         else:
             new = self.default_stmt(s)

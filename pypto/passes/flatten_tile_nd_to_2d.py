@@ -21,7 +21,7 @@ from __future__ import annotations
 from pypto import dtype as dt
 from pypto.errors import CodegenError
 from pypto.ir import ops
-from pypto.ir.nodes import (Assign, Call, Const, Eval, For, If, IterArg, Program, TileType,
+from pypto.ir.nodes import (While, Assign, Call, Const, Eval, For, If, IterArg, Program, TileType,
                             TupleExpr, Var)
 from pypto.ir.visit import Rewriter, walk
 
@@ -43,7 +43,7 @@ def run(prog: Program, opts) -> Program:
 def _typed(s):
     if isinstance(s, Assign):
         yield s.var
-    if isinstance(s, For):
+    if isinstance(s, (For, While)):
         yield from (a.var for a in s.iter_args)
         yield from s.return_vars
     if isinstance(s, If):
@@ -98,6 +98,11 @@ class _Flatten(Rewriter):
             body = self.body(s.body)
             return [For(s.loop_var, self.expr(s.start), self.expr(s.stop), self.expr(s.step), body,
                         iters, [self.var(r) for r in s.return_vars], s.kind, s.span)]
+        if isinstance(s, While):
+            inits = [self.expr(a.init) for a in s.iter_args]
+            iters = [IterArg(self.var(a.var), i) for a, i in zip(s.iter_args, inits)]
+            return [While(self.expr(s.cond), self.body(s.body), iters, [self.var(r) for r in s.return_vars],
+                          s.span)]
         if isinstance(s, If):
             new = self.default_stmt(s)
             new.return_vars = [self.var(r) for r in s.return_vars]

@@ -10,7 +10,7 @@ error says which path is missing.
 from __future__ import annotations
 
 from pypto.errors import CodegenError
-from pypto.ir.nodes import Assign, Call, Eval, For, If, MemorySpace as M, Program, TileType, Var, Yield
+from pypto.ir.nodes import While, Assign, Call, Eval, For, If, MemorySpace as M, Program, TileType, Var, Yield
 from pypto.ir.visit import Rewriter, defs, walk
 from pypto.passes.base import Namer
 
@@ -61,7 +61,7 @@ class _Infer(Rewriter):
         return out
 
     def stmt(self, s):
-        if isinstance(s, For):
+        if isinstance(s, (For, While)):
             for a in s.iter_args:           # a carried tile lives where its initial value does
                 _set_space(a.var, _space(a.init))
             emit = self.emit

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pypto import dtype as dt
 from pypto.errors import CodegenError
-from pypto.ir.nodes import (Assign, Call, Const, For, Function, If, MemorySpace, MemRef, Program,
+from pypto.ir.nodes import (While, Assign, Call, Const, For, Function, If, MemorySpace, MemRef, Program,
                             PtrType, TensorType, TileType, Var, Yield, with_memref)
 from pypto.ir.visit import bodies, defs, stmt_uses, walk
 from pypto.passes.base import IN_PLACE_OPS, Namer
@@ -85,8 +85,8 @@ def _function(f: Function) -> Function:
             g.add(s.var)
             if isinstance(s.var.type, TileType):
                 order.append(s.var)
-        if isinstance(s, (For, If)):
-            for v in ([a.var for a in s.iter_args] if isinstance(s, For) else []) + list(s.return_vars):
+        if isinstance(s, (For, While, If)):
+            for v in ([a.var for a in s.iter_args] if isinstance(s, (For, While)) else []) + list(s.return_vars):
                 g.add(v)
 
     for s in walk(body):
@@ -99,7 +99,7 @@ def _function(f: Function) -> Function:
                 if m is not None:
                     s.var.type = with_memref(s.var.type, m)
                     tensor_mem[id(s.var)] = m
-        if isinstance(s, For):
+        if isinstance(s, (For, While)):
             for a, r in zip(s.iter_args, s.return_vars):   # a carried tensor stays in its DDR buffer
                 m = tensor_mem.get(id(a.init))
                 if m is not None:
@@ -174,7 +174,7 @@ def _read_after(body) -> set[int]:
     order, last = _last_reads(body)
     out = set()
     for i, s in enumerate(order):
-        if isinstance(s, For):
+        if isinstance(s, (For, While)):
             out |= {id(a) for a in s.iter_args if last.get(id(a.init), -1) > i}
         if isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op in _ACCUMULATE:
             acc, name = s.value.args[0], s.value.op.removeprefix("tile.")
@@ -191,7 +191,7 @@ def _protect_overwritten(body, reread: set[int], names: Namer) -> list:
     for s in body:
         for b in bodies(s):
             b[:] = _protect_overwritten(b, reread, names)
-        for a in s.iter_args if isinstance(s, For) else []:
+        for a in s.iter_args if isinstance(s, (For, While)) else []:
             t = a.init.type
             if id(a) not in reread or not isinstance(t, TileType):
                 continue

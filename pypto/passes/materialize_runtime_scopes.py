@@ -12,7 +12,7 @@ running the pass again changes nothing. Kernels never get runtime scopes.
 """
 from __future__ import annotations
 
-from pypto.ir.nodes import (For, Function, FunctionType, If, Program, Return, RuntimeScope,
+from pypto.ir.nodes import (While, For, Function, FunctionType, If, Program, Return, RuntimeScope,
                             Yield)
 
 NAME = "MaterializeRuntimeScopes"
@@ -41,7 +41,7 @@ def _wrap(body: list, span) -> list:
 
 def _inner(s):
     """Scope the nested bodies of one statement."""
-    if isinstance(s, For):
+    if isinstance(s, (For, While)):
         s.body = _wrap(s.body, s.span)
     elif isinstance(s, If):
         s.then_body = _wrap(s.then_body, s.span)

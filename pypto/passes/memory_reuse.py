@@ -11,7 +11,7 @@ whole loop, so the pair never shares.
 """
 from __future__ import annotations
 
-from pypto.ir.nodes import Assign, Call, For, Function, MemRef, Program, PtrType, TileType, Var
+from pypto.ir.nodes import While, Assign, Call, For, Function, MemRef, Program, PtrType, TileType, Var
 from pypto.ir.visit import bodies, defs, stmt_uses
 from pypto.passes.base import IN_PLACE_OPS
 
@@ -30,7 +30,7 @@ def linearize(body):
     def go(stmts, loops):
         for s in stmts:
             order.append((len(order), s, loops))
-            if isinstance(s, For):
+            if isinstance(s, (For, While)):
                 start = len(order)
                 for b in bodies(s):
                     go(b, loops + (id(s),))

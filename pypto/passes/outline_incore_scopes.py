@@ -11,7 +11,7 @@ import re
 
 from pypto.errors import CodegenError
 from pypto.ir import ops
-from pypto.ir.nodes import (Assign, Call, Eval, For, Function, FunctionType, If, InCoreScope,
+from pypto.ir.nodes import (While, Assign, Call, Eval, For, Function, FunctionType, If, InCoreScope,
                             Param, ParamDirection, Program, Return, Var, Yield,
                             derived_level_role)
 from pypto.ir.visit import Rewriter, Substitute, bodies, defs, stmt_uses, walk
@@ -197,7 +197,7 @@ def _tensor_writes(body, live_in: set[int]):
 
     def go(stmts):
         for s in stmts:
-            if isinstance(s, For):
+            if isinstance(s, (For, While)):
                 for a, rv in zip(s.iter_args, s.return_vars):
                     if root(a.init) is not None:
                         alias[id(a.var)] = alias[id(rv)] = root(a.init)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pypto.errors import VerificationError
 from pypto.ir import ops
-from pypto.ir.nodes import Assign, Call, Eval, For, Function, If, Program, TileType
+from pypto.ir.nodes import Assign, Call, Eval, For, Function, If, Program, TileType, While
 from pypto.ir.visit import bodies, defs, stmt_uses, walk
 
 # property -> the pass after which it holds
@@ -25,13 +25,15 @@ ESTABLISHED_BY = {
 def _defined_before_use(f: Function):
     def go(stmts, scope):
         for s in stmts:
-            for v in stmt_uses(s):
-                if id(v) not in scope:
+            own = {id(a.var) for a in s.iter_args} if isinstance(s, While) else set()
+            for v in stmt_uses(s):               # (a while's condition reads its carried values)
+                if id(v) not in scope and id(v) not in own:
                     return f"{v.name!r} used before it is defined in {f.name}"
-            if isinstance(s, (For, If)):        # their bodies' names stay inside
+            if isinstance(s, (For, While, If)):  # their bodies' names stay inside
                 inner = set(scope)
                 if isinstance(s, For):
                     inner |= {id(s.loop_var)} | {id(a.var) for a in s.iter_args}
+                inner |= own
                 for b in bodies(s):
                     err = go(b, set(inner))
                     if err:

@@ -173,6 +173,8 @@ class FuncEmitter:
             self.arith(op, ind)
         elif name == "scf.for":
             self.scf_for(op, ind)
+        elif name == "scf.while":
+            self.scf_while(op, ind)
         elif name == "scf.if":
             self.scf_if(op, ind)
         elif name == "scf.yield":
@@ -308,6 +310,32 @@ class FuncEmitter:
             self.emit(ind + "    ", f"const {cxx_type(arg.type)} {self.n(arg)} = {target};")
         self.yield_targets.append(targets)
         self.region(op.regions[0], ind + "    ")
+        self.yield_targets.pop()
+        self.emit(ind, "}")
+
+    def scf_while(self, op: Op, ind: str) -> None:
+        """while (true): the condition region on the current arguments, out with the
+        values scf.condition passes if it fails, else the body on them, its yield the
+        next arguments."""
+        before, after = op.regions
+        cond_op = before[-1]
+        carry = [self.fresh(f"{a.name}_carry") for a in op.region_args[0]]
+        for c, a, init in zip(carry, op.region_args[0], op.group("inits")):
+            self.emit(ind, f"{cxx_type(a.type)} {c} = {self.n(init)};")
+        for r in op.results:
+            self.emit(ind, f"{cxx_type(r.type)} {self.n(r)}{{}};")
+        self.emit(ind, "while (true) {")
+        inner = ind + "    "
+        for c, a in zip(carry, op.region_args[0]):
+            self.emit(inner, f"const {cxx_type(a.type)} {self.n(a)} = {c};")
+        self.region(before[:-1], inner)
+        passed = [self.n(v) for v in cond_op.group("args")]
+        exits = "".join(f" {self.n(r)} = {v};" for r, v in zip(op.results, passed))
+        self.emit(inner, f"if (!({self.n(cond_op.group('cond')[0])})) {{{exits} break; }}")
+        for a, v in zip(op.region_args[1], passed):
+            self.emit(inner, f"const {cxx_type(a.type)} {self.n(a)} = {v};")
+        self.yield_targets.append(carry)
+        self.region(after, inner)
         self.yield_targets.pop()
         self.emit(ind, "}")
 

@@ -407,6 +407,76 @@ class Parser:
         op.region_args = [args]
         return result_types
 
+    def p_while(self, op: Op):
+        """`[%r = ] scf.while ([%b = %init, ...]) : (T...) -> (T...) { before ...
+        scf.condition(%c) [%b... : T...] } do { [^bb0(%a : T, ...):] after ... scf.yield }`."""
+        carried: list[tuple[Token, Value]] = []
+        if self.accept("("):
+            while not self.at(")"):
+                arg_tok = self.expect_kind("ssa", "a while argument name")
+                self.expect("=")
+                carried.append((arg_tok, self.ssa()))
+                if not self.accept(","):
+                    break
+            self.expect(")")
+        self.expect(":")
+        arg_types = self.paren_type_list()
+        self.expect("->")
+        result_types = self.paren_type_list()
+        if len(arg_types) != len(carried):
+            raise self.error(f"scf.while has {len(carried)} argument(s) but {len(arg_types)} type(s)")
+        op.operands["inits"] = [v for _, v in carried]
+        op.types["inits"] = list(arg_types)
+        self.expect("{")
+        self.scopes.append({})
+        before_args = [self.define(t, ty, "arg") for (t, _), ty in zip(carried, arg_types)]
+        before = self.region_ops("scf.while's condition region")
+        self.scopes.pop()
+        if not self.accept("do"):
+            raise self.error("scf.while needs `} do {` before its body")
+        self.expect("{")
+        self.scopes.append({})
+        after_args = []
+        if self.accept("^"):
+            self.expect_kind("ident", "a block label")
+            self.expect("(")
+            while not self.at(")"):
+                tok = self.expect_kind("ssa", "a block argument")
+                self.expect(":")
+                after_args.append(self.define(tok, self.type(), "arg"))
+                if not self.accept(","):
+                    break
+            self.expect(")")
+            self.expect(":")
+        after = self.region_ops("scf.while's body")
+        self.scopes.pop()
+        op.regions = [before, after]
+        op.region_args = [before_args, after_args]
+        return result_types
+
+    def region_ops(self, what: str) -> list[Op]:
+        """The ops up to the `}` that closes the region (consumed)."""
+        ops: list[Op] = []
+        while not self.at("}"):
+            if self.tok.kind == "eof":
+                raise self.error(f"missing '}}' closing {what}")
+            ops.append(self.op())
+        self.expect("}")
+        return ops
+
+    def p_condition(self, op: Op):
+        """`scf.condition(%c) [%a, ... : T, ...]`: ends scf.while's condition region."""
+        self.expect("(")
+        op.operands["cond"] = [self.ssa()]
+        self.expect(")")
+        if self.tok.kind == "ssa":
+            op.operands["args"] = self.ssa_list(":")
+            self.expect(":")
+            op.types["args"] = self.type_list()
+        else:
+            op.operands["args"] = []
+        return []
+
     def p_if(self, op: Op):
         op.operands["cond"] = [self.ssa()]
         result_types = self.paren_type_list() if self.accept("->") else []
@@ -564,6 +634,8 @@ class Parser:
         "arith.select": p_select,
         "scf.for": p_for,
         "scf.if": p_if,
+        "scf.while": p_while,
+        "scf.condition": p_condition,
         "scf.yield": p_terminator,
         "return": p_terminator,
         "func.return": p_terminator,

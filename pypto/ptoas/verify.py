@@ -106,9 +106,9 @@ class Verifier:
                 if op.group("args"):
                     raise self.error(op, "kernels return nothing: write results through tensor arguments")
                 continue
-            if op.name == "scf.yield":
+            if op.name in ("scf.yield", "scf.condition"):
                 if top or k != len(ops) - 1:
-                    raise self.error(op, "scf.yield must end an scf.for/scf.if region")
+                    raise self.error(op, f"{op.name} must end an scf region")
                 continue
             self.op(op)
 
@@ -136,6 +136,8 @@ class Verifier:
             return self.scf_for(op)
         if n == "scf.if":
             return self.scf_if(op)
+        if n == "scf.while":
+            return self.scf_while(op)
         if n == "pto.make_tensor_view":
             return self.make_tensor_view(op)
         if n == "pto.partition_view":
@@ -209,6 +211,30 @@ class Verifier:
                 raise self.error(op, "tiles cannot be loop-carried: write the tile in place instead")
         self.yields(op, op.regions[0], [r.type for r in op.results], "scf.for body")
         self.region(op.regions[0])
+
+    def scf_while(self, op: Op) -> None:
+        """Its condition region ends in scf.condition(%i1) passing the values the body gets
+        (and the loop's results); its body yields the next arguments."""
+        inits, types = op.group("inits"), op.types.get("inits", [])
+        for v, t in zip(inits, types):
+            if v.type != t:
+                raise self.error(op, f"scf.while argument init %{v.name} has type {v.type}, expected {t}")
+            if isinstance(t, TileType):
+                raise self.error(op, "tiles cannot be loop-carried: write the tile in place instead")
+        before, after = op.regions
+        last = before[-1] if before else None
+        if last is None or last.name != "scf.condition":
+            raise self.error(op, "scf.while's condition region ends in scf.condition(...)")
+        c = last.group("cond")[0]
+        if c.type != ScalarType("i1"):
+            raise self.error(last, f"scf.condition takes an i1, not {c.type}")
+        passed = [v.type for v in last.group("args")]
+        if passed != [r.type for r in op.results] or passed != [a.type for a in op.region_args[1]]:
+            raise self.error(last, "scf.condition passes the body's arguments and the loop's results, "
+                                   "one value each")
+        self.region(before)
+        self.yields(op, after, list(types), "scf.while body")
+        self.region(after)
 
     def scf_if(self, op: Op) -> None:
         cond = op.group("cond")[0]

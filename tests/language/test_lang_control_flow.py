@@ -128,3 +128,77 @@ def test_break_in_a_loop_with_init_values_is_refused():
         out = pl.store(nxt, [0, 0], c)"""
     with pytest.raises(ParserError, match=r"break in a loop with init_values is not supported"):
         pl.parse(KERNEL.replace("{BODY}", body), filename="/u/k.py")
+
+
+WHILE = """\
+        i: pl.Scalar[pl.INDEX] = 0
+        while i < cond:
+            ta = pl.load(a, [i * 64, 0], [64, 64])
+            tb = pl.load(b, [i * 64, 0], [64, 64])
+            out = pl.store(pl.add(ta, tb), [i * 64, 0], c)
+            i = i + 1"""
+
+
+@pytest.mark.parametrize("planner", ["PYPTO", "PTOAS"])
+@pytest.mark.parametrize("n", [0, 1, 4])
+def test_a_while_loop_in_a_kernel(n, planner, tmp_path, monkeypatch):
+    """`while i < n:` with i rebound in the body: ConvertToSSA carries it (scf.while)."""
+    a, b, c = _run(WHILE, n, planner, tmp_path, monkeypatch)
+    want = torch.full((256, 64), 7.0)
+    want[:n * 64] = a[:n * 64] + b[:n * 64]
+    assert torch.equal(c, want)
+    pto = (tmp_path / f"out_{planner}" / "ptoas" / "k.pto").read_text()
+    assert "scf.while" in pto and "scf.condition(" in pto and "} do {" in pto
+
+
+EXPLICIT = """
+import pypto.language as pl
+
+@pl.program
+class E:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[256, 64], pl.FP32], c: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+        acc = pl.load(a, [0, 0], [64, 64])
+        for (i, t) in pl.while_(init_values=(1, acc)):
+            pl.cond(i < 4)
+            nxt = pl.add(t, pl.load(a, [i * 64, 0], [64, 64]))
+            i2, t2 = pl.yield_(i + 1, nxt)
+        c = pl.store(t2, [0, 0], c)
+        return c
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[256, 64], pl.FP32], n: pl.Scalar[pl.INDEX],
+             c: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+        i: pl.Scalar[pl.INDEX] = 0
+        while i < n:             # (an orchestration loop: the kernel runs n times)
+            c = self.k(a, c)
+            i = i + 1
+        return c
+"""
+
+
+def test_the_explicit_form_carries_a_tile_and_roundtrips(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    prog = pl.parse(EXPLICIT, filename="/u/e.py")
+    text = prog.as_python()
+    assert "for (i, t,) in pl.while_(init_values=(1, acc,)):" in text and "pl.cond(i < 4)" in text
+    assert pl.parse(text).as_python() == text
+    run = ir.compile(prog, output_dir=tmp_path / "out", platform="a2a3sim")
+    a = torch.randn(256, 64)
+    for n in (0, 2):
+        c = torch.full((64, 64), 3.0)
+        run(a, n, c)
+        want = a.reshape(4, 64, 64).sum(0) if n else torch.full((64, 64), 3.0)
+        assert torch.allclose(c, want, atol=1e-5)
+    orch = next((tmp_path / "out" / "orchestration").glob("*.cpp")).read_text()
+    assert "while (true) {" in orch
+
+
+@pytest.mark.parametrize("body, msg", [
+    ("        while True:\n            out = c", r"`while True:` never ends"),
+    ("        i = 0\n        while i < 4:\n            if i > 2:\n                break\n            i = i + 1\n"
+     "        out = c", r"break in a while loop is not supported"),
+])
+def test_while_misuse(body, msg):
+    with pytest.raises(ParserError, match=msg):
+        pl.parse(KERNEL.replace("{BODY}", body), filename="/u/k.py")

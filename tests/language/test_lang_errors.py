@@ -152,7 +152,7 @@ def test_undefined_name():
 def test_unsupported_while():
     with pytest.raises(ParserError) as exc:
         parse_body("while True:\n    pass")
-    check(exc, ParserError, "kern.py", BODY_LINE, r"pl\.range", r"unsupported statement: while")
+    check(exc, ParserError, "kern.py", BODY_LINE, r"pl\.range", r"`while True:` never ends")
 
 
 def test_load_into_left():

@@ -36,7 +36,9 @@ class Parser(SignaturesMixin, AnnotationsMixin, ValuesMixin, CallsMixin,
         self.in_program = False
         self.kernel_calls: list = []   # (caller, kernel, span, inside pl.at): calls no kernel may make
         self.ctx: _Ctx | None = None
-        self._lit: set[int] = set()    # ids of Consts written as bare literals (adopt a dtype)
+        # Consts written as bare literals (they adopt a dtype), by id; held so no other
+        # object reuses the id while the parser runs
+        self._lit: dict[int, Const] = {}
         self.call_sites: dict[str, list[tuple[str, Span]]] = {}   # caller -> [(callee, span)]
         self._parsing: list[_Ctx] = []  # functions whose bodies are being parsed (outermost first)
 

@@ -20,7 +20,7 @@ from pypto.ir.nodes import (Assign, BinOp, Call, Const, DynDim, Eval, Expr, For,
                             MaskPattern, PadValue, ForKind, Function, FunctionType, If, InCoreScope, IterArg, Level,
                             MemorySpace, MemRef, Param, ParamDirection, Program, PtrType,
                             Return, Role, RuntimeScope, ScalarType, TensorType, TileType,
-                            TupleExpr, TupleType, Var, Yield, derived_level_role)
+                            TupleExpr, TupleType, Var, While, Yield, derived_level_role)
 from pypto.ir.visit import walk
 from pypto.language.parser.source import Source
 from pypto.language.signatures import signature

@@ -8,7 +8,7 @@ from pypto.language.parser.continues import first_break, has_break, without_brea
 from pypto.language.parser.common import (Assign, Call, Const, Eval, For, ForKind, FunctionType,
                                           If, InCoreScope, IterArg, Level, PtrType, PyptoError,
                                           Return, RuntimeScope, ScalarType, TensorType, TileType,
-                                          TupleExpr, TupleType, TypeCheckError, Var, Yield,
+                                          TupleExpr, TupleType, TypeCheckError, Var, While, Yield,
                                           _INT_DTYPES, _LOOP_KINDS, _YieldInfo, _adoptable,
                                           _const_range, _kind, _lang, _same_shape_dtype,
                                           _type_text, _unsupported, dt, ops)
@@ -116,6 +116,8 @@ class StatementsMixin:
                 init, s = without_break(s)       # a flag, the body run while it is clear
                 return self.stmt(init) + [self.for_(s, span)]
             return [self.for_(s, span)]
+        if isinstance(s, ast.While):
+            return [self.while_(s, span)]
         if isinstance(s, ast.If):
             return [self.if_(s, span)]
         if isinstance(s, ast.With):
@@ -375,6 +377,8 @@ class StatementsMixin:
                        "use pl.range(...)")
         fobj = self.static(it.func, "the loop iterable")
         kname = _kind(fobj)
+        if kname == "while_":
+            return self.while_loop(s, it, span)
         if kname not in _LOOP_KINDS:
             self.error(f"`for ... in {ast.unparse(it.func)}(...)` is not supported", s,
                        "loop with pl.range, pl.parallel or pl.unroll")
@@ -496,6 +500,90 @@ class StatementsMixin:
             self.error("pl.yield_ in a loop without init_values", s,
                        "carry values explicitly: for i, (acc,) in pl.range(n, init_values=(x,)):")
         return For(loop_var, start, stop, step, body, iter_args, rets, kind, span)
+
+    def while_(self, s: ast.While, span):
+        """`while cond:` -- the names the body rebinds are carried (ConvertToSSA makes
+        them the loop's iter_args; the condition reads them)."""
+        if s.orelse:
+            self.error("while ... else is not supported", s, "remove the else branch")
+        if has_break(s.body):
+            self.error("break in a while loop is not supported", first_break(s.body),
+                       "fold the exit into the loop's condition")
+        cond = self.loop_cond(s.test)
+        if isinstance(cond, Const) and cond.value:
+            self.error(f"`while {ast.unparse(s.test)}:` never ends (break is not supported in while "
+                       f"loops)", s, "loop while a carried value says so: i = 0 / while i < n: ... "
+                                     "i = i + 1; or use for i in pl.range(n):")
+        body = without_continue(s.body)
+        self.ctx.loops += 1
+        self.ctx.ifs += 1          # (no window check by iteration: the trip count is unknown)
+        try:
+            stmts, y = self.block(body, allow_yield=True)
+        finally:
+            self.ctx.loops -= 1
+            self.ctx.ifs -= 1
+        self.ctx.cur, self.ctx.marked = span, bool(self.src.header_marker(s))
+        if y is not None and (y.stmt.values or y.targets):
+            self.error("pl.yield_ in a plain while loop", s,
+                       "rebind the names the loop carries (i = i + 1); or write the explicit form "
+                       "for (x,) in pl.while_(init_values=(x0,)):")
+        return While(cond, stmts, [], [], span)
+
+    def loop_cond(self, node):
+        cond = self.expr(node)
+        ct = getattr(cond, "type", None)
+        if not isinstance(ct, ScalarType):
+            self.error(f"a while condition must be a scalar, got {ops._tname(ct)}", node,
+                       "compare scalars: while i < n:")
+        return cond
+
+    def while_loop(self, s: ast.For, it: ast.Call, span):
+        """`for (x, y) in pl.while_(init_values=(x0, y0)):` with `pl.cond(...)` first and
+        `x2, y2 = pl.yield_(...)` last: a while loop carrying x and y explicitly."""
+        init_node = next((kw.value for kw in it.keywords if kw.arg == "init_values"), None)
+        if it.args or init_node is None or not isinstance(init_node, (ast.Tuple, ast.List)) \
+                or any(kw.arg != "init_values" for kw in it.keywords):
+            self.error("pl.while_ takes init_values=(...) only", s,
+                       "for (x,) in pl.while_(init_values=(x0,)):")
+        tgt = s.target
+        elts = tgt.elts if isinstance(tgt, (ast.Tuple, ast.List)) else [tgt]
+        if not all(isinstance(e, ast.Name) for e in elts) or len(elts) != len(init_node.elts):
+            self.error("a pl.while_ loop binds one name per init value: for (x, y) in pl.while_(...)", s)
+        first = s.body[0] if s.body else None
+        fcall = getattr(first, "value", None) if isinstance(first, ast.Expr) else None
+        if not (isinstance(fcall, ast.Call) and _kind(self.static(fcall.func, "pl.cond")) == "cond"
+                and len(fcall.args) == 1):
+            self.error("a pl.while_ loop starts with pl.cond(condition)", first or s,
+                       "for (x,) in pl.while_(init_values=(x0,)):\n    pl.cond(x < n)")
+        inits = [self.expr(e) for e in init_node.elts]
+        env = self.ctx.env
+        names = [e.id for e in elts]
+        saved = {n: env.get(n) for n in names}
+        iter_args = []
+        for n, init in zip(names, inits):
+            v = Var(n, init.type, span)
+            env[n] = v
+            iter_args.append(IterArg(v, init))
+        cond = self.loop_cond(fcall.args[0])
+        self.ctx.loops += 1
+        self.ctx.ifs += 1
+        try:
+            body, y = self.block(s.body[1:], allow_yield=True)
+        finally:
+            self.ctx.loops -= 1
+            self.ctx.ifs -= 1
+        self.ctx.cur, self.ctx.marked = span, bool(self.src.header_marker(s))
+        for n, old in saved.items():
+            if old is None:
+                env.pop(n, None)
+            else:
+                env[n] = old
+        if y is None or len(y.stmt.values) != len(iter_args):
+            self.error("a pl.while_ loop ends with `r = pl.yield_(...)`, one value per init value", s)
+        rets = []
+        if y.targets:
+            rets = [self.define(n, ia.var.type, y.stmt.span) for n, ia in zip(y.targets, iter_args)]
+        return While(cond, body, iter_args, rets, span)
 
     def if_(self, s: ast.If, span):
         cond = self.expr(s.test)

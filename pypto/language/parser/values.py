@@ -113,7 +113,7 @@ class ValuesMixin:
 
     # ================================================================== values (IR exprs)
     def lit(self, c: Const) -> Const:
-        self._lit.add(id(c))
+        self._lit[id(c)] = c
         return c
 
     def to_expr(self, v, node):
@@ -246,9 +246,10 @@ class ValuesMixin:
         da, db = self.scalar_dtype(a), self.scalar_dtype(b)
         if da == db:
             return a, b, da
-        if id(b) in self._lit and _adoptable(b, db, da):
+        # (a literal is a Const the parser made; ids of freed objects are reused)
+        if isinstance(b, Const) and id(b) in self._lit and _adoptable(b, db, da):
             return a, self.retype(b, da), da
-        if id(a) in self._lit and _adoptable(a, da, db):
+        if isinstance(a, Const) and id(a) in self._lit and _adoptable(a, da, db):
             return self.retype(a, db), b, db
         wide = _widened(da, db)
         if wide is not None:
