@@ -83,7 +83,7 @@ from pypto.codegen.common import Names, c_string, fail, mlir_float
 from pypto.codegen.tileops import EMITTERS
 from pypto.ir import layout as _layout, ops
 from pypto.ir.layout import tile_layout, tile_rows_cols
-from pypto.ir.nodes import (AtomicType, Assign, BinOp, Call, Const, DynDim, Eval, For, FunctionType, If,
+from pypto.ir.nodes import (ArrayType, AtomicType, Assign, BinOp, Call, Const, DynDim, Eval, For, FunctionType, If,
                             MemorySpace, Program, PtrType, Return, ScalarType, TensorType,
                             TileType, TupleExpr, Var, While, Yield)
 
@@ -246,6 +246,14 @@ class _Tile:
 class _Scalar:
     ssa: str
     ty: str                  # mlir type
+
+
+@dataclass
+class _Array:
+    """An on-core array (pto.declare_local_array): written in place by its updates."""
+    ssa: str
+    ty: str                  # !pto.local_array<NxT>
+    elem: str                # mlir element type
 
 
 def _mlir_name(hint: str) -> str:
@@ -514,6 +522,9 @@ class _Kernel:
         if e.op == "tile.mscatter":
             self.env[id(v)] = self.mscatter(e, span)
             return
+        if isinstance(v.type, ArrayType):
+            self.env[id(v)] = self.array_op(v, e, span)
+            return
         if isinstance(v.type, TensorType):
             if e.op != "tile.store":
                 fail(f"{e.op} producing tensor {v.name!r} inside a kernel", span,
@@ -523,6 +534,23 @@ class _Kernel:
         if not isinstance(v.type, TileType):
             fail(f"cannot generate PTO for {v.name!r} of type {type(v.type).__name__}", span)
         self.tile_op(v, e, span)
+
+    def array_op(self, v: Var, e: Call, span) -> _Array:
+        """array.create declares the array; update_element writes it in place (the new
+        value is the same array)."""
+        t: ArrayType = v.type
+        if e.op == "array.create":
+            arr = _Array("%" + self.names.fresh(_mlir_name(v.name)),
+                         f"!pto.local_array<{t.extent}x{t.dtype.mlir}>", t.dtype.mlir)
+            self.emit(f"{arr.ssa} = pto.declare_local_array -> {arr.ty}", span)
+            return arr
+        if e.op == "array.update_element":
+            arr = self.value_of(e.args[0], span)
+            idx = self.index(e.args[1], span)
+            val = self.scalar(e.args[2], arr.elem, span).ssa
+            self.emit(f"pto.local_array_set {arr.ssa}[{idx}], {val} : {arr.ty}, {arr.elem}", span)
+            return arr
+        fail(f"cannot generate PTO for {e.op} producing the array {v.name!r}", span)
 
     # ------------------------------------------------------------------ values
     def value_of(self, e, span):
@@ -596,6 +624,12 @@ class _Kernel:
             r = self.tmp()
             self.emit(f"{r} = pto.load_scalar {pview} : {pty} -> {ty}", span)
             return self.convert(_Scalar(r, ty), want, span)
+        if isinstance(e, Call) and e.op == "array.get_element":
+            arr = self.value_of(e.args[0], span)
+            idx = self.index(e.args[1], span)
+            r = self.tmp()
+            self.emit(f"{r} = pto.local_array_get {arr.ssa}[{idx}] : {arr.ty} -> {arr.elem}", span)
+            return self.convert(_Scalar(r, arr.elem), want, span)
         if isinstance(e, Call) and e.op == "tile.read":
             src = self.tile(e.args[0], span)
             off = self.flat_offset(e.args[1], src.tile.shape, span)
@@ -909,7 +943,7 @@ class _Kernel:
                 carried.append(None)
                 continue
             init = self.value_of(a.init, span) if isinstance(a.init, Var) else None
-            if not isinstance(init, (_Tile, _Tensor)):
+            if not isinstance(init, (_Tile, _Tensor, _Array)):
                 fail(f"loop-carried value {a.var.name!r} must start from a tile or tensor variable", span)
             self.env[id(a.var)] = init
             carried.append(init)
@@ -967,7 +1001,7 @@ class _Kernel:
             if i in sc:
                 continue
             init = self.value_of(a.init, span) if isinstance(a.init, Var) else None
-            if not isinstance(init, (_Tile, _Tensor)):
+            if not isinstance(init, (_Tile, _Tensor, _Array)):
                 fail(f"loop-carried value {a.var.name!r} must start from a tile or tensor variable", span)
             self.env[id(a.var)] = bufs[i] = init
         types = f"({', '.join(tys)})"
@@ -1013,6 +1047,10 @@ class _Kernel:
     def carry(self, var, buf, value, span):
         """At a loop's yield: make the carried buffer hold `value`."""
         got = self.value_of(value, span) if isinstance(value, Var) else None
+        if isinstance(buf, _Array):             # updated in place: the same array throughout
+            if got is not buf:
+                fail(f"loop-carried array {var.name!r} must stay the same array", span)
+            return
         if isinstance(buf, _Tensor):
             if got is not buf:
                 fail(f"loop-carried tensor {var.name!r} must stay the same kernel parameter", span)

@@ -626,6 +626,21 @@ inline void tgather_mask(const Tile<D>& d, const Tile<S>& s, int pattern, const 
         for (int64_t j = 0; j < d.vc; ++j) std::memcpy(&d.row(i)[j], &s.row(i)[j * stride + first], sizeof(D));
 }
 
+// ---------------------------------------------------------------- on-core arrays
+// pto.declare_local_array: a kernel's stack-local array of N scalars (zeros), read and
+// written an element at a time, each index checked.
+template <class T, int N> struct LocalArray {
+    T v[N];
+    T get(int64_t i, const char* site) const {
+        if (i < 0 || i >= N) fail(site, "local array index %lld is outside its %d elements", (long long)i, N);
+        return v[i];
+    }
+    void set(int64_t i, T x, const char* site) {
+        if (i < 0 || i >= N) fail(site, "local array index %lld is outside its %d elements", (long long)i, N);
+        v[i] = x;
+    }
+};
+
 // ---------------------------------------------------------------- sort
 // A sorted element is a (value, index) pair: two f32 columns, the index's 32 bits in the
 // second. Order: descending by value; equal values keep their order (stable).

@@ -215,6 +215,14 @@ class PtrType:
 
 
 @dataclass(frozen=True)
+class ArrayType:
+    """An on-core array of scalars (`pl.array.create(4, pl.INT32)`): a kernel's stack-local
+    array, read and written an element at a time."""
+    extent: int
+    dtype: DataType
+
+
+@dataclass(frozen=True)
 class TupleType:
     types: tuple[Any, ...]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from pypto import dtype as dt
-from pypto.ir.nodes import (ArgDir, Assign, BinOp, Call, Const, DynDim, Eval, For, ForKind, While,
+from pypto.ir.nodes import (ArgDir, ArrayType, Assign, BinOp, Call, Const, DynDim, Eval, For, ForKind, While,
                             Function, FunctionType, If, InCoreScope, MemorySpace, Param,
                             AtomicType, MaskPattern, PadValue, ParamDirection, Program, PtrType, Return, Role, RuntimeScope,
                             ScalarType, TensorType, TileType, TupleExpr, TupleType, Var, Yield)
@@ -81,6 +81,8 @@ class _Printer:
             return f"pl.Scalar[{t.dtype!r}]"
         if isinstance(t, PtrType):
             return "pl.Ptr"
+        if isinstance(t, ArrayType):
+            return f"pl.Array[{t.extent}, {t.dtype!r}]"
         if isinstance(t, TupleType):
             return f"tuple[{', '.join(self.type(x) for x in t.types)}]"
         raise TypeError(f"cannot print type {t!r}")

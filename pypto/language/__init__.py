@@ -16,9 +16,9 @@ from pypto.ir.nodes import (AtomicType, DynDim, ForKind, FunctionType, Level, Me
                             Role)
 from pypto.language import dsl
 from pypto.language.dsl import (DSLCallError, OPERATORS, at, cast, const, max, min, parallel,
-                                range, scope, tensor, tile, unroll, while_, cond, yield_)
+                                range, scope, tensor, tile, array, unroll, while_, cond, yield_)
 from pypto.language.parser import function, loads, parse, program
-from pypto.language.typing import (Annotation, InOut, MemRef, Out, Ptr, Scalar, ScopeMode,
+from pypto.language.typing import (Annotation, Array, InOut, MemRef, Out, Ptr, Scalar, ScopeMode,
                                    Tensor, TensorLayout, TensorView, Tile, TileView, dynamic)
 
 Mem = MemorySpace
@@ -28,10 +28,10 @@ globals().update(OPERATORS)
 __all__ = sorted(
     ["FP32", "FP16", "BF16", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32",
      "UINT64", "BOOL", "INDEX",
-     "DataType", "Tensor", "Tile", "Scalar", "Out", "InOut", "Ptr", "MemRef", "TileView", "TensorView", "TensorLayout",
+     "DataType", "Tensor", "Tile", "Scalar", "Array", "Out", "InOut", "Ptr", "MemRef", "TileView", "TensorView", "TensorLayout",
      "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "Level", "Role", "ScopeMode", "ForKind",
      "ParamDirection", "DynDim", "Annotation", "adir", "dynamic", "program", "function", "at",
-     "scope", "range", "parallel", "unroll", "while_", "cond", "yield_", "const", "cast", "min", "max", "parse",
+     "scope", "range", "parallel", "unroll", "array", "while_", "cond", "yield_", "const", "cast", "min", "max", "parse",
      "loads", "tile", "tensor", "DSLCallError"] + list(OPERATORS)
     + (["jit"] if importlib.util.find_spec("pypto.jit") is not None else []))
 

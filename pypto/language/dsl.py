@@ -118,3 +118,4 @@ class OpNamespace:
 
 tile = OpNamespace("tile")
 tensor = OpNamespace("tensor")
+array = OpNamespace("array")        # on-core arrays of scalars

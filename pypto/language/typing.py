@@ -54,6 +54,10 @@ class InOut(metaclass=_Subscriptable):
     """`pl.InOut[pl.Tensor[...]]` — a parameter the function reads and writes."""
 
 
+class Array(metaclass=_Subscriptable):
+    """`pl.Array[4, pl.INT32]` — an on-core array of scalars (pl.array.create)."""
+
+
 class Ptr(metaclass=_Subscriptable):
     """`pl.Ptr` — the identity of an on-chip allocation (`pl.tile.alloc`)."""
 

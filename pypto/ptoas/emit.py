@@ -205,6 +205,16 @@ class FuncEmitter:
         elif name == "pto.store_scalar":
             val, dst = op.group("args")
             self.emit(ind, f"pto::store_scalar({self.n(dst)}, {self.n(val)}, {self.site(op)});")
+        elif name == "pto.declare_local_array":
+            r = op.results[0]
+            self.emit(ind, f"pto::LocalArray<{SCALAR_CXX[r.type.elem]}, {r.type.extent}> {self.n(r)}{{}};")
+        elif name == "pto.local_array_get":
+            r = op.results[0]
+            self.emit(ind, f"const {cxx_type(r.type)} {self.n(r)} = {self.n(op.group('array')[0])}.get("
+                           f"{self.n(op.group('index')[0])}, {self.site(op)});")
+        elif name == "pto.local_array_set":
+            self.emit(ind, f"{self.n(op.group('array')[0])}.set({self.n(op.group('index')[0])}, "
+                           f"{self.n(op.group('value')[0])}, {self.site(op)});")
         elif name == "pto.tgetval":
             r = op.results[0]
             tile, off = op.group("ins")

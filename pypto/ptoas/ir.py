@@ -29,6 +29,16 @@ class PtrType:
         return f"!pto.ptr<{self.elem}>"
 
 
+@dataclass(frozen=True)
+class LocalArrayType:
+    """!pto.local_array<NxT>: a kernel's stack-local array of scalars."""
+    extent: int
+    elem: str
+
+    def __str__(self) -> str:
+        return f"!pto.local_array<{self.extent}x{self.elem}>"
+
+
 def _shape_text(shape: tuple) -> str:
     return "x".join("?" if d is None else str(d) for d in shape)
 
@@ -89,7 +99,7 @@ class OpaqueType:
         return self.text
 
 
-Type = Union[ScalarType, PtrType, TensorViewType, PartitionType, TileType, OpaqueType]
+Type = Union[ScalarType, PtrType, TensorViewType, PartitionType, TileType, LocalArrayType, OpaqueType]
 
 
 # ------------------------------------------------------------------ values and ops

@@ -477,6 +477,30 @@ class Parser:
             op.operands["args"] = []
         return []
 
+    def p_declare_array(self, op: Op):
+        """`%a = pto.declare_local_array -> !pto.local_array<NxT>`."""
+        self.expect("->")
+        return [self.type()]
+
+    def p_array_element(self, op: Op):
+        """`pto.local_array_get %a[%i] : A -> T` / `pto.local_array_set %a[%i], %v : A, T`."""
+        op.operands["array"] = [self.ssa()]
+        self.expect("[")
+        op.operands["index"] = [self.ssa()]
+        self.expect("]")
+        if op.name == "pto.local_array_set":
+            self.expect(",")
+            op.operands["value"] = [self.ssa()]
+            self.expect(":")
+            op.types["array"], op.types["value"] = [self.type()], None
+            self.expect(",")
+            op.types["value"] = [self.type()]
+            return []
+        self.expect(":")
+        op.types["array"] = [self.type()]
+        self.expect("->")
+        return [self.type()]
+
     def p_if(self, op: Op):
         op.operands["cond"] = [self.ssa()]
         result_types = self.paren_type_list() if self.accept("->") else []
@@ -635,6 +659,9 @@ class Parser:
         "scf.for": p_for,
         "scf.if": p_if,
         "scf.while": p_while,
+        "pto.declare_local_array": p_declare_array,
+        "pto.local_array_get": p_array_element,
+        "pto.local_array_set": p_array_element,
         "scf.condition": p_condition,
         "scf.yield": p_terminator,
         "return": p_terminator,

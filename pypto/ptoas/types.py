@@ -1,7 +1,8 @@
 """Parsing type text (builtin scalar names and `!pto.*<...>` tokens) into ir types."""
 from __future__ import annotations
 
-from .ir import OpaqueType, PartitionType, PtrType, ScalarType, TensorViewType, TileType, Type
+from .ir import (LocalArrayType, OpaqueType, PartitionType, PtrType, ScalarType, TensorViewType,
+                 TileType, Type)
 
 SCALAR_NAMES = {"index", "i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64",
                 "f16", "bf16", "f32", "f64"}
@@ -72,6 +73,11 @@ def parse_type(text: str) -> Type:
             return PartitionType(*_shape(body))
         if head == "!pto.tile_buf":
             return _tile(body)
+        if head == "!pto.local_array":
+            dims, elem = _shape(body)
+            if len(dims) != 1 or dims[0] is None or dims[0] <= 0 or elem not in SCALAR_NAMES:
+                raise ValueError("a local array is !pto.local_array<NxT>, N > 0, T a scalar type")
+            return LocalArrayType(dims[0], elem)
     except (TypeError, ValueError) as e:
         raise ValueError(f"malformed {head} type: {e}") from None
     return OpaqueType(text)

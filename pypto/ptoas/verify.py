@@ -8,7 +8,7 @@ from ..dtype import BY_MLIR
 from .analysis import const_int, defining_ops, static_valid, tile_bytes
 from .arch import ALIGN, CUBE_SPACES, Arch
 from .errors import PtoasError, op_error
-from .ir import (Func, Module, Op, PartitionType, PtrType, ScalarType, TensorViewType, TileType,
+from .ir import (Func, LocalArrayType, Module, Op, PartitionType, PtrType, ScalarType, TensorViewType, TileType,
                  Value)
 from .ops import (ACC_PHASES, FLOAT_DTYPES, kind_of, MATMUL_DTYPES, MATMUL_MAX, STRUCTURAL_OPS, TILE_DTYPES, TILE_OPS,
                   round_mode)
@@ -154,6 +154,8 @@ class Verifier:
             return self.store_scalar(op)
         if n in ("pto.tgetval", "pto.tsetval"):
             return self.tile_element(op)
+        if n in ("pto.declare_local_array", "pto.local_array_get", "pto.local_array_set"):
+            return self.local_array(op)
         if n in TILE_OPS:
             return self.tile_op(op, kind_of(op))
         raise self.error(op, f"unsupported operation '{n}' (ptoas supports arith/scf scalar ops, "
@@ -211,6 +213,25 @@ class Verifier:
                 raise self.error(op, "tiles cannot be loop-carried: write the tile in place instead")
         self.yields(op, op.regions[0], [r.type for r in op.results], "scf.for body")
         self.region(op.regions[0])
+
+    def local_array(self, op: Op) -> None:
+        """declare: one !pto.local_array result; get/set: an index into it and its element
+        type (a constant index within the extent)."""
+        if op.name == "pto.declare_local_array":
+            if len(op.results) != 1 or not isinstance(op.results[0].type, LocalArrayType):
+                raise self.error(op, "pto.declare_local_array defines one !pto.local_array value")
+            return
+        arr, idx = op.group("array")[0], op.group("index")[0]
+        t = arr.type
+        if not isinstance(t, LocalArrayType):
+            raise self.error(op, f"{op.name} works on a !pto.local_array, not {t}")
+        self.index_like(op, idx, f"{op.name} index")
+        k = const_int(idx, self.defs)
+        if k is not None and not 0 <= k < t.extent:
+            raise self.error(op, f"{op.name}: index {k} is outside the array's {t.extent} elements")
+        v = op.results[0] if op.name == "pto.local_array_get" else op.group("value")[0]
+        if v.type != ScalarType(t.elem):
+            raise self.error(op, f"{op.name}: the element is {t.elem}, not {v.type}")
 
     def scf_while(self, op: Op) -> None:
         """Its condition region ends in scf.condition(%i1) passing the values the body gets

@@ -2,7 +2,8 @@
 and the result type of each op (with typed errors for wrong arity, shapes, dtypes).
 
 One table drives the parser, the passes and the verifier. Each operator lives in its
-family's module (memory, elementwise, reduction, matmul, shape, indexing, sort), registered with its
+family's module (memory, elementwise, reduction, matmul, shape, indexing, sort,
+array), registered with its
 operands' names, options, type rule and call form; this package puts them together.
 """
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pypto.ir.ops.base import OPS, OpDef, _err, _tname
 from pypto.ir.ops.elementwise import BINARY, SCALAR_FORM, SCALAR_ONLY, UNARY, FLOAT_ONLY, INT_ONLY, PART
 from pypto.ir.ops.reduction import ARG_REDUCE, ROW_REDUCE, COL_REDUCE, ROW_EXPAND, COL_EXPAND
 from pypto.ir.ops import (indexing as _indexing, matmul as _matmul, memory as _memory,  # noqa: F401
-                          shape as _shape, sort as _sort)   # (register their ops)
+                          shape as _shape, sort as _sort, array as _array)   # (register their ops)
 
 # Names a user may write as pl.<name>, and which namespaces they exist in.
 TILE_ONLY = {"load": "tile.load", "store": "tile.store", "move": "tile.move",

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 PAGE = Path(__file__).with_name("OPERATORS.md")
-FAMILIES = ("memory", "elementwise", "reduction", "matmul", "shape", "indexing", "sort")
+FAMILIES = ("memory", "elementwise", "reduction", "matmul", "shape", "indexing", "sort", "array")
 
 
 def render() -> str:

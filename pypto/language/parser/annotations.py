@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ast
 
-from pypto.language.parser.common import (Const, DynDim, MemRef, MemorySpace, ParamDirection,
+from pypto.language.parser.common import (ArrayType, Const, DynDim, MemRef, MemorySpace, ParamDirection,
                                           ParserError, PtrType, ScalarType, TensorType, TileType,
                                           TupleType, UnknownOpError, _lang, dt)
 from pypto.errors import NotBuiltError
@@ -43,6 +43,12 @@ class AnnotationsMixin:
             return TupleType(tuple(self.ann_type(e)[0] for e in elts)), direction
         if obj is pl.Ptr:
             return PtrType(), direction
+        if obj is pl.Array:
+            elts = node.slice.elts if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple) else []
+            n = self.static(elts[0], "an array extent") if len(elts) == 2 else None
+            if not (isinstance(n, int) and not isinstance(n, bool) and n > 0):
+                self.bad_annotation(node, "an array is pl.Array[4, pl.INT32]")
+            return ArrayType(n, self.ann_dtype(elts[1], node)), direction
         if isinstance(obj, dt.DataType) and not isinstance(node, ast.Subscript):
             return ScalarType(obj), direction
         if obj in (pl.Tensor, pl.Tile, pl.Scalar):

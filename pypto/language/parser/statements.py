@@ -5,7 +5,7 @@ import ast
 import copy
 
 from pypto.language.parser.continues import first_break, has_break, without_break, without_continue
-from pypto.language.parser.common import (Assign, Call, Const, Eval, For, ForKind, FunctionType,
+from pypto.language.parser.common import (ArrayType, Assign, Call, Const, Eval, For, ForKind, FunctionType,
                                           If, InCoreScope, IterArg, Level, PtrType, PyptoError,
                                           Return, RuntimeScope, ScalarType, TensorType, TileType,
                                           TupleExpr, TupleType, TypeCheckError, Var, While, Yield,
@@ -293,6 +293,13 @@ class StatementsMixin:
         dst = self.ctx.env.get(name)
         if dst is None:
             self.undefined(t.value)
+        if isinstance(dst.type, ArrayType):      # arr[i] = v: the array's next value
+            if isinstance(t.slice, (ast.Tuple, ast.Slice)):
+                self.error(f"`{ast.unparse(t)}`: an array is indexed by one integer", t, "arr[i] = v")
+            call = self.op_call_values("update_element", "array",
+                                       [dst, self.expr(t.slice), self.expr(value_node)], {}, t,
+                                       f"`{ast.unparse(t)} = ...`")
+            return [Assign(self.define(name, dst.type, span), call, span)]
         if not isinstance(dst.type, TensorType):
             self.error(f"`{name}[...] = ...` writes into a tensor, but {name!r} is {ops._tname(dst.type)}",
                        t, "store a tile into a tensor with pl.store(tile, offsets, tensor)")

@@ -7,7 +7,7 @@ import difflib
 import enum
 import operator
 
-from pypto.language.parser.common import (BinOp, Const, DynDim, Expr, ScalarType, TensorType,
+from pypto.language.parser.common import (ArrayType, BinOp, Const, DynDim, Expr, ScalarType, TensorType,
                                           TileType, TupleExpr, TupleType, TypeCheckError, UnknownOpError,
                                           _CMP_OPS, _FOLD, _SCALAR_OPS, INT_ONLY_SCALAR_OPS, _SHAPED_OPS, _adoptable,
                                           _coerce, _is_number, _kind, _lang, _opsym, _unsupported,
@@ -194,6 +194,11 @@ class ValuesMixin:
             if not isinstance(i, int) or isinstance(i, bool):
                 self.error(f"`{text}`: a tuple is indexed by an integer constant", node)
             return ops.tuple_get(base, i, self.span(node))
+        if isinstance(t, ArrayType):             # one element of an on-core array
+            if isinstance(node.slice, (ast.Tuple, ast.Slice)):
+                self.error(f"`{text}`: an array is indexed by one integer", node, "arr[i]")
+            return self.op_call_values("get_element", "array", [base, self.expr(node.slice)], {}, node,
+                                       f"`{text}`")
         if not isinstance(t, (TensorType, TileType)):
             self.error(f"reading a sub-region `{text}` of {ops._tname(t)} is not supported", node,
                        "slice a tensor or a tile (t[i:i+m, :])")
