@@ -1110,8 +1110,9 @@ class _Kernel:
         span = s.span
         cond = self.scalar(s.cond, "i1", span).ssa
         for r in s.return_vars:
-            if not isinstance(r.type, (ScalarType, TileType)):
+            if not isinstance(r.type, (ScalarType, TileType, ArrayType)):
                 fail(f"an if in a kernel cannot yield {type(r.type).__name__} {r.name!r}", span)
+        arrays = {}                     # written in place: the one array both branches hold
         bufs = {i: self.alloc(r, span) for i, r in enumerate(s.return_vars) if isinstance(r.type, TileType)}
         scalars = [i for i, r in enumerate(s.return_vars) if isinstance(r.type, ScalarType)]
         tys = [s.return_vars[i].type.dtype.mlir for i in scalars]
@@ -1131,6 +1132,12 @@ class _Kernel:
             self.block(body[:-1])
             for i, buf in bufs.items():
                 self.carry(s.return_vars[i], buf, yld.values[i], yld.span or span)
+            for i, r in enumerate(s.return_vars):
+                if isinstance(r.type, ArrayType):
+                    got = self.value_of(yld.values[i], span)
+                    if arrays.setdefault(i, got) is not got:
+                        fail(f"the branches of this if give {r.name!r} different arrays", span,
+                             "write the same array in both branches")
             if scalars:
                 vals = [self.scalar(yld.values[i], ty, span).ssa for i, ty in zip(scalars, tys)]
                 self.emit(f"scf.yield {', '.join(vals)} : {', '.join(tys)}", span, loc=False)
@@ -1142,6 +1149,8 @@ class _Kernel:
             self.env[id(s.return_vars[i])] = _Scalar(n, ty)
         for i, buf in bufs.items():
             self.env[id(s.return_vars[i])] = buf
+        for i, arr in arrays.items():
+            self.env[id(s.return_vars[i])] = arr
 
     def branch(self, stmts):
         self.depth += 1

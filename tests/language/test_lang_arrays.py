@@ -110,3 +110,22 @@ def test_arrays_in_an_orchestration_are_refused_as_not_built():
                                         "        dst = self.k(index_t, src, dst)\n")
     with pytest.raises(NotBuiltError, match=r"arrays in an orchestration are not supported"):
         pl.parse(src, filename="/u/r.py")
+
+
+def test_both_branches_of_an_if_write_the_array(tmp_path, monkeypatch):
+    """`arr[0] = 1` (a bare literal takes the array's dtype) in one branch, a scalar in
+    the other: one array, written in place by whichever branch runs."""
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    src = ROUTE.format(SHIFT=0).replace(
+        "        arr[0] = pl.tile.read(idx, [0, 0])\n",
+        "        c = pl.tile.read(idx, [0, 0])\n        if c > 0:\n            arr[0] = c\n"
+        "        else:\n            arr[0] = 1\n")
+    run = ir.compile(pl.parse(src, filename="/u/r.py"), output_dir=tmp_path / "out", platform="a2a3sim")
+    for c, row in ((9, 9), (-4, 1)):
+        idx = torch.zeros(1, 8, dtype=torch.int32)
+        idx[0, 0] = c
+        s, dst = torch.randn(1, 32), torch.zeros(32, 32)
+        run(idx, s, dst)
+        want = torch.zeros(32, 32)
+        want[row] = s[0]
+        assert torch.equal(dst, want), c

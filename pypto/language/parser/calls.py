@@ -188,6 +188,9 @@ class CallsMixin:
                                      span, _sig_hint(name))
             kw[slot] = self.kwarg_const(a, node, slot)
         kw = {**{k: kw[k] for k in d.kwargs if k in kw}, **{k: v for k, v in kw.items() if k not in d.kwargs}}
+        if op == "tile.store" and len(pos) == 4 and isinstance(pos[2], TupleExpr) \
+                and isinstance(getattr(pos[3], "type", None), TensorType):
+            pos[2], pos[3] = pos[3], pos[2]      # the older order: pl.store(tile, offsets, shapes, out)
         self.check_placement(op, display, node)
         try:
             t = ops.infer_type(op, pos, kw, span)

@@ -296,8 +296,10 @@ class StatementsMixin:
         if isinstance(dst.type, ArrayType):      # arr[i] = v: the array's next value
             if isinstance(t.slice, (ast.Tuple, ast.Slice)):
                 self.error(f"`{ast.unparse(t)}`: an array is indexed by one integer", t, "arr[i] = v")
-            call = self.op_call_values("update_element", "array",
-                                       [dst, self.expr(t.slice), self.expr(value_node)], {}, t,
+            val = self.expr(value_node)
+            if self.is_literal_number(val) and _adoptable(val, val.dtype, dst.type.dtype):
+                val = self.retype(val, dst.type.dtype)          # arr[0] = 1 into an int32 array
+            call = self.op_call_values("update_element", "array", [dst, self.expr(t.slice), val], {}, t,
                                        f"`{ast.unparse(t)} = ...`")
             return [Assign(self.define(name, dst.type, span), call, span)]
         if not isinstance(dst.type, TensorType):
