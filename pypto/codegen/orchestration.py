@@ -597,22 +597,26 @@ class _Orch:
         self.out(f"for ({ct} {i} = {_cast(ct, start, s.start)}; {i} < {stop_name}; "
                  f"{i} += {_cast(ct, stp, step)}) {{")
         self.indent += 1
+        self.loop_body(s, names)
+
+    def loop_body(self, s, names):
+        """A loop's body (the loop's head already written): the carried values assigned
+        from its yield, the loop closed, its results bound to the carried variables."""
+        span = s.span
         body = list(s.body)
         yld = body[-1] if body and isinstance(body[-1], Yield) else None
-        ended = self.block(body)
-        if ended:
+        if self.block(body):
             fail("return inside a loop of an orchestration is not supported", span)
         if s.iter_args:
             if yld is None:
-                fail("a loop with iter_args must end with a yield", span)
+                fail("a loop with carried values must end with a yield", span)
             self.assign_carried(names, [a.var for a in s.iter_args], yld.values, yld.span or span)
         self.indent -= 1
         self.out("}")
-        if s.return_vars:
-            if len(s.return_vars) != len(names):
-                fail("loop return vars do not match its iter_args", span)
-            for rv, a in zip(s.return_vars, s.iter_args):
-                self.env[id(rv)] = self.env[id(a.var)]
+        if s.return_vars and len(s.return_vars) != len(names):
+            fail("loop return vars do not match its iter_args", span)
+        for rv, a in zip(s.return_vars, s.iter_args):
+            self.env[id(rv)] = self.env[id(a.var)]
 
     def while_(self, s: While):
         """A C++ while loop; the carried values are variables the body assigns."""
@@ -623,18 +627,7 @@ class _Orch:
         self.indent += 1
         cond, _ = self.scalar(s.cond, span)      # (evaluated on each trip, in the loop)
         self.out(f"if (!({cond})) break;")
-        body = list(s.body)
-        yld = body[-1] if body and isinstance(body[-1], Yield) else None
-        if self.block(body):
-            fail("return inside a loop of an orchestration is not supported", span)
-        if s.iter_args:
-            if yld is None:
-                fail("a while loop with carried values must end with a yield", span)
-            self.assign_carried(names, [a.var for a in s.iter_args], yld.values, yld.span or span)
-        self.indent -= 1
-        self.out("}")
-        for rv, a in zip(s.return_vars, s.iter_args):
-            self.env[id(rv)] = self.env[id(a.var)]
+        self.loop_body(s, names)
 
     def if_(self, s: If):
         span = s.span

@@ -844,14 +844,10 @@ inline void mscatter(const GmPart<G>& p, const Tile<T>& s, const Tile<I>& idx, c
 }
 
 // ---------------------------------------------------------------- cube
-// c[m,n] (+)= a[m,k] x b[k,n]; float inputs accumulate in f32, i8 in i32.
+// c[:m, :n] (+)= a[:m, :k] x b[:k, :n]; float inputs accumulate in f32, i8 in i32.
 template <class C, class A, class B>
-inline void matmul_into(const Tile<C>& c, const Tile<A>& a, const Tile<B>& b, bool accumulate, const char* site) {
-    const int64_t m = a.vr, k = a.vc, n = b.vc;
-    if (b.vr != k) fail(site, "matmul inner dims differ: left is %lldx%lld, right is %dx%d", (long long)m, (long long)k, b.vr, b.vc);
-    if (c.vr != m || c.vc != n) fail(site, "matmul result must be %lldx%lld, got %dx%d", (long long)m, (long long)n, c.vr, c.vc);
-    if (m < 1 || k < 1 || n < 1 || m > 4095 || k > 4095 || n > 4095)
-        fail(site, "matmul m=%lld k=%lld n=%lld: each must be in [1, 4095]", (long long)m, (long long)k, (long long)n);
+inline void mac_rows(const Tile<C>& c, const Tile<A>& a, const Tile<B>& b, int64_t m, int64_t k, int64_t n,
+                     bool accumulate) {
     using Acc = typename pick<is_int<C>, int32_t, float>::type;
     for (int64_t i = 0; i < m; ++i) {
         C* cr = c.row(i);
@@ -866,29 +862,16 @@ inline void matmul_into(const Tile<C>& c, const Tile<A>& a, const Tile<B>& b, bo
     }
 }
 template <class C, class A, class B>
-inline void tmatmul(const Tile<C>& c, const Tile<A>& a, const Tile<B>& b, const char* site) {
-    matmul_into(c, a, b, false, site);
+inline void matmul_into(const Tile<C>& c, const Tile<A>& a, const Tile<B>& b, bool accumulate, const char* site) {
+    const int64_t m = a.vr, k = a.vc, n = b.vc;
+    if (b.vr != k) fail(site, "matmul inner dims differ: left is %lldx%lld, right is %dx%d", (long long)m, (long long)k, b.vr, b.vc);
+    if (c.vr != m || c.vc != n) fail(site, "matmul result must be %lldx%lld, got %dx%d", (long long)m, (long long)n, c.vr, c.vc);
+    if (m < 1 || k < 1 || n < 1 || m > 4095 || k > 4095 || n > 4095)
+        fail(site, "matmul m=%lld k=%lld n=%lld: each must be in [1, 4095]", (long long)m, (long long)k, (long long)n);
+    mac_rows(c, a, b, m, k, n, accumulate);
 }
-// pto.tmatmul.acc ins(acc_in, a, b) outs(c): c = acc_in + a x b (usually c is acc_in).
-template <class C, class A, class B>
-inline void tmatmul_acc(const Tile<C>& c, const Tile<C>& acc_in, const Tile<A>& a, const Tile<B>& b, const char* site) {
-    if (c.p != acc_in.p) {
-        same_valid(c, acc_in, site);
-        for (int64_t i = 0; i < c.vr; ++i) std::memmove(c.row(i), acc_in.row(i), size_t(c.vc) * sizeof(C));
-    }
-    matmul_into(c, a, b, true, site);
-}
-// pto.tmatmul.bias ins(a, b, bias) outs(c): c = a x b + bias[0, :].
-template <class C, class A, class B, class Bi>
-inline void tmatmul_bias(const Tile<C>& c, const Tile<A>& a, const Tile<B>& b, const Tile<Bi>& bias, const char* site) {
-    if (bias.vr != 1 || bias.vc != b.vc) fail(site, "bias must be 1x%d, got %dx%d", b.vc, bias.vr, bias.vc);
-    matmul_into(c, a, b, false, site);
-    for (int64_t i = 0; i < c.vr; ++i)
-        for (int64_t j = 0; j < c.vc; ++j) c.row(i)[j] = C(calc_t<C>(c.row(i)[j]) + calc_t<C>(convert<C>(bias.p[j], RM_RINT)));
-}
-
-// pto.tgemv ins(a, b) outs(c): c[0, :] = a[0, :k] x b[:k, :], k the left's valid columns
-// (the right's valid K covers them); c is a 16-row acc tile with one valid row.
+// pto.tgemv: c[0, :] = a[0, :k] x b[:k, :], k the left's valid columns (the right's valid K
+// covers them); c is a 16-row acc tile with one valid row.
 template <class C, class A, class B>
 inline void gemv_into(const Tile<C>& c, const Tile<A>& a, const Tile<B>& b, bool accumulate, const char* site) {
     const int64_t k = a.vc, n = b.vc;
@@ -896,36 +879,49 @@ inline void gemv_into(const Tile<C>& c, const Tile<A>& a, const Tile<B>& b, bool
     if (b.vr < k) fail(site, "gemv: the right operand's K (%d) does not cover the left's (%lld)", b.vr, (long long)k);
     if (c.vr != 1 || c.vc != n) fail(site, "gemv result must be 1x%lld valid, got %dx%d", (long long)n, c.vr, c.vc);
     if (k < 1 || n < 1 || k > 4095 || n > 4095) fail(site, "gemv k=%lld n=%lld: each must be in [1, 4095]", (long long)k, (long long)n);
-    using Acc = typename pick<is_int<C>, int32_t, float>::type;
-    C* cr = c.row(0);
-    if (!accumulate)
-        for (int64_t j = 0; j < n; ++j) cr[j] = C(0);
-    const A* ar = a.row(0);
-    for (int64_t kk = 0; kk < k; ++kk) {
-        const Acc av = Acc(calc_t<A>(ar[kk]));
-        const B* br = b.row(kk);
-        for (int64_t j = 0; j < n; ++j) cr[j] = C(Acc(cr[j]) + av * Acc(calc_t<B>(br[j])));
-    }
+    mac_rows(c, a, b, 1, k, n, accumulate);
+}
+// The accumulating forms start from acc_in (usually c itself); the bias forms add a row.
+template <class C> inline void take_acc(const Tile<C>& c, const Tile<C>& acc_in, const char* site) {
+    if (c.p == acc_in.p) return;
+    same_valid(c, acc_in, site);
+    for (int64_t i = 0; i < c.vr; ++i) std::memmove(c.row(i), acc_in.row(i), size_t(c.vc) * sizeof(C));
+}
+template <class C, class Bi> inline void add_bias_row(const Tile<C>& c, const Tile<Bi>& bias) {
+    for (int64_t i = 0; i < c.vr; ++i)
+        for (int64_t j = 0; j < c.vc; ++j) c.row(i)[j] = C(calc_t<C>(c.row(i)[j]) + calc_t<C>(convert<C>(bias.p[j], RM_RINT)));
+}
+template <class C, class A, class B>
+inline void tmatmul(const Tile<C>& c, const Tile<A>& a, const Tile<B>& b, const char* site) {
+    matmul_into(c, a, b, false, site);
+}
+// pto.tmatmul.acc ins(acc_in, a, b) outs(c): c = acc_in + a x b.
+template <class C, class A, class B>
+inline void tmatmul_acc(const Tile<C>& c, const Tile<C>& acc_in, const Tile<A>& a, const Tile<B>& b, const char* site) {
+    take_acc(c, acc_in, site);
+    matmul_into(c, a, b, true, site);
+}
+// pto.tmatmul.bias ins(a, b, bias) outs(c): c = a x b + bias[0, :].
+template <class C, class A, class B, class Bi>
+inline void tmatmul_bias(const Tile<C>& c, const Tile<A>& a, const Tile<B>& b, const Tile<Bi>& bias, const char* site) {
+    if (bias.vr != 1 || bias.vc != b.vc) fail(site, "bias must be 1x%d, got %dx%d", b.vc, bias.vr, bias.vc);
+    matmul_into(c, a, b, false, site);
+    add_bias_row(c, bias);
 }
 template <class C, class A, class B>
 inline void tgemv(const Tile<C>& c, const Tile<A>& a, const Tile<B>& b, const char* site) {
     gemv_into(c, a, b, false, site);
 }
-// pto.tgemv.acc ins(acc_in, a, b) outs(c): c = acc_in + a x b.
 template <class C, class A, class B>
 inline void tgemv_acc(const Tile<C>& c, const Tile<C>& acc_in, const Tile<A>& a, const Tile<B>& b, const char* site) {
-    if (c.p != acc_in.p) {
-        same_valid(c, acc_in, site);
-        std::memmove(c.row(0), acc_in.row(0), size_t(c.vc) * sizeof(C));
-    }
+    take_acc(c, acc_in, site);
     gemv_into(c, a, b, true, site);
 }
-// pto.tgemv.bias ins(a, b, bias) outs(c): c = a x b + bias[0, :].
 template <class C, class A, class B, class Bi>
 inline void tgemv_bias(const Tile<C>& c, const Tile<A>& a, const Tile<B>& b, const Tile<Bi>& bias, const char* site) {
     if (bias.vr != 1 || bias.vc < b.vc) fail(site, "bias must cover 1x%d, got %dx%d", b.vc, bias.vr, bias.vc);
     gemv_into(c, a, b, false, site);
-    for (int64_t j = 0; j < c.vc; ++j) c.row(0)[j] = C(calc_t<C>(c.row(0)[j]) + calc_t<C>(convert<C>(bias.p[j], RM_RINT)));
+    add_bias_row(c, bias);
 }
 
 // ---------------------------------------------------------------- kernel entry helpers

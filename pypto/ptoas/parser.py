@@ -373,16 +373,7 @@ class Parser:
         self.expect("step")
         step = self.ssa()
         op.operands["bounds"] = [lb, ub, step]
-        carried: list[tuple[Token, Value]] = []
-        if self.accept("iter_args"):
-            self.expect("(")
-            while not self.at(")"):
-                arg_tok = self.expect_kind("ssa", "an iter_args name")
-                self.expect("=")
-                carried.append((arg_tok, self.ssa()))
-                if not self.accept(","):
-                    break
-            self.expect(")")
+        carried = self.carried_list("an iter_args name") if self.accept("iter_args") else []
         op.operands["inits"] = [v for _, v in carried]
         result_types = self.paren_type_list() if self.accept("->") else []
         if len(result_types) != len(carried):
@@ -407,18 +398,23 @@ class Parser:
         op.region_args = [args]
         return result_types
 
+    def carried_list(self, what: str) -> list[tuple[Token, Value]]:
+        """`(%a = %init, ...)`: a loop's carried values, their names and initial values."""
+        carried: list[tuple[Token, Value]] = []
+        self.expect("(")
+        while not self.at(")"):
+            arg_tok = self.expect_kind("ssa", what)
+            self.expect("=")
+            carried.append((arg_tok, self.ssa()))
+            if not self.accept(","):
+                break
+        self.expect(")")
+        return carried
+
     def p_while(self, op: Op):
         """`[%r = ] scf.while ([%b = %init, ...]) : (T...) -> (T...) { before ...
         scf.condition(%c) [%b... : T...] } do { [^bb0(%a : T, ...):] after ... scf.yield }`."""
-        carried: list[tuple[Token, Value]] = []
-        if self.accept("("):
-            while not self.at(")"):
-                arg_tok = self.expect_kind("ssa", "a while argument name")
-                self.expect("=")
-                carried.append((arg_tok, self.ssa()))
-                if not self.accept(","):
-                    break
-            self.expect(")")
+        carried = self.carried_list("a while argument name") if self.at("(") else []
         self.expect(":")
         arg_types = self.paren_type_list()
         self.expect("->")
