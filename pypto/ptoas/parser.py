@@ -465,13 +465,7 @@ class Parser:
         self.expect("(")
         op.operands["cond"] = [self.ssa()]
         self.expect(")")
-        if self.tok.kind == "ssa":
-            op.operands["args"] = self.ssa_list(":")
-            self.expect(":")
-            op.types["args"] = self.type_list()
-        else:
-            op.operands["args"] = []
-        return []
+        return self.p_terminator(op)
 
     def p_declare_array(self, op: Op):
         """`%a = pto.declare_local_array -> !pto.local_array<NxT>`."""
@@ -488,7 +482,7 @@ class Parser:
             self.expect(",")
             op.operands["value"] = [self.ssa()]
             self.expect(":")
-            op.types["array"], op.types["value"] = [self.type()], None
+            op.types["array"] = [self.type()]
             self.expect(",")
             op.types["value"] = [self.type()]
             return []
