@@ -361,42 +361,68 @@ inline void tinsert(const Tile<D>& d, const Tile<S>& s, I r, I c, const char* si
 }
 
 // ---------------------------------------------------------------- reductions
-// Row reductions write [M,1]; column reductions write [1,N]. The tmp operand of the real
-// ISA is a scratch tile the hardware needs; here it is verified but unused.
+// Row reductions write [M,1]; column reductions write [1,N]. Each step rounds to the
+// element type, as the vector unit computes in it (fp16 sums stay fp16). A row is reduced
+// as a binary tree (pairs (0,1), (2,3), ..., an odd last element added to the first),
+// and so is a column when the hardware's scratch tile is given (TCOLSUM's 4-operand
+// form); a column without it is summed top to bottom (the 2-operand form).
+template <class T, class F> inline T step(T a, T b, F f) { return T(f(calc_t<T>(a), calc_t<T>(b))); }
+template <class T, class F> inline T tree_reduce(T* buf, int64_t n, F f) {
+    for (int64_t cnt = n; cnt > 1; cnt /= 2) {
+        const int64_t half = cnt / 2;
+        for (int64_t i = 0; i < half; ++i) buf[i] = step(buf[2 * i], buf[2 * i + 1], f);
+        if (cnt % 2) buf[0] = step(buf[0], buf[cnt - 1], f);
+    }
+    return buf[0];
+}
+template <class T> struct Scratch {                 // one row or column of a reduction
+    T* p;
+    explicit Scratch(int64_t n) : p(new T[n > 0 ? n : 1]) {}
+    ~Scratch() { delete[] p; }
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+};
 template <class T, class F> inline void rowreduce(const Tile<T>& d, const Tile<T>& s, F f, const char* site) {
     if (d.vr != s.vr || d.vc != 1) fail(site, "row reduction of %dx%d needs a %dx1 result, got %dx%d", s.vr, s.vc, s.vr, d.vr, d.vc);
     if (s.vc < 1) fail(site, "row reduction over an empty row");
-    using C = calc_t<T>;
+    Scratch<T> buf(s.vc);
     for (int64_t i = 0; i < s.vr; ++i) {
-        const T* r = s.row(i);
-        C acc = C(r[0]);
-        for (int64_t j = 1; j < s.vc; ++j) acc = f(acc, C(r[j]));
-        d.row(i)[0] = T(acc);
+        std::memcpy(buf.p, s.row(i), size_t(s.vc) * sizeof(T));
+        d.row(i)[0] = tree_reduce(buf.p, s.vc, f);
     }
 }
-template <class T, class F> inline void colreduce(const Tile<T>& d, const Tile<T>& s, F f, const char* site) {
+template <class T, class F> inline void colreduce(const Tile<T>& d, const Tile<T>& s, F f, bool tree, const char* site) {
     if (d.vr != 1 || d.vc != s.vc) fail(site, "column reduction of %dx%d needs a 1x%d result, got %dx%d", s.vr, s.vc, s.vc, d.vr, d.vc);
     if (s.vr < 1) fail(site, "column reduction over an empty column");
-    using C = calc_t<T>;
+    Scratch<T> buf(s.vr);
     for (int64_t j = 0; j < s.vc; ++j) {
-        C acc = C(s.p[j]);
-        for (int64_t i = 1; i < s.vr; ++i) acc = f(acc, C(s.row(i)[j]));
-        d.p[j] = T(acc);
+        for (int64_t i = 0; i < s.vr; ++i) buf.p[i] = s.row(i)[j];
+        T acc = buf.p[0];
+        if (tree)
+            acc = tree_reduce(buf.p, s.vr, f);
+        else
+            for (int64_t i = 1; i < s.vr; ++i) acc = step(acc, buf.p[i], f);
+        d.p[j] = acc;
     }
 }
-#define PTO_REDUCE(NAME, KIND, EXPR)                                                  \
+#define PTO_ROWREDUCE(NAME, EXPR)                                                     \
     template <class T> inline void NAME(const Tile<T>& d, const Tile<T>& s, const char* site) { \
-        KIND(d, s, [](auto a, auto b) { return EXPR; }, site);                         \
+        rowreduce(d, s, [](auto a, auto b) { return EXPR; }, site);                   \
     }
-PTO_REDUCE(trowsum, rowreduce, a + b)
-PTO_REDUCE(trowmax, rowreduce, max_(a, b))
-PTO_REDUCE(trowmin, rowreduce, min_(a, b))
-PTO_REDUCE(trowprod, rowreduce, a * b)
-PTO_REDUCE(tcolsum, colreduce, a + b)
-PTO_REDUCE(tcolmax, colreduce, max_(a, b))
-PTO_REDUCE(tcolmin, colreduce, min_(a, b))
-PTO_REDUCE(tcolprod, colreduce, a * b)
-#undef PTO_REDUCE
+#define PTO_COLREDUCE(NAME, EXPR)                                                     \
+    template <class T> inline void NAME(const Tile<T>& d, const Tile<T>& s, int tree, const char* site) { \
+        colreduce(d, s, [](auto a, auto b) { return EXPR; }, tree != 0, site);        \
+    }
+PTO_ROWREDUCE(trowsum, a + b)
+PTO_ROWREDUCE(trowmax, max_(a, b))
+PTO_ROWREDUCE(trowmin, min_(a, b))
+PTO_ROWREDUCE(trowprod, a * b)
+PTO_COLREDUCE(tcolsum, a + b)
+PTO_COLREDUCE(tcolmax, max_(a, b))
+PTO_COLREDUCE(tcolmin, min_(a, b))
+PTO_COLREDUCE(tcolprod, a * b)
+#undef PTO_ROWREDUCE
+#undef PTO_COLREDUCE
 
 // Arg reductions: the index (int32) of the first max/min along a row ([M,1] result) or
 // down a column ([1,N]); like torch.argmax / argmin on the valid region.

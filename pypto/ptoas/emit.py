@@ -393,7 +393,9 @@ def _flag(op, name) -> list[str]:
 _CALL_ARGS = {
     **dict.fromkeys(("binary", "binary_full", "rowexpand_binary", "colexpand_binary", "scalar",
                      "concat", "matmul"), lambda ins, op: ins[:2]),
-    **dict.fromkeys(("unary", "rowexpand", "colexpand", "mov", "trans", "rowreduce", "colreduce",
+    # a column reduction given the hardware's scratch tile sums as a binary tree
+    "colreduce": lambda ins, op: ins[:1] + ["1" if len(ins) > 1 else "0"],
+    **dict.fromkeys(("unary", "rowexpand", "colexpand", "mov", "trans", "rowreduce",
                      "fill", "rowargreduce", "colargreduce", "load", "store"),
                     lambda ins, op: ins[:1]),
     **dict.fromkeys(("matmul_acc", "matmul_bias", "insert", "sel", "gemv_acc", "gemv_bias"),

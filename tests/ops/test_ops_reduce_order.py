@@ -1,0 +1,67 @@
+"""Reductions in the hardware's order (issue 11.6): every step rounds to the element
+type (fp16 sums stay fp16); a row reduces as a binary tree, a column as one too when
+given the scratch tile (TCOLSUM's 4-operand form), top to bottom otherwise. fp16
+results are compared bit for bit with goldens summed that way in torch."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import pypto.language as pl
+from pypto import ir
+
+SRC = """
+import pypto.language as pl
+
+@pl.program
+class R:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[{M}, {N}], pl.FP16], rs: pl.Out[pl.Tensor[[{M}, 1], pl.FP16]],
+          ct: pl.Out[pl.Tensor[[1, {N}], pl.FP16]], cs: pl.Out[pl.Tensor[[1, {N}], pl.FP16]]):
+        t = pl.load(x, [0, 0], [{M}, {N}])
+        tmp = pl.create_tile([{M}, {N}], dtype=pl.FP16, target_memory=pl.Mem.Vec)
+        rs = pl.store(pl.row_sum(t, tmp), [0, 0], rs)
+        ct = pl.store(pl.col_sum(t, tmp), [0, 0], ct)
+        cs = pl.store(pl.col_sum(t), [0, 0], cs)
+        return rs, ct, cs
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[{M}, {N}], pl.FP16], rs: pl.Out[pl.Tensor[[{M}, 1], pl.FP16]],
+             ct: pl.Out[pl.Tensor[[1, {N}], pl.FP16]], cs: pl.Out[pl.Tensor[[1, {N}], pl.FP16]]):
+        rs, ct, cs = self.k(x, rs, ct, cs)
+        return rs, ct, cs
+"""
+
+
+def tree(v: torch.Tensor) -> torch.Tensor:
+    """Binary tree along dim 0, rounding to fp16 at each step."""
+    buf, cnt = v.clone(), v.shape[0]
+    while cnt > 1:
+        half = cnt // 2
+        nxt = (buf[0:2 * half:2].float() + buf[1:2 * half:2].float()).half()
+        buf[:half] = nxt
+        if cnt % 2:
+            buf[0] = (buf[0].float() + buf[cnt - 1].float()).half()
+        cnt = half
+    return buf[0]
+
+
+def sequential(v: torch.Tensor) -> torch.Tensor:
+    acc = v[0].clone()
+    for i in range(1, v.shape[0]):
+        acc = (acc.float() + v[i].float()).half()
+    return acc
+
+
+@pytest.mark.parametrize("m, n", [(32, 64), (16, 16), (48, 48)])
+def test_fp16_sums_round_as_the_hardware_does(m, n, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    run = ir.compile(pl.parse(SRC.format(M=m, N=n), filename="/u/r.py"), output_dir=tmp_path / "out",
+                     platform="a2a3sim")
+    x = (torch.randn(m, n, generator=torch.Generator().manual_seed(m * n)) * 8).half()
+    rs, ct, cs = torch.zeros(m, 1).half(), torch.zeros(1, n).half(), torch.zeros(1, n).half()
+    run(x, rs, ct, cs)
+    assert torch.equal(rs[:, 0], tree(x.t()))           # each row a tree
+    assert torch.equal(ct[0], tree(x))                  # columns with scratch: a tree
+    assert torch.equal(cs[0], sequential(x))            # columns without: top to bottom
+    assert not torch.equal(ct, cs) or m < 4             # (the two orders really differ)
