@@ -24,6 +24,7 @@ matmul, a loop carry, a return) stays whole.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 from pypto import dtype as dt
@@ -281,6 +282,20 @@ class _Convert(Rewriter):
         if op in ("scatter", "scatter_mask") and isinstance(s, Assign):
             self.tiles[id(s.var)] = self.scatter(s.var.name, op, call, span)
             return []
+        if op == "expand_clone":           # the source stored at each place it repeats
+            src, dst = call.args
+            tile, dst = self.tile_of(src, span), self.expr(dst)
+            reps = [range(d) if s == 1 and d > 1 else range(1) for s, d in zip(src.type.shape, dst.type.shape)]
+            out = []
+            spots = list(itertools.product(*reps))
+            for k, at in enumerate(spots):
+                offs = TupleExpr([Const(x, dt.INDEX, span) for x in at], span)
+                st = Call("tile.store", [tile, offs, dst], {}, TensorType(dst.type.shape, dst.type.dtype), {}, span)
+                last = k == len(spots) - 1
+                v = s.var if last and isinstance(s, Assign) else Var(self.namer.fresh(dst.name, "fill"), st.type, span)
+                out.append(Assign(v, st, span))
+                dst = v
+            return out
         if op == "assemble":
             dst, src, offs = call.args
             tile = self.tile_of(src, span)

@@ -436,6 +436,25 @@ reg("tensor.full", (1, 1), _full, ("dtype", "value"), params=("shape",),
     sig="pl.full([M, N], dtype=pl.FP32, value=0.0)")
 reg("tile.full", (1, 1), _tile_full, ("dtype", "value", "target_memory"), params=("shape",),
     sig="pl.tile.full([M, N], dtype=pl.FP32, value=0.0)")
+def _expand_clone(args, kw, span):
+    """src broadcast over the target's shape (each dim of src the target's or 1), written
+    into the target."""
+    src = _shaped("expand_clone", args[0], span, (TensorType,))
+    dst = _shaped("expand_clone", args[1], span, (TensorType,))
+    _check_dtype("expand_clone", dst, src, span)
+    if len(src.shape) != len(dst.shape) or any(s not in (1, d) for s, d in zip(src.shape, dst.shape)):
+        _err(f"expand_clone: {list(src.shape)} does not broadcast to {list(dst.shape)} (each dim the "
+             f"target's or 1)", span)
+    if not all(isinstance(d, int) for d in dst.shape):
+        from pypto.errors import NotBuiltError
+        raise NotBuiltError("expand_clone: a dynamic dim is not supported by this pypto yet", span,
+                            "expand into a static tensor")
+    return TensorType(dst.shape, dst.dtype)
+
+
+reg("tensor.expand_clone", (2, 2), _expand_clone, pure=False, params=("src", "target"),
+    sig="pl.expand_clone(src, target)  (src repeated along its size-1 dims to the target's shape, "
+        "written into the target tensor)")
 reg("tensor.assemble", (3, 3), _assemble, ("atomic",), pure=False, params=("dst", "src", "offset"),
     sig="pl.assemble(dst, src, [row_offset, col_offset], atomic=pl.AtomicType.None_)  (or "
         "dst[i:i+m, :] = src; atomic=pl.AtomicType.Add adds src into the region)")
