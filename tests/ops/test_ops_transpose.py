@@ -77,3 +77,27 @@ def test_swapping_a_batch_dim_is_refused_as_not_built():
     from pypto.errors import NotBuiltError
     with pytest.raises(NotBuiltError, match=r"swapping dims \[0, 2\] of a rank-3 tile"):
         pl.parse(BATCHED.format(B=2, R=8, C=8, D="FP32", A1=0, A2=2), filename="/u/b.py")
+
+
+TENSOR = """
+import pypto.language as pl
+
+@pl.program
+class T:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[{S}, pl.FP32], y: pl.Out[pl.Tensor[{T}, pl.FP32]]) -> pl.Tensor[{T}, pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            y[:] = pl.exp(pl.transpose(x, {A}))
+        return y
+"""
+
+
+@pytest.mark.parametrize("s, t, axes", [([16, 64], [64, 16], "0, 1"), ([2, 8, 16], [2, 16, 8], "1, 2")])
+def test_transpose_of_a_tensor_in_a_kernel(s, t, axes, tmp_path, monkeypatch):
+    """pl.transpose on a tensor inside pl.at: its tile transposed."""
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    prog = pl.parse(TENSOR.format(S=s, T=t, A=axes), filename="/u/t.py")
+    run = ir.compile(prog, output_dir=tmp_path / "out", platform="a2a3sim")
+    x, y = torch.randn(*s), torch.zeros(*t)
+    run(x, y)
+    assert torch.allclose(y, x.transpose(-1, -2).exp())

@@ -21,7 +21,7 @@ from pypto.ir.ops import (indexing as _indexing, matmul as _matmul, memory as _m
 TILE_ONLY = {"load": "tile.load", "store": "tile.store", "move": "tile.move",
              "mscatter": "tile.mscatter", "create_tile": "tile.create", "tri": "tile.tri",
              "lrelu": "tile.lrelu", "sel": "tile.sel",
-             "sels": "tile.sels", "transpose": "tile.transpose", "concat": "tile.concat", "relu": None}
+             "sels": "tile.sels", "concat": "tile.concat", "relu": None}
 TENSOR_ONLY = {"create_tensor": "tensor.create", "full": "tensor.full", "dim": "tensor.dim",
                "arange": "tensor.ci", "random": "tensor.random"}
 # tensor ops a kernel keeps as they are (scalar reads/writes of GM) or that

@@ -31,7 +31,7 @@ for _ns in ("tensor", "tile"):
 
 
 def _transpose(args, kw, span):
-    a = _shaped("transpose", args[0], span, (TileType,))
+    a = _shaped("transpose", args[0], span)
     rank = len(a.shape)
     axes = (kw.get("axis1", 0), kw.get("axis2", 1))
     if any(not isinstance(x, int) or isinstance(x, bool) or not -rank <= x < rank for x in axes):
@@ -45,6 +45,9 @@ def _transpose(args, kw, span):
         raise NotBuiltError(f"transpose: swapping dims {axes} of a rank-{rank} tile is not supported "
                             f"by this pypto yet (the last two are)", span,
                             "reshape the tile so the dims to swap are the last two")
+    if isinstance(a, TensorType):  # in a kernel: its tile transposed (ConvertTensorToTileOps)
+        whole("transpose", a, span)
+        return TensorType((*a.shape[:-2], a.shape[-1], a.shape[-2]), a.dtype)
     if rank > 2:                   # the last two dims per batch (FlattenTileNdTo2D lays it out)
         whole("transpose", a, span)
         return TileType((*a.shape[:-2], a.shape[-1], a.shape[-2]), a.dtype, a.memory_space)
@@ -72,7 +75,10 @@ reg("tile.transpose_view", (1, 1), _transpose_view, params=("tile",), pto="ttran
     sig="pl.tile.transpose_view(tile)  (a Mat tile seen transposed, for pl.move to Left/Right; "
         "the simulator's ptoas copies it; a 3-D tile's last two dims, for pl.batch_matmul)")
 reg("tile.transpose", (1, 1), _transpose, ("axis1", "axis2"), params=("x",), pto="ttrans",
-    sig="pl.transpose(x, axis1=0, axis2=1)  (a 2-D Vec tile: [M, N] -> [N, M])")
+    sig="pl.transpose(x, axis1=0, axis2=1)  (a Vec tile: [M, N] -> [N, M]; a 3-D one's last two "
+        "dims, batch by batch)")
+reg("tensor.transpose", (1, 1), _transpose, ("axis1", "axis2"), params=("x",),
+    sig="pl.transpose(t, 0, 1)  (a tensor in a kernel: its tile transposed; the last two dims)")
 
 
 def _concat(args, kw, span):
