@@ -57,7 +57,6 @@ def _is_number(v) -> bool:
 
 def _unsupported(what: str) -> str:
     return {
-        "While": "while loops are not part of the language; use `for i in pl.range(n):`",
         "Try": "exceptions do not exist on the device; remove try/except",
         "Lambda": "lambdas are not supported inside a kernel; write the expression inline",
         "ListComp": "comprehensions are not supported; write a pl.range loop or list the values",
