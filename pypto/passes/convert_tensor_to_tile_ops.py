@@ -151,6 +151,11 @@ class _Convert(Rewriter):
                                     f"not supported by this pypto yet", span,
                                     "slice the tensor the other way round and multiply without a_trans/b_trans")
             parent, offs, valid = self.views[id(v)]
+            if id(parent) in self.tiles and valid is None:      # a window of a kernel-local tensor
+                tile = self.new(v.name, "tile.slice", [self.tiles[id(parent)], _shape(t.shape, span), offs],
+                                {}, span)
+                self.tiles[(id(v), space, transpose)] = tile
+                return tile
             kw = {"target_memory": space}
             args = [parent, offs, _shape(t.shape, span)] + ([valid] if valid is not None else [])
             tile = self.new(v.name, "tile.load", args, kw, span)
@@ -231,6 +236,13 @@ class _Convert(Rewriter):
                 return [Assign(s.var, self.expr(rows), s.span)]
             self.tiles[id(s.var)] = rows
             return []
+        if isinstance(call, Call) and call.op == "tensor.create" and isinstance(s, Assign):
+            # a tensor a kernel creates for itself lives on chip: a Vec tile
+            t = s.var.type
+            self.tiles[id(s.var)] = self.new(s.var.name, "tile.create", [_shape(t.shape, s.span)],
+                                             {"dtype": t.dtype, "target_memory": MemorySpace.Vec}, s.span,
+                                             "local")
+            return []
         if not (isinstance(call, Call) and ops.is_tensor_op(call.op)):
             return [self.default_stmt(s)]
         span = s.span
@@ -300,6 +312,11 @@ class _Convert(Rewriter):
             dst, src, offs = call.args
             tile = self.tile_of(src, span)
             dst = self.expr(dst)
+            if id(dst) in self.tiles and isinstance(s, Assign) and "atomic" not in call.kwargs:
+                # into a kernel-local tensor (a tile): the window written on chip
+                self.tiles[id(s.var)] = self.new(s.var.name, "tile.assemble", [self.tiles[id(dst)], tile,
+                                                                               self.expr(offs)], {}, span)
+                return []
             if id(dst) in self.views:
                 from pypto.errors import NotBuiltError
                 raise NotBuiltError(f"writing into a slice ({dst.name!r}) is not supported by this "
@@ -356,6 +373,8 @@ class _Convert(Rewriter):
         if "mask_pattern" in call.kwargs:
             return self.new(base, "tile.gather_mask", [src], dict(call.kwargs), span)
         idx = self.tile_of(call.args[1], span)
+        if len(src.type.shape) > 2:
+            return self.gather_nd(base, src, idx, call.kwargs["dim"] % len(src.type.shape), span)
         (r, k), c = idx.type.shape, src.type.shape[1]
         if call.kwargs["dim"] % 2 == 1:
             flat = self.row_major(base, idx, c, span)
@@ -369,6 +388,35 @@ class _Convert(Rewriter):
         tmp = self.new(base, "tile.create", [_shape((r, k), span)],
                        {"dtype": dt.INT32, "target_memory": MemorySpace.Vec}, span, "scratch")
         return self.new(base, "tile.gather", [src, flat, tmp], {}, span)
+
+    def gather_nd(self, base, src, idx, d, span):
+        """torch.gather along dim d of a rank-3+ tensor: tile.gather at the flat positions
+        idx * stride(d) + the other coordinates of each index element times their strides
+        (the coordinates from a ramp over the index's shape), on both tiles seen 2-D."""
+        shape_i, shape_s = idx.type.shape, src.type.shape
+        two_d = lambda t: _shape((_numel(t[:-1]), t[-1]), span)       # noqa: E731
+        src2 = self.new(base, "tile.reshape", [src, two_d(shape_s)], {}, span, "rows")
+        idx2 = self.new(base, "tile.reshape", [idx, two_d(shape_i)], {}, span, "rows")
+        i32 = lambda n: Const(n, dt.INT32, span)                      # noqa: E731
+        rk = (_numel(shape_i[:-1]), shape_i[-1])
+        pos = self.new(base, "tile.ci", [i32(0), _shape(rk, span)], {"dtype": dt.INT32}, span, "pos")
+        flat = None
+        for a in range(len(shape_i)):
+            s_stride, i_stride = _numel(shape_s[a + 1:]), _numel(shape_i[a + 1:])
+            if a == d:
+                term = idx2
+            else:
+                coord = self.new(base, "tile.divs", [pos, i32(i_stride)], {}, span, "at") if i_stride > 1 else pos
+                if a > 0:
+                    coord = self.new(base, "tile.rems", [coord, i32(shape_i[a])], {}, span, "at")
+                term = coord
+            if s_stride > 1:
+                term = self.new(base, "tile.muls", [term, i32(s_stride)], {}, span, "off")
+            flat = term if flat is None else self.new(base, "tile.add", [flat, term], {}, span, "flat")
+        tmp = self.new(base, "tile.create", [_shape(rk, span)],
+                       {"dtype": dt.INT32, "target_memory": MemorySpace.Vec}, span, "scratch")
+        picked = self.new(base, "tile.gather", [src2, flat, tmp], {}, span)
+        return self.new(base, "tile.reshape", [picked, _shape(shape_i, span)], {}, span)
 
     def row_major(self, base, idx, c, span):
         """row * c + idx[row, j]: positions in a tile of c columns of each row's indices

@@ -125,3 +125,34 @@ def test_typed_errors():
         pl.parse(INDEX.format(R=4, C=16, IR=4, IC=8, DIM=1, DT="FP32").replace(
             "pl.gather(x, dim=1, index=idx)", "pl.gather(x, kvalue=1, cmp_mode='eq', out_cols=8)"),
             filename="/u/g.py")
+
+
+ND = """
+import pypto.language as pl
+
+@pl.program
+class G:
+    @pl.function(type=pl.FunctionType.Opaque)
+    def main(self, inp: pl.Tensor[{S}, pl.FP32], idx: pl.Tensor[{I}, pl.INT32],
+             out: pl.Out[pl.Tensor[{I}, pl.FP32]]) -> pl.Tensor[{I}, pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            g = pl.tensor.gather(inp, dim={D}, index=idx)
+            out = pl.assemble(out, g, [0, 0, 0])
+        return out
+"""
+
+
+@pytest.mark.parametrize("s, i, d", [([2, 3, 16], [2, 3, 8], -1), ([2, 8, 8], [2, 3, 8], 1),
+                                     ([4, 3, 8], [2, 3, 8], 0), ([4, 3, 8], [2, 3, 8], -3)])
+def test_gather_along_any_dim_of_a_rank3_tensor(s, i, d, tmp_path, monkeypatch):
+    """torch.gather's rule: out[a, b, c] = inp at idx[a, b, c] along dim d (flat positions
+    from the other coordinates and the strides)."""
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    run = ir.compile(pl.parse(ND.format(S=s, I=i, D=d), filename="/u/g.py"), output_dir=tmp_path / "out",
+                     platform="a2a3sim")
+    g = torch.Generator().manual_seed(len(s) + d)
+    inp = torch.randn(*s, generator=g)
+    idx = torch.randint(0, s[d], tuple(i), generator=g, dtype=torch.int32)
+    out = torch.zeros(*i)
+    run(inp, idx, out)
+    assert torch.equal(out, torch.gather(inp, d, idx.long()))

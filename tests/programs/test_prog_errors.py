@@ -210,18 +210,18 @@ def test_tensor_op_in_an_orchestration_method():
 
 
 @pl.jit
-def create_tensor_on_device(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+def fill_in_the_orchestration(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    x = pl.full([64, 64], dtype=pl.FP32, value=0.0)  # BAD-14
     with pl.at(level=pl.Level.CORE_GROUP):
-        x = pl.create_tensor([64, 64], dtype=pl.FP32)  # BAD-14
         o[:] = pl.exp(a)
     return o
 
 
-def test_create_tensor_inside_pl_at():
+def test_fill_in_the_orchestration_body():
+    """(pl.create_tensor inside pl.at is a kernel-local tensor: tests/ops/test_ops_local_tensor.py)"""
     with pytest.raises(E.MisplacedTensorOpError) as e:
-        compile_(create_tensor_on_device, A, O)
-    check(e, E.MisplacedTensorOpError, "BAD-14", r"create the tensor in the orchestration",
-          r"cannot run inside a pl\.at region")
+        compile_(fill_in_the_orchestration, A, O)
+    check(e, E.MisplacedTensorOpError, "BAD-14", r"inside `with pl\.at", r"fills a tensor on the device")
 
 
 @pl.jit

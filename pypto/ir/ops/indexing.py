@@ -67,9 +67,29 @@ def _tile_gather_mask(args, kw, span):
     return TileType((src.shape[0], cols), out, MemorySpace.Vec)
 
 
+def _leading_merged(t: TensorType) -> TensorType:
+    """A tensor of rank > 2 seen as 2-D: its leading dims merged into the rows."""
+    rows = 1
+    for d in t.shape[:-1]:
+        rows *= d
+    return TensorType((rows, t.shape[-1]), t.dtype)
+
+
 def _tensor_gather(args, kw, span):
-    """torch.gather along `dim` (index=), or a mask gather (mask_pattern=)."""
+    """torch.gather along `dim` (index=), or a mask gather (mask_pattern=). A rank-3+
+    source gathers along its last dim, its leading dims merged (as rows)."""
     src = _shaped("gather", args[0], span, (TensorType,))
+    if len(src.shape) > 2 and "mask_pattern" not in kw and len(args) > 1:
+        idx = _shaped("gather", args[1], span, (TensorType,))
+        d, rank = kw.get("dim"), len(src.shape)
+        if not isinstance(d, int) or isinstance(d, bool) or not -rank <= d < rank:
+            _err(f"gather: dim= is a dim of the rank-{rank} source, got {d!r}", span)
+        if len(idx.shape) != rank or any(i > s for k, (i, s) in enumerate(zip(idx.shape, src.shape))
+                                         if k != d % rank):
+            _err(f"gather: the index {list(idx.shape)} has the source's rank and fits it off dim {d}, "
+                 f"the source is {list(src.shape)}", span)
+        _tensor_gather([_Typed(_leading_merged(src)), _Typed(_leading_merged(idx))], {"dim": -1}, span)
+        return TensorType(tuple(idx.shape), src.dtype)
     _src("gather", src, span)
     if "mask_pattern" in kw:
         if len(args) > 1:
@@ -217,6 +237,12 @@ def _gatherb(args, kw, span):
     vr, vc = off.valid_shape
     valid = None if off.valid is None else (vr, None if vc is None else vc * per)
     return TileType((off.shape[0], off.shape[1] * per), out, MemorySpace.Vec, None, valid)
+
+
+class _Typed:
+    """Something of a type (a type rule's view of an operand reshaped)."""
+    def __init__(self, t):
+        self.type = t
 
 
 MGATHER_COALESCE = {"row": 0, "elem": 1}

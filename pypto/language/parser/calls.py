@@ -253,14 +253,7 @@ class CallsMixin:
 
     def check_placement(self, op: str, display: str, node):
         c = self.ctx
-        if c is not None and op == "tensor.create" and (
-                c.incore or c.sig.func_type in (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV)):
-            where = "a pl.at region" if c.incore else f"the {c.sig.func_type.value} kernel {c.sig.name!r}"
-            raise MisplacedTensorOpError(
-                f"misplaced tensor op: {display} allocates a DDR tensor from the orchestration; "
-                f"it cannot run inside {where}", self.span(node),
-                "create the tensor in the orchestration (before the `with pl.at(...)` block or in "
-                "the @pl.jit entry) and pass it to the kernel")
+        # (pl.create_tensor in a kernel is a tensor the kernel keeps on chip: a Vec tile)
         if c is None or c.sig.func_type is not FunctionType.Orchestration or c.incore:
             return
         if op.startswith("array."):
