@@ -13,6 +13,9 @@ class DataType:
     nbytes: int
     code: int      # pypto_abi.h PYPTO_<name>
     is_float: bool
+    # "": computed with; "fp8": 8-bit floats, stored, moved and converted (on a5), not
+    # computed with; "unbuilt": exported as the reference does, refused where used
+    kind: str = ""
 
     def __str__(self) -> str:
         return self.text
@@ -44,7 +47,20 @@ UINT64 = DataType("UINT64", "uint64", "ui64", "uint64_t", 8, 12, False)
 BOOL = DataType("BOOL", "bool", "i1", "bool", 1, 8, False)
 INDEX = DataType("INDEX", "index", "index", "int64_t", 8, 9, False)
 
-ALL = (FP32, FP16, BF16, INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64, BOOL, INDEX)
+FP8E4M3FN = DataType("FP8E4M3FN", "fp8_e4m3fn", "f8E4M3FN", "pto::fp8_e4m3fn", 1, 13, True, "fp8")
+FP8E5M2 = DataType("FP8E5M2", "fp8_e5m2", "f8E5M2", "pto::fp8_e5m2", 1, 14, True, "fp8")
+FP8E8M0 = DataType("FP8E8M0", "fp8_e8m0", "!pto.f8E8M0", "pto::fp8_e8m0", 1, 15, True, "fp8")
+# the reference's other narrow formats: named, not built here
+HF8 = DataType("HF8", "hifloat8", "!pto.hif8", "", 1, 16, True, "unbuilt")
+FP4 = DataType("FP4", "fp4", "!pto.f4E2M1x2", "", 0, 17, True, "unbuilt")
+HF4 = DataType("HF4", "hifloat4", "!pto.hif4", "", 0, 18, True, "unbuilt")
+INT4 = DataType("INT4", "int4", "i4", "", 0, 19, False, "unbuilt")
+UINT4 = DataType("UINT4", "uint4", "ui4", "", 0, 20, False, "unbuilt")
+
+FP8 = (FP8E4M3FN, FP8E5M2, FP8E8M0)
+UNBUILT = (HF8, FP4, HF4, INT4, UINT4)
+ALL = (FP32, FP16, BF16, INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64, BOOL, INDEX) + FP8 \
+    + UNBUILT
 UNSIGNED = (UINT8, UINT16, UINT32, UINT64)
 BY_NAME = {d.name: d for d in ALL}
 BY_CODE = {d.code: d for d in ALL}

@@ -708,6 +708,9 @@ class _Kernel:
     # ------------------------------------------------------------------ tiles
     def check_tile_type(self, v: Var, span):
         t: TileType = v.type
+        if t.dtype.kind == "fp8" and self.arch != "a5":
+            fail(f"tile {v.name!r} holds {t.dtype}: 8-bit floats exist on a5, not {self.arch}", span,
+                 "compile for platform='a5sim'")
         if t.memory_space is None:
             fail(f"tile {v.name!r} has no memory space", span, "run InferTileMemorySpace before codegen")
         if self.f.func_type is FunctionType.AIV and t.memory_space is not _M.Vec:

@@ -114,14 +114,83 @@ struct bfloat16 {
     static bfloat16 from_bits(uint16_t b) { bfloat16 h; h.bits = b; return h; }
 };
 
+// 8-bit floats (a5): stored, moved and converted. Conversions from float round to nearest
+// even, as torch's: e4m3fn (bias 7, no infinity) saturates to +-448, e5m2 (bias 15)
+// overflows to infinity; e8m0 (an unsigned power of two, 2^(b - 127), 0xFF NaN) rounds a
+// mantissa of one half or more up.
+inline uint8_t f32_to_fp8_bits(float f, int ebits, int mbits, bool finite_only) {
+    const uint8_t sign = (f32_bits(f) >> 24) & 0x80u;
+    const int bias = (1 << (ebits - 1)) - 1, emin = 1 - bias;
+    const uint32_t max_exp = (1u << ebits) - 1u;                    // the all-ones exponent field
+    // largest finite: e4m3fn S.1111.110 (448); e5m2 S.11110.11 (57344); e5m2's all-ones is inf
+    const uint32_t top = finite_only ? ((max_exp << mbits) | ((1u << mbits) - 2u))
+                                     : (((max_exp - 1u) << mbits) | ((1u << mbits) - 1u));
+    const uint32_t inf = max_exp << mbits;
+    if (f != f) return uint8_t(sign | (finite_only ? 0x7Fu : (inf | 1u)));
+    const double a = f < 0 ? -double(f) : double(f);
+    if (a > 3.4e38) return uint8_t(sign | (finite_only ? top : inf));   // infinity
+    if (a == 0.0) return sign;
+    int e;
+    __builtin_frexp(a, &e);
+    e -= 1;                                                          // a = 1.m * 2^e
+    const bool sub = e < emin;
+    const double q = a / __builtin_ldexp(1.0, (sub ? emin : e) - mbits);
+    uint32_t m = uint32_t(__builtin_nearbyint(q));                   // round half to even
+    uint32_t exp_field = sub ? 0u : uint32_t(e + bias);
+    if (m >= (sub ? 1u : 2u) << mbits) { exp_field += 1; m = sub ? m : m >> 1; }   // carried up
+    const uint32_t bits = (exp_field << mbits) | (m & ((1u << mbits) - 1u));
+    if (bits > top) return uint8_t(sign | (finite_only ? top : inf));
+    return uint8_t(sign | bits);
+}
+inline float fp8_bits_to_f32(uint8_t b, int ebits, int mbits, bool finite_only) {
+    const int bias = (1 << (ebits - 1)) - 1;
+    const uint32_t e = (b >> mbits) & ((1u << ebits) - 1u), m = b & ((1u << mbits) - 1u);
+    const float s = (b & 0x80u) ? -1.0f : 1.0f;
+    if (finite_only ? (e == (1u << ebits) - 1u && m == (1u << mbits) - 1u) : (e == (1u << ebits) - 1u))
+        return (!finite_only && m == 0) ? s * __builtin_inff() : __builtin_nanf("");
+    if (e == 0) return s * float(__builtin_ldexp(double(m), 1 - bias - mbits));
+    return s * float(__builtin_ldexp(double((1u << mbits) | m), int(e) - bias - mbits));
+}
+inline uint8_t f32_to_e8m0_bits(float f) {
+    const uint32_t x = f32_bits(f), e = (x >> 23) & 0xFFu, m = x & 0x7FFFFFu;
+    if (e == 0xFFu) return 0xFFu;                              // infinity, NaN
+    const uint32_t r = e + (m >= 0x400000u ? 1u : 0u);
+    return uint8_t(r > 0xFFu ? 0xFFu : r);
+}
+inline float e8m0_bits_to_f32(uint8_t b) {
+    return b == 0xFFu ? __builtin_nanf("") : float(__builtin_ldexp(1.0, int(b) - 127));
+}
+struct fp8_e4m3fn {
+    uint8_t bits;
+    fp8_e4m3fn() = default;
+    explicit fp8_e4m3fn(float f) : bits(f32_to_fp8_bits(f, 4, 3, true)) {}
+    operator float() const { return fp8_bits_to_f32(bits, 4, 3, true); }
+};
+struct fp8_e5m2 {
+    uint8_t bits;
+    fp8_e5m2() = default;
+    explicit fp8_e5m2(float f) : bits(f32_to_fp8_bits(f, 5, 2, false)) {}
+    operator float() const { return fp8_bits_to_f32(bits, 5, 2, false); }
+};
+struct fp8_e8m0 {
+    uint8_t bits;
+    fp8_e8m0() = default;
+    explicit fp8_e8m0(float f) : bits(f32_to_e8m0_bits(f)) {}
+    operator float() const { return e8m0_bits_to_f32(bits); }
+};
+
 template <class T> constexpr bool is_floating =
-    is_same<T, float>::value || is_same<T, double>::value || is_same<T, half>::value || is_same<T, bfloat16>::value;
+    is_same<T, float>::value || is_same<T, double>::value || is_same<T, half>::value || is_same<T, bfloat16>::value
+    || is_same<T, fp8_e4m3fn>::value || is_same<T, fp8_e5m2>::value || is_same<T, fp8_e8m0>::value;
 
 // The type element arithmetic is done in: float for 16-bit floats, a wider int for small
 // ints (no promotion surprises, wrap-around on narrowing like the hardware).
 template <class T> struct calc { using type = T; };
 template <> struct calc<half> { using type = float; };
 template <> struct calc<bfloat16> { using type = float; };
+template <> struct calc<fp8_e4m3fn> { using type = float; };
+template <> struct calc<fp8_e5m2> { using type = float; };
+template <> struct calc<fp8_e8m0> { using type = float; };
 template <> struct calc<int8_t> { using type = int32_t; };
 template <> struct calc<uint8_t> { using type = int32_t; };
 template <> struct calc<int16_t> { using type = int32_t; };

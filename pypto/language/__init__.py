@@ -9,8 +9,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 
-from pypto.dtype import (BF16, BOOL, FP16, FP32, INDEX, INT8, INT16, INT32, INT64, UINT8, UINT16,
-                         UINT32, UINT64, DataType)
+from pypto.dtype import (BF16, BOOL, FP4, FP8E4M3FN, FP8E5M2, FP8E8M0, FP16, FP32, HF4, HF8, INDEX, INT4,
+                         INT8, INT16, INT32, INT64, UINT4, UINT8, UINT16, UINT32, UINT64, DataType)
 from pypto.ir.nodes import ArgDir as adir
 from pypto.ir.nodes import (AtomicType, DynDim, ForKind, FunctionType, Level, MemorySpace, PadValue, ParamDirection,
                             Role)
@@ -27,7 +27,7 @@ globals().update(OPERATORS)
 
 __all__ = sorted(
     ["FP32", "FP16", "BF16", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32",
-     "UINT64", "BOOL", "INDEX",
+     "UINT64", "BOOL", "INDEX", "FP8E4M3FN", "FP8E5M2", "FP8E8M0", "HF8", "FP4", "HF4", "INT4", "UINT4",
      "DataType", "Tensor", "Tile", "Scalar", "Array", "Out", "InOut", "Ptr", "MemRef", "TileView", "TensorView", "TensorLayout",
      "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "Level", "Role", "ScopeMode", "ForKind",
      "ParamDirection", "DynDim", "Annotation", "adir", "dynamic", "program", "function", "at",

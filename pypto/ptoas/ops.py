@@ -99,7 +99,9 @@ MATMUL_MAX = 4095
 ACC_PHASES = {"unspecified", "partial", "final"}
 
 # Element types a tile may hold.
-TILE_DTYPES = {"f32", "f16", "bf16", "i8", "ui8", "i16", "ui16", "i32", "ui32", "i64", "ui64"}
+TILE_DTYPES = {"f32", "f16", "bf16", "i8", "ui8", "i16", "ui16", "i32", "ui32", "i64", "ui64",
+               "f8E4M3FN", "f8E5M2", "!pto.f8E8M0"}
+FP8_DTYPES = {"f8E4M3FN", "f8E5M2", "!pto.f8E8M0"}      # stored, moved, converted: not computed with
 FLOAT_DTYPES = {"f32", "f16", "bf16"}
 
 # tcvt round modes (#pto<round_mode X>) -> pto_sim RoundMode

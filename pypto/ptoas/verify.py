@@ -10,7 +10,7 @@ from .arch import ALIGN, CUBE_SPACES, Arch
 from .errors import PtoasError, op_error
 from .ir import (Func, LocalArrayType, Module, Op, PartitionType, PtrType, ScalarType, TensorViewType, TileType,
                  Value)
-from .ops import (ACC_PHASES, FLOAT_DTYPES, kind_of, MATMUL_DTYPES, MATMUL_MAX, STRUCTURAL_OPS, TILE_DTYPES, TILE_OPS,
+from .ops import (ACC_PHASES, FLOAT_DTYPES, FP8_DTYPES, kind_of, MATMUL_DTYPES, MATMUL_MAX, STRUCTURAL_OPS, TILE_DTYPES, TILE_OPS,
                   round_mode)
 from .parser import CAST_OPS
 from .types import STATUS_VECTOR
@@ -360,6 +360,8 @@ class Verifier:
     def tile_type(self, op: Op, t: TileType) -> None:
         if t.loc not in self.arch.capacity:
             raise self.error(op, f"unknown tile space loc={t.loc} (known: {', '.join(self.arch.capacity)})")
+        if t.dtype in FP8_DTYPES and self.arch.name != "a5":
+            raise self.error(op, f"{t.dtype} tiles exist on a5, not {self.arch.name}")
         if t.dtype not in TILE_DTYPES:
             raise self.error(op, f"tile dtype {t.dtype} is not supported (use one of {', '.join(sorted(TILE_DTYPES))})")
         if t.rows < 1 or t.cols < 1:
@@ -701,6 +703,9 @@ class Verifier:
                 raise self.error(op, f"{op.name} runs on the vector unit: %{v.name} is in '{t.loc}', not 'vec'")
             if kind != "cvt" and t.dtype != d.dtype:
                 raise self.error(op, f"{op.name} mixes {t.dtype} and {d.dtype}: use pto.tcvt first")
+            if kind != "cvt" and t.dtype in FP8_DTYPES:
+                raise self.error(op, f"{op.name} does not compute with {t.dtype}: 8-bit floats are "
+                                     f"loaded, stored, moved and converted (pto.tcvt to f16/f32 first)")
         if spec.dtypes == "float" and d.dtype not in FLOAT_DTYPES:
             raise self.error(op, f"{op.name} needs a float tile, not {d.dtype}")
         if spec.dtypes == "int" and d.dtype in FLOAT_DTYPES:

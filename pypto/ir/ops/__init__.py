@@ -89,7 +89,26 @@ def infer_type(op: str, args: list, kwargs: dict, span: Span | None):
         if k not in d.kwargs:
             _err(f"{op} got an unexpected keyword argument {k!r}", span)
         _check_kwarg_kind(op, k, kwargs[k], span)
+    _check_narrow_floats(op, args, kwargs, span)
     return d.infer(args, kwargs, span)
+
+
+# what 8-bit floats take part in: they are stored, moved, viewed and converted, not computed with
+FP8_OPS = {f"{ns}.{o}" for ns in ("tile", "tensor") for o in (
+    "load", "store", "cast", "move", "create", "slice", "reshape", "assemble", "extract",
+    "transpose_view", "set_validshape", "reinterpret_view", "read", "fillpad", "full")}
+
+
+def _check_narrow_floats(op, args, kwargs, span):
+    dtypes = [getattr(getattr(a, "type", None), "dtype", None) for a in args]
+    dtypes += [v for v in kwargs.values() if isinstance(v, dt.DataType)]
+    for d in dtypes:
+        if d is not None and d.kind == "unbuilt":
+            raise NotBuiltError(f"{op}: {d} ({d!r}) is not supported by this pypto yet", span,
+                                "use fp16, bf16, fp32 or an 8-bit float (pl.FP8E4M3FN, pl.FP8E5M2)")
+        if d is not None and d.kind == "fp8" and op not in FP8_OPS:
+            _err(f"{op} does not compute with {d}: 8-bit floats are loaded, stored, moved and cast",
+                 span, "pl.cast it to pl.FP16 or pl.FP32 first")
 
 
 _KWARG_KINDS = {"target_memory": (MemorySpace, "a memory space", "target_memory=pl.Mem.Vec"),

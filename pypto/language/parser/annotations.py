@@ -83,6 +83,9 @@ class AnnotationsMixin:
             self.bad_annotation(whole, e.message)
         if not isinstance(d, dt.DataType):
             self.bad_annotation(whole, f"{ast.unparse(node)} is not a dtype (pl.FP32, pl.INT32, ...)")
+        if d.kind == "unbuilt":
+            raise NotBuiltError(f"{d!r} ({d}) is not supported by this pypto yet", self.span(whole),
+                                "use fp16, bf16, fp32 or an 8-bit float (pl.FP8E4M3FN, pl.FP8E5M2)")
         return d
 
     def shape_dims(self, node, whole):

@@ -1,0 +1,75 @@
+"""8-bit floats (issue 11.6): pl.FP8E4M3FN, pl.FP8E5M2 and pl.FP8E8M0 as the reference
+exports them -- on a5, tiles of them are loaded, stored and cast (pto.tcvt), not computed
+with; conversions round as torch's (bit for bit, edge cases included: e4m3fn saturates,
+e5m2 overflows to infinity, e8m0 keeps a power of two). The reference's 4-bit and hifloat
+types are named and refused as not built."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import pypto.language as pl
+from pypto import ir
+from pypto.errors import CodegenError, NotBuiltError, TypeCheckError
+
+SRC = """
+import pypto.language as pl
+
+@pl.program
+class F:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[16, 64], pl.FP32], q: pl.Out[pl.Tensor[[16, 64], pl.{D}]],
+          y: pl.Out[pl.Tensor[[16, 64], pl.{BACK}]]):
+        f8 = pl.cast(pl.load(x, [0, 0], [16, 64]), pl.{D})
+        q = pl.store(f8, [0, 0], q)
+        y = pl.store(pl.cast(f8, pl.{BACK}), [0, 0], y)
+        return q, y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[16, 64], pl.FP32], q: pl.Out[pl.Tensor[[16, 64], pl.{D}]],
+             y: pl.Out[pl.Tensor[[16, 64], pl.{BACK}]]):
+        q, y = self.k(x, q, y)
+        return q, y
+"""
+TORCH = {"FP8E4M3FN": torch.float8_e4m3fn, "FP8E5M2": torch.float8_e5m2, "FP8E8M0": torch.float8_e8m0fnu,
+         "FP32": torch.float32, "FP16": torch.float16}
+EDGES = [1000., 448., 449., 464., 500., 57344., 61440., 70000., 0.3, 3.0, 2.5, 0.75, 1e-9, 1e-3,
+         -2.5, 0.0, -0.0, float("inf"), float("-inf"), float("nan")]
+
+
+@pytest.mark.parametrize("d", ["FP8E4M3FN", "FP8E5M2", "FP8E8M0"])
+@pytest.mark.parametrize("back", ["FP32", "FP16"])
+def test_casts_round_as_torch(d, back, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    run = ir.compile(pl.parse(SRC.format(D=d, BACK=back), filename="/u/f.py"), output_dir=tmp_path / "out",
+                     platform="a5sim")
+    x = torch.randn(16, 64, generator=torch.Generator().manual_seed(3)) * 64
+    x[0, :len(EDGES)] = torch.tensor(EDGES)
+    q, y = torch.zeros(16, 64, dtype=TORCH[d]), torch.zeros(16, 64, dtype=TORCH[back])
+    run(x, q, y)
+    want = x.to(TORCH[d])
+    nan = want.float().isnan()
+    assert torch.equal(q.view(torch.uint8)[~nan], want.view(torch.uint8)[~nan])
+    assert q.float()[nan].isnan().all()
+    assert torch.equal(y.float().nan_to_num(), want.float().to(TORCH[back]).float().nan_to_num())
+
+
+def test_8bit_floats_exist_on_a5_only(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    with pytest.raises(CodegenError, match=r"8-bit floats exist on a5, not a2a3"):
+        ir.compile(pl.parse(SRC.format(D="FP8E4M3FN", BACK="FP32"), filename="/u/f.py"),
+                   output_dir=tmp_path / "out", platform="a2a3sim")
+
+
+def test_computing_with_8bit_floats_is_refused():
+    src = SRC.format(D="FP8E5M2", BACK="FP32").replace("q = pl.store(f8,", "q = pl.store(pl.add(f8, f8),")
+    with pytest.raises(TypeCheckError, match=r"does not compute with fp8_e5m2") as exc:
+        pl.parse(src, filename="/u/f.py")
+    assert "f.py:10" in str(exc.value)
+
+
+@pytest.mark.parametrize("d", ["HF8", "FP4", "HF4", "INT4", "UINT4"])
+def test_the_other_narrow_types_are_named_and_not_built(d):
+    assert repr(getattr(pl, d)) == f"pl.{d}"
+    with pytest.raises(NotBuiltError, match=r"is not supported by this pypto yet"):
+        pl.parse(SRC.format(D=d, BACK="FP32"), filename="/u/f.py")
