@@ -34,3 +34,12 @@ def static_valid(v: Value, defs: dict[Value, Op]) -> tuple[int | None, int | Non
 
 def tile_bytes(t: TileType, nbytes: int) -> int:
     return t.rows * t.cols * nbytes
+
+
+def shape_str(s) -> str:
+    return "x".join("?" if d is None else str(d) for d in s)
+
+
+def same(a, b) -> bool:
+    """Shapes agree where both are known."""
+    return all(x is None or y is None or x == y for x, y in zip(a, b))

@@ -97,6 +97,9 @@ MATMUL_DTYPES = {("i32", "i8", "i8"), ("f32", "f16", "f16"), ("f32", "bf16", "bf
                  ("f32", "f32", "f32")}
 MATMUL_MAX = 4095
 ACC_PHASES = {"unspecified", "partial", "final"}
+# pto.tgather's mask form: #pto.mask_pattern<P...> -> (keep one column of every k, the first)
+MASK_PATTERNS = {"P0101": (2, 0), "P1010": (2, 1), "P0001": (4, 0), "P0010": (4, 1),
+                 "P0100": (4, 2), "P1000": (4, 3), "P1111": (1, 0)}
 
 # Element types a tile may hold.
 TILE_DTYPES = {"f32", "f16", "bf16", "i8", "ui8", "i16", "ui16", "i32", "ui32", "i64", "ui64",
