@@ -79,11 +79,12 @@ from __future__ import annotations
 from pypto import dtype as dt
 from pypto.codegen.common import Names, c_string, fail, mlir_float
 from pypto.codegen.control_flow import ControlFlow
+from pypto.codegen.gm_access import GmAccess
 from pypto.codegen.tileops import EMITTERS
 from pypto.codegen.values import _Array, _Scalar, _Tensor, _Tile, _const_int, _mlir_name, _same_storage
 from pypto.ir import layout as _layout
 from pypto.ir.layout import tile_layout, tile_rows_cols
-from pypto.ir.nodes import (ArrayType, AtomicType, Assign, BinOp, Call, Const, DynDim, Eval, For, FunctionType, If,
+from pypto.ir.nodes import (ArrayType, Assign, BinOp, Call, Const, DynDim, Eval, For, FunctionType, If,
                             MemorySpace, Program, PtrType, Return, ScalarType, TensorType,
                             TileType, TupleExpr, Var, While, Yield)
 
@@ -223,7 +224,7 @@ def _check_alignment(t: TileType, rows, cols, bl, sl, fr, span):
              f"multiple of {nbox[1]}")
 
 
-class _Kernel(ControlFlow):
+class _Kernel(ControlFlow, GmAccess):
     def __init__(self, program: Program, func, arch: str, emit_loc: bool, level: str):
         self.program = program
         self.f = func
@@ -606,29 +607,6 @@ class _Kernel(ControlFlow):
             flat = term if flat is None else BinOp("+", flat, term, dt.INDEX, span)
         return self.index(flat, span)
 
-    def write(self, c: Call, span, v: Var | None = None):
-        """One element written: pto.tsetval into a Vec tile, pto.store_scalar through a
-        1x1 partition of a tensor. A statement writes the target in place; an assigned
-        tile.write writes its result's buffer (the target's data first, unless the
-        planner gave both one buffer). Returns the written value."""
-        if c.op == "tile.write":
-            dst = tgt = self.tile(c.args[0], span)
-            if v is not None:
-                dst = self.alloc(v, span)
-                if not self.same_buffer(dst, tgt):
-                    self.op("tmov", [tgt], dst, span)
-            off = self.flat_offset(c.args[1], dst.tile.shape, span)
-            val = self.scalar(c.args[2], dst.tile.dtype.mlir, span)
-            self.emit(f"pto.tsetval ins({off}, {val.ssa} : index, {val.ty}) outs({dst.ssa} : {dst.ty})",
-                      span)
-            return dst
-        dst = self.tensor(c.args[0], span)
-        items = c.args[1].items if isinstance(c.args[1], TupleExpr) else [c.args[1]]
-        pview, pty = self.partition(dst, items, [1] * len(items), span)
-        val = self.scalar(c.args[2], dst.param.type.dtype.mlir, span)
-        self.emit(f"pto.store_scalar {val.ssa}, {pview} : {val.ty}, {pty}", span)
-        return dst
-
     def convert(self, v: _Scalar, want: str | None, span) -> _Scalar:
         if want is None or want == v.ty:
             return v
@@ -783,110 +761,6 @@ class _Kernel(ControlFlow):
 
     def index_scalar(self, e, span) -> _Scalar:
         return _Scalar(self.index(e, span), "index")
-
-    def partition(self, tensor: _Tensor, offsets, sizes: list[int], span,
-                  transposed: bool = False) -> tuple[str, str]:
-        ty: TensorType = tensor.param.type
-        if len(offsets) != len(ty.shape) or len(sizes) != len(ty.shape):
-            fail(f"tensor {tensor.param.name!r} has rank {len(ty.shape)} but the window has "
-                 f"{len(offsets)} offsets and {len(sizes)} sizes", span)
-        offs = [self.index(o, span) for o in offsets]
-        # a size is an int, or an SSA index value (a valid extent known at run time)
-        szs = [s if isinstance(s, str) else self.const(int(s), "index") for s in sizes]
-        view = self.view_name(tensor, transposed)
-        name = "%" + self.names.fresh(_mlir_name(tensor.param.name) + "_pview")
-        q = "x".join("?" for _ in sizes)
-        pty = ("!pto.partition_tensor_view<"
-               f"{'x'.join('?' if isinstance(s, str) else str(s) for s in sizes)}x{ty.dtype.mlir}>")
-        self.emit(f"{name} = pto.partition_view {view}, offsets = [{', '.join(offs)}], "
-                  f"sizes = [{', '.join(szs)}] : !pto.tensor_view<{q}x{ty.dtype.mlir}> -> {pty}", span)
-        return name, pty
-
-    def load(self, v: Var, c: Call, span):
-        if len(c.args) < 3 or not isinstance(c.args[1], TupleExpr) or not isinstance(c.args[2], TupleExpr):
-            fail("tile.load(tensor, [offsets], [shapes]) expected", span)
-        src = self.tensor(c.args[0], span)
-        sizes = [_const_int(x) for x in c.args[2].items]
-        if any(s is None for s in sizes):
-            fail("tile.load: window shapes must be integer constants", span)
-        t: TileType = v.type
-        valid = list(t.valid_shape) if t.valid is not None else sizes
-        dyn = None
-        if t.valid is not None and None in t.valid:      # known when the kernel runs
-            req = c.args[3].items if len(c.args) > 3 else [Const(n, dt.INDEX, span) for n in sizes]
-            clamp = [self.clamp_extent(c.args[0].type.shape[i], c.args[1].items[i], req[i], span)
-                     if c.kwargs.get("clamp") and t.valid[i] is None else None
-                     for i in range(len(sizes))]
-            dyn = [cl or (self.index(x, span) if x_static is None else self.const(x_static, "index"))
-                   for x, x_static, cl in zip(req, t.valid, clamp)]
-        if t.memory_space not in (_M.Vec, _M.Mat):
-            fail(f"tile.load lands in Vec or Mat, not {t.memory_space.name if t.memory_space else None}",
-                 span)
-        n = 1
-        for s in sizes:
-            n *= s
-        if n != _numel(t.shape):
-            fail(f"tile.load: window {sizes} does not match tile shape {list(t.shape)}", span)
-        dst = self.alloc(v, span, valid=tuple(dyn) if dyn else None)
-        # only the valid region is read from GM; the rest of the tile is padding
-        pview, pty = self.partition(src, c.args[1].items, dyn or valid, span,
-                                    bool(c.kwargs.get("transpose")))
-        self.emit(f"pto.tload ins({pview} : {pty}) outs({dst.ssa} : {dst.ty})", span)
-
-    def clamp_extent(self, dim, off, req, span) -> str:
-        """A clamped load's valid extent when the kernel runs: min(req, max(dim - off, 0))."""
-        d, o, r = self.dim_value(dim), self.index(off, span), self.index(req, span)
-        left, kept, ext = self.tmp(), self.tmp(), self.tmp()
-        self.emit(f"{left} = arith.subi {d}, {o} : index", span)
-        self.emit(f"{kept} = arith.maxsi {left}, {self.const(0, 'index')} : index", span)
-        self.emit(f"{ext} = arith.minsi {kept}, {r} : index", span)
-        return ext
-
-    def store(self, c: Call, span) -> _Tensor:
-        if len(c.args) not in (3, 4) or not isinstance(c.args[1], TupleExpr):
-            fail("tile.store(tile, [offsets], tensor) expected", span)
-        src = self.tile(c.args[0], span)
-        dst = self.tensor(c.args[2], span)
-        rank = len(dst.param.type.shape)
-        # an atomic-add store adds into GM (split-K partial products from parallel kernels)
-        atomic = (" {atomicType = #pto<atomic_type atomic_add>}"
-                  if c.kwargs.get("atomic") is AtomicType.Add else "")
-        if len(c.args) == 4:     # a flattened N-D tile: its window in the tensor's rank
-            window = [_const_int(x) for x in c.args[3].items]
-            pview, pty = self.partition(dst, c.args[1].items, window, span)
-            self.emit(f"pto.tstore ins({src.ssa} : {src.ty}) outs({pview} : {pty}){atomic}", span)
-            return dst
-        shape = list(src.tile.valid_shape)           # the valid region is written
-        if None in shape:                            # ... as it is when the kernel runs
-            shape = [src.valid[i] if d is None else d for i, d in enumerate(shape)]
-        while len(shape) > rank and shape[0] == 1:
-            shape.pop(0)
-        shape = [1] * (rank - len(shape)) + shape
-        if len(shape) != rank:
-            fail(f"tile.store: tile {list(src.tile.shape)} does not fit rank-{rank} tensor", span)
-        pview, pty = self.partition(dst, c.args[1].items, shape, span)
-        self.emit(f"pto.tstore ins({src.ssa} : {src.ty}) outs({pview} : {pty}){atomic}", span)
-        return dst
-
-    def mscatter(self, c: Call, span) -> _Tensor:
-        """Each element of a tile stored at its own position of the tensor (pto.mscatter
-        into a partition of the whole tensor)."""
-        src, idx = self.tile(c.args[0], span), self.tile(c.args[1], span)
-        dst = self.tensor(c.args[2], span)
-        shape = list(dst.param.type.shape)
-        zeros = [Const(0, dt.INDEX, span) for _ in shape]
-        pview, pty = self.partition(dst, zeros, shape, span)
-        self.emit(f"pto.mscatter ins({src.ssa}, {idx.ssa} : {src.ty}, {idx.ty}) outs({pview} : {pty})",
-                  span)
-        return dst
-
-# ----------------------------------------------------------------------------- helpers
-def _numel(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
 
 def _fold(e: BinOp):
     a, b = _const_int(e.lhs), _const_int(e.rhs)

@@ -59,3 +59,10 @@ def _const_int(e):
     if isinstance(e, Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
         return e.value
     return None
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
