@@ -2,7 +2,8 @@
 
 <root>/v1/objects/ab/<digest>   immutable blobs named by the xxh3_128 of their bytes
 <root>/v1/actions/ab/<key>      JSON manifest {"outputs": {name: digest}, ...}
-<root>/v1/locks/ab/<key>        flock files for per-key single flight
+<root>/v1/locks/<key>           flock files for per-key single flight (one flat folder:
+                                a shard folder per lock cost a mkdir per cold task)
 <root>/v1/tmp/                  temp files, same filesystem, renamed into place
 <root>/v1/stats/                persistent hit/miss counters
 
@@ -10,12 +11,16 @@ Correctness never depends on the locks, nor on fsync: every file appears by an
 atomic rename, objects are published before the action that names them, and every
 read re-hashes the bytes, so the worst a crash, a race or a power loss can cause is
 a miss. Writes are therefore not fsynced one by one; `sync()` flushes the store's
-file system once, when a build is done (durability per build, not per object).
+file system once, when a build is done (durability per build, not per object), on a
+background thread the interpreter waits for at exit: a compile returns without
+waiting on the disk (syncfs flushes the whole file system, other tenants' writes
+included), and its results are durable by the time the process ends.
 """
 from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -60,7 +65,7 @@ class Store:
 
     def _lock_path(self, key: str) -> Path:
         check_key(key)
-        return self._locks / key[:2] / key
+        return self._locks / key
 
     # the same paths as str, for the lookups a build makes thousands of (pathlib's
     # joins were a tenth of serving a warm graph)
@@ -256,7 +261,7 @@ class Store:
         os.sync where that is missing). Nothing to do for a store that cannot be written."""
         if self._overlay is not None:
             return
-        _syncfs(self.root)
+        _sync_later(self.root)
 
     @contextmanager
     def lock(self, key: str):
@@ -301,8 +306,8 @@ class Store:
         # Leftovers of killed writers, and lock files of keys that have no entry.
         result["tmp"] = sum(1 for p in _flat_files(self._tmp) if _older(p, cutoff) and _unlink(p))
         result["locks"] = sum(
-            1 for p in _files(self._locks)
-            if not (self._actions / p.parent.name / p.name).exists()
+            1 for p in _flat_files(self._locks)
+            if is_key(p.name) and not os.path.exists(self._act(p.name))
             and _older(p, cutoff) and locks.remove_if_free(p))
         return result
 
@@ -310,8 +315,9 @@ class Store:
         for p in [*_files(self._actions), *_files(self._objects, is_digest),
                   *_flat_files(self._tmp)]:
             _unlink(p)
-        for p in _files(self._locks):
-            locks.remove_if_free(p)
+        for p in _flat_files(self._locks):
+            if is_key(p.name):
+                locks.remove_if_free(p)
         self._counters.reset("hits")
         self._counters.reset("misses")
 
@@ -405,6 +411,42 @@ def _syncfs(root: Path) -> None:
         os.sync()
     finally:
         os.close(fd)
+
+
+_syncing: dict[Path, threading.Thread] = {}   # root -> its flusher while one runs
+_sync_guard = threading.Lock()
+
+
+def _sync_later(root: Path) -> None:
+    """syncfs(root) on a non-daemon thread (joined by the interpreter at exit). A
+    request made while a flush of the same file system is under way runs another one
+    after it: a flush only covers what was written before it started."""
+    with _sync_guard:
+        pending = _syncing.get(root)
+        if pending is not None:
+            pending.again = True
+            return
+        worker = threading.Thread(target=_flush, args=(root,), name="pypto-store-sync")
+        worker.again = False
+        _syncing[root] = worker
+    worker.start()
+
+
+def _flush(root: Path) -> None:
+    me = _syncing[root]
+    while True:
+        _syncfs(root)
+        with _sync_guard:
+            if not me.again:
+                del _syncing[root]
+                return
+            me.again = False
+
+
+def wait_for_sync() -> None:
+    """Block until every flush started by this process is done (tests, benchmarks)."""
+    for t in list(_syncing.values()):
+        t.join()
 
 
 # raw descriptors: a lookup reads thousands of small files per build, and the

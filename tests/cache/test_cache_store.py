@@ -329,3 +329,32 @@ def test_counts_inside_deferred_are_written_once_at_its_end(tmp_path):
     assert Store(tmp_path / "s").stats()["misses"] == 3
     store.get_action(KEY)                         # outside: written at once
     assert int(stats.read_text()) == 4
+
+
+# -- durability --
+
+def test_sync_flushes_off_the_caller_and_coalesces(disk, monkeypatch):
+    """store.sync() returns at once; the flush runs on a non-daemon thread (the
+    interpreter waits for it at exit), and a request made while one runs is served
+    by one more flush after it, not lost and not run in parallel."""
+    import threading
+    import pypto_cache.store as store_mod
+    started, release, calls = threading.Event(), threading.Event(), []
+
+    def slow_syncfs(root):
+        calls.append(root)
+        started.set()
+        release.wait(10)
+
+    monkeypatch.setattr(store_mod, "_syncfs", slow_syncfs)
+    disk.put_bytes(b"payload")
+    disk.sync()
+    assert started.wait(10)
+    worker = store_mod._syncing[disk.root]
+    assert not worker.daemon
+    disk.sync()                      # during the flush: coalesced into one more
+    disk.sync()
+    assert len(calls) == 1
+    release.set()
+    store_mod.wait_for_sync()
+    assert len(calls) == 2 and disk.root not in store_mod._syncing
