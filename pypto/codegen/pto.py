@@ -86,7 +86,8 @@ from pypto.ir import layout as _layout
 from pypto.ir.layout import tile_layout, tile_rows_cols
 from pypto.ir.nodes import (ArrayType, Assign, BinOp, Call, Const, DynDim, Eval, For, FunctionType, If,
                             MemorySpace, Program, PtrType, Return, ScalarType, TensorType,
-                            TileType, TupleExpr, Var, While, Yield)
+                            TileType, TupleExpr, TupleType, Var, While, Yield)
+from pypto.ir.visit import walk
 
 # ----------------------------------------------------------------------------- op tables
 # each tile op's emitter lives with its family (pypto.codegen.tileops), its pto op name
@@ -487,9 +488,22 @@ class _Kernel(ControlFlow, GmAccess):
                      "tensor ops must be converted to tile ops (ConvertTensorToTileOps) before codegen")
             self.env[id(v)] = self.store(e, span)
             return
-        if not isinstance(v.type, TileType):
+        if e.op == "tuple.get" and id(v) in self.env:    # bound by the op that wrote it
+            return
+        if not isinstance(v.type, (TileType, TupleType)) or \
+                (isinstance(v.type, TupleType) and not all(isinstance(t, TileType) for t in v.type.types)):
             fail(f"cannot generate PTO for {v.name!r} of type {type(v.type).__name__}", span)
         self.tile_op(v, e, span)
+
+    def items_of(self, tup: Var) -> dict[int, Var]:
+        """The values `x = tup[i]` bind from the results of a tile op with several."""
+        if not hasattr(self, "_items"):
+            self._items: dict[int, dict[int, Var]] = {}
+            for s in walk(self.f.body):
+                if isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tuple.get" \
+                        and isinstance(s.value.args[0], Var):
+                    self._items.setdefault(id(s.value.args[0]), {})[s.value.args[1].value] = s.var
+        return self._items.get(id(tup), {})
 
     def array_op(self, v: Var, e: Call, span) -> _Array:
         """array.create declares the array; update_element writes it in place (the new

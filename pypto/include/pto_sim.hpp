@@ -652,6 +652,29 @@ inline void tgather_mask(const Tile<D>& d, const Tile<S>& s, int pattern, const 
         for (int64_t j = 0; j < d.vc; ++j) std::memcpy(&d.row(i)[j], &s.row(i)[j * stride + first], sizeof(D));
 }
 
+// pto.tgather, compare form: per valid row i of s, the column indices j (+ offset) of the
+// elements with cmp(s[i, j], k) true, ascending, into d[i, 0..K) (the first K of them; slots
+// past the matches are 0), and the number of matches into c[0, i].
+template <class T, class C, class S>
+inline void tgather_cmp(const Tile<int32_t>& d, const Tile<C>& c, const Tile<T>& s, S k, int t, int64_t offset,
+                        const char* site) {
+    if (d.vr < s.vr || c.vc < s.vr)
+        fail(site, "tgather compare over %d rows: indices %dx%d, counts %dx%d", s.vr, d.vr, d.vc, c.vr, c.vc);
+    using V = calc_t<T>;
+    const V y = V(k);
+    for (int64_t i = 0; i < s.vr; ++i) {
+        int32_t* out = d.row(i);
+        int64_t n = 0;
+        for (int64_t j = 0; j < d.vc; ++j) out[j] = 0;
+        for (int64_t j = 0; j < s.vc; ++j)
+            if (cmp_(V(s.row(i)[j]), y, t)) {
+                if (n < d.vc) out[n] = int32_t(j + offset);
+                ++n;
+            }
+        c.row(0)[i] = C(n);
+    }
+}
+
 // ---------------------------------------------------------------- on-core arrays
 // pto.declare_local_array: a kernel's stack-local array of N scalars (zeros), read and
 // written an element at a time, each index checked.

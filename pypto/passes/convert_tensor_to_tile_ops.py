@@ -209,6 +209,11 @@ class _Convert(Rewriter):
                                              {"dtype": t.dtype, "target_memory": MemorySpace.Vec}, s.span,
                                              "local")
             return []
+        if isinstance(call, Call) and call.op == "tuple.get" and isinstance(s, Assign) \
+                and id(call.args[0]) in self.tiles:      # one result of a tile op with several
+            item = ops.tuple_get(self.tiles[id(call.args[0])], call.args[1].value, s.span)
+            self.tiles[id(s.var)] = v = Var(self.namer.fresh(s.var.name, "tile"), item.type, s.span)
+            return [Assign(v, item, s.span)]
         if not (isinstance(call, Call) and ops.is_tensor_op(call.op)):
             return [self.default_stmt(s)]
         span = s.span
@@ -238,6 +243,14 @@ class _Convert(Rewriter):
             return []
         if op == "gather" and isinstance(s, Assign):
             self.tiles[id(s.var)] = self.gather(s.var.name, call, span)
+            return []
+        if op == "gather_compare" and isinstance(s, Assign):   # both results of one tgather
+            src = self.tile_of(call.args[0], span)
+            rows, cols = src.type.shape           # a byte per element, rows padded to 32 bytes
+            tmp = self.new(s.var.name, "tile.create", [_shape((rows, -(-cols // 32) * 32), span)],
+                           {"dtype": dt.UINT8, "target_memory": MemorySpace.Vec}, span, "scratch")
+            self.tiles[id(s.var)] = self.new(s.var.name, "tile.gather_compare",
+                                             [src, self.expr(call.args[1]), tmp], dict(call.kwargs), span)
             return []
         if op in ("cmp", "cmps") and isinstance(s, Assign):   # a mask, then 1 / 0 by it
             a = self.tile_of(call.args[0], span)

@@ -11,7 +11,8 @@ whole loop, so the pair never shares.
 """
 from __future__ import annotations
 
-from pypto.ir.nodes import While, Assign, Call, For, Function, MemRef, Program, PtrType, TileType, Var
+from pypto.ir.nodes import (While, Assign, Call, For, Function, MemRef, Program, PtrType, TileType,
+                            TupleType, Var)
 from pypto.ir.visit import bodies, defs, stmt_uses
 from pypto.passes.base import IN_PLACE_OPS
 
@@ -57,6 +58,8 @@ def lifetimes(f: Function):
             if isinstance(v.type, TileType) and m is not None and isinstance(m.base, Var):
                 ptrs[id(m.base)] = m.base
                 first, last = i, i
+                if _item_of_op(s):     # one result of a tile op with several: written by that op
+                    first = def_at.get(id(s.value.args[0]), i)
                 if loops and isinstance(s, Assign) and isinstance(s.value, Call) \
                         and "acc_buffer" in s.value.attrs:      # double-buffered: the whole loop
                     first, last = loop_end[loops[-1]]
@@ -76,6 +79,13 @@ def lifetimes(f: Function):
                     end = max(end, loop_end[lp][1])
             life[id(m.base)][1] = max(life[id(m.base)][1], end)
     return ptrs, life
+
+
+def _item_of_op(s) -> bool:
+    """`x = t[i]` with t the results of a tile op (pl.tile.gather_compare's two): x's
+    buffer is written where t is defined, so x is live from there."""
+    return isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tuple.get" \
+        and isinstance(s.value.args[0], Var) and isinstance(s.value.args[0].type, TupleType)
 
 
 def _in_place_operands(s, v) -> set[int]:

@@ -15,7 +15,7 @@ from .arch import CXX_SPACE, Arch
 from .errors import op_error
 from .ir import (Func, Module, Op, PartitionType, PtrType, ScalarType, TensorViewType, TileType,
                  Value, walk)
-from .ops import TILE_OPS, kind_of, round_mode
+from .ops import CMP_MODES, TILE_OPS, kind_of, round_mode
 from .types import STATUS_VECTOR
 
 SCALAR_CXX = {"index": "int64_t", "i64": "int64_t", "i32": "int32_t", "i16": "int16_t",
@@ -379,6 +379,9 @@ class FuncEmitter:
             fn = "pto::tstore_add"
         if k in ("gather", "scatter") and len(ins) == 1:
             fn = f"pto::t{k}_mask"
+        if k == "gather_cmp":             # two results: the indices, then the counts
+            d = f"{d}, {self.n(op.group('outs')[1])}"
+            fn = "pto::tgather_cmp"
         call = f"{fn}({', '.join([d] + args(ins, op))}, {s})"
         self.emit(ind, call + ";")
 
@@ -413,6 +416,10 @@ _CALL_ARGS = {
     "scatter": lambda ins, op: ins[:2] if len(ins) == 2 else [ins[0], _mask_pattern(op)],
     "mscatter": lambda ins, op: ins[:2],
     "gatherb": lambda ins, op: ins[:2],
+    # src, kvalue (tmp is the hardware's scratch), the compare, the offset added to each index
+    "gather_cmp": lambda ins, op: ins[:2] + [
+        str(CMP_MODES.index(op.attr("cmpMode").removeprefix("#pto<cmp").removesuffix(">").strip())),
+        op.attr("offset").split(":")[0].strip()],
     # the partition, the indices, elem (1) or row (0), the out-of-bounds mode (0..3)
     "mgather": lambda ins, op: ins[:2] + [
         "1" if "elem" in (op.attr("coalesce") or "") else "0",

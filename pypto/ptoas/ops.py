@@ -81,10 +81,13 @@ TILE_OPS = _table()
 
 
 def kind_of(op) -> str:
-    """An op's kind; pto.tmrgsort's format 1, ins(src, block_len), is kind mrgsort1."""
+    """An op's kind; pto.tmrgsort's format 1, ins(src, block_len), is kind mrgsort1, and
+    pto.tgather's compare form, outs(dst, cdst), gather_cmp."""
     kind = TILE_OPS[op.name].kind
     if kind == "mrgsort" and len(op.group("ins")) == 2:
         return "mrgsort1"
+    if kind == "gather" and len(op.group("outs")) == 2:     # the compare form: indices, counts
+        return "gather_cmp"
     return kind
 
 # Ops with their own syntax (parser handlers) that are not in TILE_OPS.
@@ -100,6 +103,9 @@ ACC_PHASES = {"unspecified", "partial", "final"}
 # pto.tgather's mask form: #pto.mask_pattern<P...> -> (keep one column of every k, the first)
 MASK_PATTERNS = {"P0101": (2, 0), "P1010": (2, 1), "P0001": (4, 0), "P0010": (4, 1),
                  "P0100": (4, 2), "P1000": (4, 3), "P1111": (1, 0)}
+
+# pto.tgather's compare form: #pto<cmp X> -> the pto_sim compare (0 ==, 1 !=, 2 <, 3 <=, 4 >, 5 >=)
+CMP_MODES = ("eq", "ne", "lt", "le", "gt", "ge")
 
 # Element types a tile may hold.
 TILE_DTYPES = {"f32", "f16", "bf16", "i8", "ui8", "i16", "ui16", "i32", "ui32", "i64", "ui64",

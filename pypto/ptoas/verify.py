@@ -42,7 +42,7 @@ ARITY = {
     "random": ((6,), 1),
     "part": ((2,), 1), "prelu": ((3,), 1), "extract": ((3,), 1),
     "gemv": ((2,), 1), "gemv_acc": ((3,), 1), "gemv_bias": ((3,), 1),
-    "sort32": ((2,), 1), "mrgsort1": ((2,), 1), "mrgsort": ((3, 4, 5), 2),
+    "sort32": ((2,), 1), "mrgsort1": ((2,), 1), "mrgsort": ((3, 4, 5), 2), "gather_cmp": ((3,), 2),
 }
 VECTOR_KINDS = {"binary", "binary_full", "scalar", "unary", "rowreduce", "colreduce",
                 "rowexpand_binary", "colexpand_binary", "rowexpand", "colexpand", "fill", "cvt",
@@ -483,6 +483,8 @@ class Verifier(OpChecks):
             return self.gatherb(op, ins, outs[0])
         if kind in ("sort32", "mrgsort1", "mrgsort"):
             return self.sort(op, kind, ins, outs)
+        if kind == "gather_cmp":
+            return self.tgather_cmp(op, ins, outs)
         d = self.tile(op, outs[0], "result")
         if kind == "random":
             self.trandom(op, ins, d)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..dtype import BY_MLIR
 from .analysis import const_int, same as _same, shape_str as _shape_str, static_valid
 from .ir import Op, PartitionType, ScalarType, TileType, Value
-from .ops import ACC_PHASES, FLOAT_DTYPES, MASK_PATTERNS, MATMUL_DTYPES, MATMUL_MAX
+from .ops import ACC_PHASES, CMP_MODES, FLOAT_DTYPES, MASK_PATTERNS, MATMUL_DTYPES, MATMUL_MAX
 from .types import STATUS_VECTOR
 
 
@@ -39,6 +39,35 @@ class OpChecks:
         if BY_MLIR[d.dtype].nbytes != BY_MLIR[src.dtype].nbytes or not _same(ds, want):
             raise self.error(op, f"tgather {name} of a {_shape_str(ss)} {src.dtype} tile gives "
                                  f"{_shape_str(want)} of the same width, not {_shape_str(ds)} {d.dtype}")
+
+    def tgather_cmp(self, op: Op, ins: list[Value], outs: list[Value]) -> None:
+        """Compare form: ins(src, kvalue, tmp) outs(dst, cdst) {cmpMode, offset}: per row of
+        src the column indices (+ offset) of the elements comparing true with the scalar
+        kvalue into i32 dst [rows, K], and how many did into cdst [1, rows] (i32 / ui32)."""
+        src, tmp = self.tile(op, ins[0], "source"), self.tile(op, ins[2], "scratch")
+        dst, cnt = self.tile(op, outs[0], "indices"), self.tile(op, outs[1], "counts")
+        for t in (src, tmp, dst, cnt):
+            if t.loc != "vec":
+                raise self.error(op, f"tgather runs on the vector unit, not in '{t.loc}'")
+        if src.dtype not in ("f16", "f32", "i16", "i32"):
+            raise self.error(op, f"tgather compares f16, f32, i16 or i32 elements, not {src.dtype}")
+        kv = ins[1]
+        if not isinstance(kv.type, ScalarType) or kv.type.name != src.dtype:
+            raise self.error(op, f"tgather's kvalue is a {src.dtype} scalar like its source, not {kv.type}")
+        if dst.dtype != "i32" or cnt.dtype not in ("i32", "ui32"):
+            raise self.error(op, f"tgather's compare form writes i32 indices and i32 / ui32 counts, "
+                                 f"not {dst.dtype} / {cnt.dtype}")
+        rows = static_valid(ins[0], self.defs)[0]
+        if rows is not None and (dst.rows < rows or cnt.rows != 1 or cnt.cols < rows):
+            raise self.error(op, f"tgather over {rows} rows writes {rows} rows of indices and a "
+                                 f"[1, {rows}] row of counts, got {dst.rows}x{dst.cols} and "
+                                 f"{cnt.rows}x{cnt.cols}")
+        mode = (op.attr("cmpMode") or "").removeprefix("#pto<cmp").removesuffix(">").strip()
+        if mode not in CMP_MODES:
+            raise self.error(op, f"tgather's cmpMode is #pto<cmp X>, X one of {', '.join(CMP_MODES)}; "
+                                 f"got {op.attr('cmpMode')!r}")
+        if op.attr("offset") is None:
+            raise self.error(op, "tgather's compare form carries {offset = N : i32}")
 
     def textract(self, op: Op, ins: list[Value], d: TileType) -> None:
         """ins(src, row, col): a window of src copied into the result (same dtype)."""

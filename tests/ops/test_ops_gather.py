@@ -121,10 +121,6 @@ def test_typed_errors():
     with pytest.raises(TypeCheckError, match=r"keeps one column of every 4, but the source has 30"):
         pl.parse(MASK.format(N=8, OUT="FP32", P="P0001", KW="").replace("[8, 32]", "[8, 30]"),
                  filename="/u/m.py")
-    with pytest.raises(NotBuiltError, match=r"kvalue= is not supported by this pypto yet"):
-        pl.parse(INDEX.format(R=4, C=16, IR=4, IC=8, DIM=1, DT="FP32").replace(
-            "pl.gather(x, dim=1, index=idx)", "pl.gather(x, kvalue=1, cmp_mode='eq', out_cols=8)"),
-            filename="/u/g.py")
 
 
 ND = """

@@ -6,13 +6,30 @@ from pypto import dtype as dt
 from pypto.codegen.common import fail
 from pypto.codegen.tileops import emits
 from pypto.ir.nodes import Const
-from pypto.ir.ops.indexing import MGATHER_COALESCE, MGATHER_OOB, mgather_mode
+from pypto.ir.ops.indexing import MGATHER_COALESCE, MGATHER_OOB, compare_options, mgather_mode
 
 
 @emits("tile.gather")
 def gather(k, v, c, span):
     src, idx, tmp = (k.tile(a, span) for a in c.args)
     k.op("tgather", [src, idx, tmp], k.alloc(v, span), span)
+
+
+@emits("tile.gather_compare")
+def gather_compare(k, v, c, span):
+    """One tgather writes both results, the buffers of the values `dst, cdst = ...` bind
+    (the kernel's `t[0]`, `t[1]`); the mode and offset ride after outs, as the reference
+    writes them."""
+    src, tmp = k.tile(c.args[0], span), k.tile(c.args[2], span)
+    kv = k.scalar(c.args[1], src.tile.dtype.mlir, span)
+    items = k.items_of(v)
+    if sorted(items) != [0, 1]:
+        fail("both results of pl.tile.gather_compare are bound: dst, cdst = ...", span)
+    dst, cdst = (k.alloc(items[i], span) for i in (0, 1))
+    mode, offset, _, _ = compare_options(c.op, c.kwargs, span)
+    k.emit(f"pto.tgather ins({src.ssa}, {kv.ssa}, {tmp.ssa} : {src.ty}, {kv.ty}, {tmp.ty}) "
+           f"outs({dst.ssa}, {cdst.ssa} : {dst.ty}, {cdst.ty}) "
+           f"{{cmpMode = #pto<cmp {mode}>, offset = {offset} : i32}}", span)
 
 
 @emits("tile.gatherb")

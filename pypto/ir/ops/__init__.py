@@ -37,7 +37,8 @@ WRITES = {"tensor.assemble": 0, "tile.store": 2, "tensor.write": 0, "tile.mscatt
 # a call that passes this keyword is another op's form: pl.scatter(x, mask_pattern=..., dst=d)
 # is scatter_mask
 # (or a function of the keywords and the number of positional arguments)
-KEYWORD_FORMS = {"scatter": ("mask_pattern", "scatter_mask"), "mrgsort": _sort.mrgsort_form}
+KEYWORD_FORMS = {"scatter": ("mask_pattern", "scatter_mask"), "mrgsort": _sort.mrgsort_form,
+                 "gather": _indexing.compare_form}
 
 
 def keyword_form(name: str, keywords, nargs: int = 0) -> str:

@@ -12,7 +12,7 @@ from typing import Callable
 from pypto import dtype as dt
 from pypto.errors import TypeCheckError, Span
 from pypto.ir.nodes import (MemorySpace, PtrType, ScalarType, TensorType, TileType,
-                            Const, TupleExpr)
+                            Const, TupleExpr, TupleType)
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,8 @@ def _tname(t) -> str:
         return f"Tile{list(t.shape)} {t.dtype}"
     if isinstance(t, ScalarType):
         return f"Scalar {t.dtype}"
+    if isinstance(t, TupleType):
+        return f"{len(t.types)} values (unpack them: a, b = ...)"
     return type(t).__name__ if t is not None else "nothing"
 
 

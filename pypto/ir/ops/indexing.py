@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pypto import dtype as dt
 from pypto.errors import NotBuiltError
-from pypto.ir.nodes import MaskPattern, MemorySpace, TensorType, TileType
+from pypto.ir.nodes import Const, MaskPattern, MemorySpace, ScalarType, TensorType, TileType, TupleType
 from pypto.ir.ops.base import _err, _shaped, _tname, reg, whole
 
 GATHER_DTYPES = (dt.FP16, dt.FP32, dt.INT16, dt.INT32)
@@ -117,6 +117,90 @@ def _tensor_gather(args, kw, span):
     return TensorType(tuple(idx.shape), src.dtype)
 
 
+# ------------------------------------------------------------- compare-form gather
+CMP_MODES = ("eq", "ne", "lt", "le", "gt", "ge")     # pto.tgather's cmpMode, in the reference's order
+
+
+def compare_options(op, kw, span) -> tuple[str, int, int, dt.DataType]:
+    """(cmp_mode, offset, out_cols, count_dtype) of a compare-form gather, checked."""
+    mode = kw.get("cmp_mode", "eq")
+    if isinstance(mode, int) and not isinstance(mode, bool) and 0 <= mode < len(CMP_MODES):
+        mode = CMP_MODES[mode]
+    if mode not in CMP_MODES:
+        _err(f"{op}: cmp_mode is one of {', '.join(repr(m) for m in CMP_MODES)} (or 0..5), got "
+             f"{mode!r}", span)
+    cols = kw.get("out_cols")
+    if not isinstance(cols, int) or isinstance(cols, bool) or cols <= 0:
+        _err(f"{op}: out_cols= (the indices kept per row) is a positive integer constant, got "
+             f"{cols!r}", span, f"{op}(src, kvalue=k, cmp_mode='eq', out_cols=8)")
+    offset = kw.get("offset", 0)
+    if not isinstance(offset, int) or isinstance(offset, bool):
+        _err(f"{op}: offset= (added to every index written) is an integer constant, got {offset!r}",
+             span)
+    count = kw.get("count_dtype", dt.INT32)
+    if count not in (dt.INT32, dt.UINT32):
+        _err(f"{op}: count_dtype is pl.INT32 or pl.UINT32, got {count!r}", span)
+    return mode, offset, cols, count
+
+
+def _kvalue(op, src_dtype, k, span):
+    """The threshold: a scalar of the source's dtype (a literal takes it)."""
+    t = getattr(k, "type", None)
+    if not isinstance(t, ScalarType):
+        _err(f"{op}: kvalue is a scalar (the threshold every element is compared with), got "
+             f"{_tname(t)}", span)
+    if isinstance(k, Const):
+        if src_dtype.is_float or isinstance(k.value, int):
+            return
+    elif t.dtype == src_dtype:
+        return
+    _err(f"{op}: kvalue is a {src_dtype} scalar like the source, got {t.dtype}", span,
+         f"annotate it pl.Scalar[pl.{src_dtype.name}] or pl.cast it")
+
+
+def _compare_result(op, src, k, kw, span, kind):
+    _, _, cols, count = compare_options(op, kw, span)
+    _kvalue(op, src.dtype, k, span)
+    rows = src.shape[0]
+    if kind is TileType:
+        return TupleType((TileType((rows, cols), dt.INT32, MemorySpace.Vec),
+                          TileType((1, rows), count, MemorySpace.Vec)))
+    return TupleType((TensorType((rows, cols), dt.INT32), TensorType((1, rows), count)))
+
+
+def _tile_gather_compare(args, kw, span):
+    """Per row, the column indices (+ offset) of the elements that compare true with
+    kvalue, the first out_cols of them, and (second result) how many compared true."""
+    src = _shaped("gather_compare", args[0], span, (TileType,))
+    _src("gather_compare", src, span)
+    tmp = _shaped("gather_compare", args[2], span, (TileType,))
+    _vec_2d("gather_compare", tmp, span, "scratch tile")
+    return _compare_result("gather_compare", src, args[1], kw, span, TileType)
+
+
+def _tensor_gather_compare(args, kw, span):
+    src = _shaped("gather", args[0], span, (TensorType,))
+    _src("gather", src, span)
+    return _compare_result("gather", src, args[1], kw, span, TensorType)
+
+
+def compare_form(keywords, nargs: int) -> str:
+    """pl.gather(x, kvalue=k, cmp_mode=..., out_cols=n) is the compare form."""
+    return "gather_compare" if {"kvalue", "cmp_mode", "out_cols"} & set(keywords) else "gather"
+
+
+_COMPARE_KW = ("cmp_mode", "offset", "out_cols", "count_dtype")
+reg("tile.gather_compare", (3, 3), _tile_gather_compare, _COMPARE_KW, params=("src", "kvalue", "tmp"),
+    pto="tgather",
+    sig="pl.tile.gather_compare(src, kvalue, tmp, cmp_mode='eq', offset=0, out_cols=8, "
+        "count_dtype=pl.INT32) -> (dst, cdst)  (per row the column indices + offset of the elements that compare "
+        "true with kvalue, the first out_cols of them, INT32 [rows, out_cols]; and how many did, "
+        "[1, rows]; tmp: a Vec scratch tile)")
+reg("tensor.gather_compare", (2, 2), _tensor_gather_compare, _COMPARE_KW, params=("input", "kvalue"),
+    sig="pl.gather(x, kvalue=k, cmp_mode='eq', out_cols=8, offset=0, count_dtype=pl.INT32) -> (dst, cdst)  "
+        "(the compare form of pl.tensor.gather: see pl.tile.gather_compare)")
+
+
 reg("tile.gather", (3, 3), _tile_gather, params=("src", "indices", "tmp"), pto="tgather",
     sig="pl.tile.gather(src, indices, tmp)  (dst[i, j] = src's element at row-major position "
         "indices[i, j]; tmp: an int32 scratch tile of the indices' shape)")
@@ -126,10 +210,8 @@ reg("tile.gather_mask", (1, 1), _tile_gather_mask, ("mask_pattern", "output_dtyp
         "(the columns the pattern keeps, each row packed)")
 reg("tensor.gather", (1, 2), _tensor_gather, ("dim", "mask_pattern", "output_dtype"),
     params=("input", "index"),
-    unbuilt={k: "the index form (dim=, index=) and the mask form (mask_pattern=) are built"
-             for k in ("kvalue", "cmp_mode", "out_cols", "count_dtype")},
     sig="pl.gather(x, dim=-1, index=idx)  (torch.gather on a 2-D tensor) or pl.gather(x, "
-        "mask_pattern=pl.tile.MaskPattern.P0101)")
+        "mask_pattern=pl.tile.MaskPattern.P0101), or the compare form (kvalue=, cmp_mode=, out_cols=)")
 
 
 # ------------------------------------------------------------------------- scatter
