@@ -756,16 +756,28 @@ class _Kernel(ControlFlow, GmAccess):
         rows, cols = tile_rows_cols(t.valid_shape)
         self.env[id(v)] = _Tile(name, ty, t, (self.const(rows, "index"), self.const(cols, "index")))
 
-    def subview(self, v: Var, a: _Tile, offsets, span):
-        """A window of tile `a` at `offsets` (pto.subview): `v`'s shape, the same bytes."""
+    def subview(self, v: Var, a: _Tile, offsets, span, valid: tuple | None = None) -> _Tile:
+        """A window of tile `a` at `offsets` (pto.subview): `v`'s shape, the same bytes;
+        with `valid` (SSA rows, cols) only that part of it holds data (`v`'s valid shape
+        says which of them are known statically)."""
         t: TileType = v.type
-        ty = self.tile_ty(t, span, static_valid=True)
         offs = [self.index(o, span) for o in offsets]
         rows, cols = tile_rows_cols(t.shape)
         name = "%" + self.names.fresh(_mlir_name(v.name))
-        self.emit(f"{name} = pto.subview {a.ssa}[{', '.join(offs)}] sizes [{rows}, {cols}] : "
+        if valid is None:
+            ty = self.tile_ty(t, span, static_valid=True)
+            valid, part = (self.const(rows, "index"), self.const(cols, "index")), ""
+        else:
+            vr, vc = t.valid_shape
+            ty = self.tile_ty(t, span)                 # v_row=?, v_col=?: the known ones filled in
+            ty = ty.replace("v_row=?", f"v_row={'?' if vr is None else vr}") \
+                   .replace("v_col=?", f"v_col={'?' if vc is None else vc}")
+            part = f" valid [{valid[0]}, {valid[1]}]"
+        self.emit(f"{name} = pto.subview {a.ssa}[{', '.join(offs)}] sizes [{rows}, {cols}]{part} : "
                   f"{a.ty} -> {ty}", span)
-        self.env[id(v)] = _Tile(name, ty, t, (self.const(rows, "index"), self.const(cols, "index")))
+        val = _Tile(name, ty, t, tuple(valid))
+        self.env[id(v)] = val
+        return val
 
     def same_storage(self, a: TileType, b: TileType) -> bool:
         return _same_storage(a, b)

@@ -43,18 +43,22 @@ inline Tile<T> alloc_tile(int space, int64_t addr, int32_t rows, int32_t cols, i
     return t;
 }
 
-// pto.subview: a window of a tile, at (r, c), rows x cols, over the same bytes.
+// pto.subview: a window of a tile, at (r, c), rows x cols, over the same bytes, of which the
+// first vr x vc hold data (the window may run past the tile; the valid part may not).
 template <class T>
-inline Tile<T> subview(const Tile<T>& s, int64_t r, int64_t c, int32_t rows, int32_t cols, const char* site) {
-    if (r < 0 || c < 0 || r + rows > s.rows || c + cols > s.cols)
+inline Tile<T> subview(const Tile<T>& s, int64_t r, int64_t c, int32_t rows, int32_t cols, int64_t vr,
+                       int64_t vc, const char* site) {
+    if (vr < 0 || vr > rows || vc < 0 || vc > cols)
+        fail(site, "subview valid %lldx%lld exceeds its %dx%d window", (long long)vr, (long long)vc, rows, cols);
+    if (r < 0 || c < 0 || r + vr > s.rows || c + vc > s.cols)
         fail(site, "subview [%lld:%lld, %lld:%lld] lies outside the %dx%d tile", (long long)r,
-             (long long)(r + rows), (long long)c, (long long)(c + cols), s.rows, s.cols);
+             (long long)(r + vr), (long long)c, (long long)(c + vc), s.rows, s.cols);
     Tile<T> t = s;
     t.p = s.row(r) + c;
     t.rows = rows;
     t.cols = cols;
-    t.vr = rows;
-    t.vc = cols;
+    t.vr = int32_t(vr);
+    t.vc = int32_t(vc);
     t.addr = s.addr + (r * s.stride + c) * int64_t(sizeof(T));
     return t;
 }

@@ -32,6 +32,7 @@ from pypto.ir import ops
 from pypto.ir.nodes import (While, Assign, Call, Const, Eval, For, If, IterArg, MemorySpace,
                             Program, TensorType, TileType, TupleExpr, Var, Yield)
 from pypto.ir.visit import Rewriter
+from pypto.passes import paged_gather
 from pypto.passes.base import function_namer
 from pypto.passes.tensor_chunks import (BUDGET, _add, _call_of, _computed, _emit_tiled, _numel,  # noqa: F401
                                         _plan, _shape, _zeros)
@@ -243,6 +244,23 @@ class _Convert(Rewriter):
             return []
         if op == "gather" and isinstance(s, Assign):
             self.tiles[id(s.var)] = self.gather(s.var.name, call, span)
+            return []
+        if op == "create_l1" and isinstance(s, Assign):        # an on-chip (Mat) accumulator
+            t = s.var.type
+            self.tiles[id(s.var)] = self.new(s.var.name, "tile.create", [_shape(t.shape, span)],
+                                             {"dtype": t.dtype, "target_memory": MemorySpace.Mat}, span, "l1")
+            return []
+        if op == "gather_row" and isinstance(s, Assign):       # a GM window into it, in place
+            acc = self.tiles.get(id(self.expr(call.args[0])))
+            if acc is None:
+                raise CodegenError(f"pl.gather_row writes into {call.args[0].name!r}, which is not an "
+                                   f"on-chip accumulator of this kernel", span,
+                                   "make it with pl.create_l1 (or pl.paged_gather) in the same kernel")
+            args = [acc] + [self.expr(a) for a in call.args[1:]]
+            self.tiles[id(s.var)] = self.new(s.var.name, "tile.gather_row", args, dict(call.kwargs), span)
+            return []
+        if op == "paged_gather" and isinstance(s, Assign):
+            self.tiles[id(s.var)] = paged_gather.lower(self, s, call)
             return []
         if op == "gather_compare" and isinstance(s, Assign):   # both results of one tgather
             src = self.tile_of(call.args[0], span)

@@ -102,7 +102,7 @@ class _Infer(Rewriter):
             if c.op == "tile.store":
                 self.check_store(c, s)
             return [self.default_stmt(s)]
-        if c.op == "tile.assemble":            # in the target's space, operands where they are
+        if c.op in ("tile.assemble", "tile.gather_row"):   # in the target's space, operands where they are
             _set_space(s.var, _space(c.args[0]))
             return [self.default_stmt(s)]
         if c.op in ("tile.reshape", "tile.transpose_view", "tile.slice", "tile.set_validshape",

@@ -26,10 +26,10 @@ READS = ()
 
 # result shares arg[i]'s buffer
 _SAME_BUFFER = {"tile.matmul_acc": 0, "tile.gemv_acc": 0, "tile.reshape": 0, "tile.slice": 0, "tile.set_validshape": 0,
-                "tile.reinterpret_view": 0}
+                "tile.reinterpret_view": 0, "tile.gather_row": 0}
 
 
-_ACCUMULATE = ("tile.matmul_acc", "tile.gemv_acc")
+_ACCUMULATE = ("tile.matmul_acc", "tile.gemv_acc", "tile.gather_row")   # write their operand 0 in place
 
 
 def run(prog: Program, opts) -> Program:
@@ -180,7 +180,7 @@ def _read_after(body) -> set[int]:
             acc, name = s.value.args[0], s.value.op.removeprefix("tile.")
             if last.get(id(acc), -1) > i:
                 raise CodegenError(
-                    f"accumulator {acc.name!r} is read after {name} accumulated into it",
+                    f"accumulator {acc.name!r} is read after {name} wrote into it",
                     s.span, f"read the result of {name} instead; the accumulator is updated in place")
     return out
 

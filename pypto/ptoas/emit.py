@@ -228,8 +228,10 @@ class FuncEmitter:
             r = op.results[0]
             row, col = (self.n(v) for v in op.group("offsets"))
             rows, cols = op.value
+            vr, vc = (self.n(v) for v in op.group("valid")) if op.group("valid") else (rows, cols)
             self.emit(ind, f"const {cxx_type(r.type)} {self.n(r)} = pto::subview("
-                           f"{self.n(op.group('source')[0])}, {row}, {col}, {rows}, {cols}, {self.site(op)});")
+                           f"{self.n(op.group('source')[0])}, {row}, {col}, {rows}, {cols}, {vr}, {vc}, "
+                           f"{self.site(op)});")
         elif name == "pto.treshape":
             r = op.results[0]
             t: TileType = r.type

@@ -616,7 +616,7 @@ class Parser:
         return result_types
 
     def p_subview(self, op: Op):
-        """`%v = pto.subview %tile[%row, %col] sizes [R, C] : TB -> TB2`."""
+        """`%v = pto.subview %tile[%row, %col] sizes [R, C] [valid [%vr, %vc]] : TB -> TB2`."""
         op.operands["source"] = [self.ssa()]
         self.expect("[")
         op.operands["offsets"] = self.ssa_list("]")
@@ -628,6 +628,10 @@ class Parser:
             sizes.append(int(self.expect_kind("int", "an integer size").text))
         self.expect("]")
         op.value = sizes
+        if self.accept("valid"):          # the part of the window that holds data (run-time values)
+            self.expect("[")
+            op.operands["valid"] = self.ssa_list("]")
+            self.expect("]")
         self.expect(":")
         op.types["source"] = [self.type()]
         self.expect("->")

@@ -105,8 +105,9 @@ def op_body(op: Op) -> str:
     if n in ("pto.treshape", "pto.load_scalar"):
         return f"{_v(op.group('source')[0])} : {op.types['source'][0]} -> {res_t[0]}"
     if n == "pto.subview":
+        valid = f" valid [{_vs(op.group('valid'))}]" if op.group("valid") else ""
         return (f"{_v(op.group('source')[0])}[{_vs(op.group('offsets'))}] sizes "
-                f"[{', '.join(map(str, op.value))}] : {op.types['source'][0]} -> {res_t[0]}")
+                f"[{', '.join(map(str, op.value))}]{valid} : {op.types['source'][0]} -> {res_t[0]}")
     if n == "pto.tgetval":
         return f"ins({_vs(op.group('ins'))} : {_types(op.types['ins'])}) outs : {res_t[0]}"
     return _dps(op)

@@ -440,10 +440,16 @@ class Verifier(OpChecks):
             raise self.error(op, f"a subview keeps its tile's space, dtype and layout: {a} -> {b}")
         if (b.rows, b.cols) != tuple(sizes):
             raise self.error(op, f"subview sizes {sizes} differ from the result's {b.rows}x{b.cols}")
-        for v, size, extent in zip(offs, sizes, (a.rows, a.cols)):
+        valid = op.group("valid")
+        if valid and (len(valid) != 2 or any(not isinstance(x.type, ScalarType) or x.type.name != "index"
+                                            for x in valid)):
+            raise self.error(op, "subview's valid [rows, cols] are two index values")
+        for i, (v, size, extent) in enumerate(zip(offs, sizes, (a.rows, a.cols))):
             k = const_int(v, self.defs)
-            if k is not None and (k < 0 or k + size > extent):
-                raise self.error(op, f"subview window [{k}, {k + size}) lies outside the tile's "
+            # with a valid part, only that part must lie in the tile (the window may run past it)
+            n = const_int(valid[i], self.defs) if valid else size
+            if k is not None and n is not None and (k < 0 or k + n > extent):
+                raise self.error(op, f"subview window [{k}, {k + n}) lies outside the tile's "
                                      f"extent {extent}")
 
     def treshape(self, op: Op) -> None:

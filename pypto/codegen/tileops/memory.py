@@ -4,7 +4,8 @@ from __future__ import annotations
 from pypto.codegen.common import fail
 from pypto.codegen.tileops import emits
 from pypto.ir import ops
-from pypto.ir.nodes import Const, MemorySpace as M, PadValue
+from pypto.ir.layout import tile_layout
+from pypto.ir.nodes import Const, MemorySpace as M, PadValue, TileType
 
 MOVE_PATHS = {"a2a3": {(M.Mat, M.Left), (M.Mat, M.Right), (M.Mat, M.Bias), (M.Acc, M.Mat),
                       (M.Vec, M.Vec)}}
@@ -72,3 +73,47 @@ def random(k, v, c, span):               # pto.trandom: the seeds; the shape is 
     attr = f" {{rounds = {rounds} : i32}}" if rounds != 10 else ""
     k.emit(f"pto.trandom ins({', '.join(s.ssa for s in seeds)} : {', '.join(['i32'] * 6)}) "
            f"outs({dst.ssa} : {dst.ty}){attr}", span)
+
+
+@emits("tile.gather_row")
+def gather_row(k, v, c, span):
+    """A window of the accumulator at dst_offset (pto.subview; in a boxed Mat tile as many
+    whole fractals as hold it, only the window's rows and cols valid) and a DMA of the GM
+    window into it (pto.tload): the accumulator is written in place, never copied."""
+    acc = k.tile(c.args[0], span)
+    dst = k.alloc(v, span)
+    if not k.same_buffer(dst, acc):
+        fail("pl.gather_row writes into its accumulator in place; here the result got a buffer "
+             "of its own", span, "read the accumulator only through the result of pl.gather_row")
+    src = k.tensor(c.args[1], span)
+    rows, cols = (int(x.value) for x in c.args[4].items)
+    valid = c.args[5].items if len(c.args) > 5 else c.args[4].items
+    box = _box(v.type, k.arch)
+    prow, pcol = (-(-rows // box[0]) * box[0], -(-cols // box[1]) * box[1]) if box else (rows, cols)
+    static = tuple(x.value if isinstance(x, Const) else None for x in valid)
+    window = _Region(TileType((prow, pcol), v.type.dtype, v.type.memory_space, None,
+                              None if static == (prow, pcol) else static))
+    extent = tuple(k.index(x, span) for x in valid)
+    view = k.subview(window, dst, c.args[2].items, span, valid=extent)
+    sizes = [s if s is not None else e for s, e in zip(static, extent)]
+    pview, pty = k.partition(src, c.args[3].items, sizes, span)
+    k.emit(f"pto.tload ins({pview} : {pty}) outs({view.ssa} : {view.ty})", span)
+
+
+def _box(t: TileType, arch: str):
+    """The fractal a boxed (cube) tile is made of, (rows, cols); None for a row-major tile."""
+    _bl, sl, fr = tile_layout(t, arch)
+    if sl == "none_box":
+        return None
+    nb = t.dtype.nbytes
+    if fr == 1024 or t.memory_space is M.Acc:
+        return 16, 16
+    return (32 // nb, 16) if sl == "col_major" else (16, 32 // nb)
+
+
+class _Region:
+    """A window of a tile for k.subview: a var-like handle with the window's type."""
+    name = "row"
+
+    def __init__(self, t):
+        self.type = t

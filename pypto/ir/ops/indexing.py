@@ -4,7 +4,8 @@ from __future__ import annotations
 from pypto import dtype as dt
 from pypto.errors import NotBuiltError
 from pypto.ir.nodes import Const, MaskPattern, MemorySpace, ScalarType, TensorType, TileType, TupleType
-from pypto.ir.ops.base import _err, _shaped, _tname, reg, whole
+from pypto.ir.ops.base import _dims, _err, _ints, _shaped, _static, _tname, reg, whole
+from pypto.ir.ops.base import _indices as _offsets
 
 GATHER_DTYPES = (dt.FP16, dt.FP32, dt.INT16, dt.INT32)
 
@@ -451,3 +452,131 @@ for _ns in ("tile", "tensor"):
     reg(f"{_ns}.scatter_update", (4, 4), _scatter_update, params=("input", "dim", "index", "src"),
         sig="pl.scatter_update(x, -2, index, src)  (x with row index.flat[k] replaced by src's row "
             "k; a tile.scatter at the rows' positions)")
+
+
+# ---------------------------------------------------------------- rows into on-chip memory
+# A kernel builds a matmul operand (Mat) or a Vec tile from scattered GM rows: one DMA a
+# row, straight into a window of the on-chip tile (no UB round trip for Mat).
+ROW_DTYPES = (dt.FP16, dt.BF16, dt.FP32, dt.INT8)
+_TRANSPOSED = "row-into-column gathers (transpose=True, the ZN layout) are not built; gather rows " \
+              "and multiply with b_trans=False"
+
+
+def _create_l1(args, kw, span):
+    shape = _dims("create_l1", args[0], span)
+    dtype = kw.get("dtype")
+    if not isinstance(dtype, dt.DataType):
+        _err("create_l1: dtype= is required, e.g. pl.create_l1([128, 128], pl.FP16)", span)
+    if len(shape) != 2:
+        _err(f"create_l1: an on-chip accumulator is 2-D, got {shape}", span)
+    return TensorType(tuple(shape), dtype)
+
+
+def _row_window(op, acc, src, args, span):
+    """(static window shape, its valid part) of a gather_row; the offsets checked."""
+    if len(acc.shape) != 2 or len(src.shape) != 2:
+        _err(f"{op}: the accumulator and the source are 2-D", span)
+    if acc.dtype != src.dtype:
+        _err(f"{op}: the accumulator holds {acc.dtype}, the source {src.dtype}", span,
+             "gather into an accumulator of the source's dtype")
+    for what, x in (("dst_offset", args[2]), ("src_offset", args[3])):
+        if len(_offsets(op, x, span)) != 2:
+            _err(f"{op}: {what} is [row, col]", span)
+    shape = _static(op, _ints(op, args[4], span, "shapes"), span, "shapes (the window, static)")
+    if len(shape) != 2 or min(shape) <= 0:
+        _err(f"{op}: shapes is the [rows, cols] window, positive, got {shape}", span)
+    if shape[1] > acc.shape[1] or shape[0] > acc.shape[0]:
+        _err(f"{op}: a {shape} window does not fit the {list(acc.shape)} accumulator", span)
+    valid = None
+    if len(args) > 5:
+        valid = _offsets(op, args[5], span)
+        if len(valid) != 2:
+            _err(f"{op}: valid_shape is [rows, cols]", span)
+        for v, n in zip(valid, shape):
+            if isinstance(v, Const) and not 0 <= v.value <= n:
+                _err(f"{op}: valid_shape {v.value} exceeds the window's {n}", span)
+    return shape, valid
+
+
+def _gather_row(ns):
+    def infer(args, kw, span):
+        op = "gather_row"
+        acc = _shaped(op, args[0], span, (TileType,) if ns == "tile" else (TensorType,))
+        src = _shaped(op, args[1], span, (TensorType,))
+        _row_window(op, acc, src, args, span)
+        if ns == "tile" and acc.memory_space not in (None, MemorySpace.Mat, MemorySpace.Vec):
+            _err(f"{op}: rows are loaded into a Mat or Vec tile, not {acc.memory_space}", span)
+        if acc.dtype not in ROW_DTYPES:
+            _err(f"{op}: rows of fp16, bf16, fp32 or int8 are gathered, got {acc.dtype}", span)
+        return acc
+    return infer
+
+
+def paged_options(kw, span) -> tuple[int, int, int, MemorySpace, int]:
+    """(block_size, size, max_indices, space, col_off) of a paged gather, checked."""
+    vals = []
+    for k in ("block_size", "size", "max_indices"):
+        v = kw.get(k)
+        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+            _err(f"paged_gather: {k}= is a positive integer constant, got {v!r}", span,
+                 "pl.paged_gather(src, idx, block_table, block_size=16, size=128, max_indices=16)")
+        vals.append(v)
+    space = kw.get("space", MemorySpace.Mat)
+    if space not in (MemorySpace.Mat, MemorySpace.Vec):
+        _err(f"paged_gather: space= is pl.Mem.Mat (L1, the default) or pl.Mem.Vec, got {space!r}", span)
+    off = kw.get("col_off", 0)
+    if not isinstance(off, int) or isinstance(off, bool) or off < 0:
+        _err(f"paged_gather: col_off= is a non-negative integer constant, got {off!r}", span)
+    return (*vals, space, off)
+
+
+def _paged_gather(args, kw, span):
+    """out[i, :] = src[block_table[idx // B] * B + idx % B, col_off : col_off + size] for
+    each logical index idx = indices[i]; [max_indices, size] on chip."""
+    op = "paged_gather"
+    src = _shaped(op, args[0], span, (TensorType,))
+    idx = _shaped(op, args[1], span, (TensorType,))
+    table = _shaped(op, args[2], span, (TensorType,))
+    block, size, most, _space, off = paged_options(kw, span)
+    if not isinstance(kw.get("is_b_matrix", False), bool):
+        _err(f"{op}: is_b_matrix= is True or False", span)
+    if len(src.shape) != 2 or src.dtype not in ROW_DTYPES:
+        _err(f"{op}: the pool is a 2-D fp16, bf16, fp32 or int8 tensor, got {_tname(src)}", span)
+    for what, t in (("indices", idx), ("block_table", table)):
+        if t.dtype != dt.INT32 or not (len(t.shape) == 1 or (len(t.shape) == 2 and t.shape[0] == 1)):
+            _err(f"{op}: {what} is an int32 [n] or [1, n] tensor, got {_tname(t)}", span)
+    n = idx.shape[-1]
+    if not isinstance(n, int):
+        from pypto.errors import NotBuiltError
+        raise NotBuiltError(f"{op}: indices of a length known only at run time are not supported by "
+                            f"this pypto yet", span, "pass indices of a static length (pad with valid rows)")
+    if n > most:
+        _err(f"{op}: {n} indices exceed max_indices={most}", span)
+    if isinstance(src.shape[1], int) and off + size > src.shape[1]:
+        _err(f"{op}: columns [{off}, {off + size}) lie outside the pool's {src.shape[1]}", span)
+    return TensorType((most, size), src.dtype)
+
+
+reg("tensor.create_l1", (1, 1), _create_l1, ("dtype", "transpose"), params=("shape",),
+    unbuilt={"transpose": _TRANSPOSED},
+    sig="pl.create_l1([M, N], pl.FP16)  (an on-chip (Mat) accumulator a kernel fills with "
+        "pl.gather_row and hands to pl.matmul)")
+reg("tensor.gather_row", (5, 6), _gather_row("tensor"), ("transpose",),
+    params=("acc", "src", "dst_offset", "src_offset", "shapes", "valid_shape"),
+    unbuilt={"transpose": _TRANSPOSED},
+    sig="pl.gather_row(acc, src, [row, col], [src_row, src_col], [R, C], valid_shape=[r, c])  "
+        "(the GM window written straight into acc at [row, col], in place; valid_shape: how much "
+        "of it moves, run-time values allowed)")
+reg("tile.gather_row", (5, 6), _gather_row("tile"), ("transpose",),
+    params=("acc", "src", "dst_offset", "src_offset", "shapes", "valid_shape"), pto="tload",
+    unbuilt={"transpose": _TRANSPOSED},
+    sig="pl.tile.gather_row(acc, src, [row, col], [src_row, src_col], [R, C], valid_shape=None)  "
+        "(pto.subview of acc + pto.tload of the GM window into it)")
+reg("tensor.paged_gather", (3, 3), _paged_gather,
+    ("block_size", "size", "max_indices", "space", "col_off", "is_trans", "is_b_matrix"),
+    params=("src", "indices", "block_table"),
+    unbuilt={"is_trans": _TRANSPOSED},
+    sig="pl.paged_gather(src, indices, block_table, block_size=B, size=D, max_indices=N, "
+        "space=pl.Mem.Mat, col_off=0)  (row i = src[block_table[idx // B] * B + idx % B, "
+        "col_off:col_off + D] for idx = indices[i]; [N, D] on chip; is_b_matrix=: the reference's hint "
+        "that it feeds a matmul as B, checked to be a bool (Mat tiles have one layout here))")
