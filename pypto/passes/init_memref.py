@@ -78,6 +78,7 @@ def _function(f: Function) -> Function:
     body = _protect_overwritten(f.body, _read_after(f.body), names)
     stmts, last = _last_reads(body)
     def_at = {id(s.var): i for i, s in enumerate(stmts) if isinstance(s, Assign)}
+    phis = _phi_sources(body)
     g = _Groups()
     order: list[Var] = []
     for s in walk(body):
@@ -110,7 +111,7 @@ def _function(f: Function) -> Function:
             for i, a in enumerate(s.iter_args):
                 g.union(a.var, a.init)
                 if y is not None and i < len(y.values) and \
-                        not _overwrites_live(y.values[i], a.var, stmts, def_at, last):
+                        not _overwrites_live(y.values[i], a.var, stmts, def_at, last, phis):
                     g.union(a.var, y.values[i])
                 if i < len(s.return_vars):
                     g.union(a.var, s.return_vars[i])
@@ -158,9 +159,24 @@ def _last_reads(body):
     return order, last
 
 
-def _overwrites_live(v, carried: Var, stmts, def_at, last) -> bool:
+def _phi_sources(body) -> dict[int, list]:
+    """An if's result -> the values its branches yield for it (they share its buffer)."""
+    out: dict[int, list] = {}
+    for s in walk(body):
+        if isinstance(s, If):
+            for branch in (s.then_body, s.else_body or []):
+                y = _yield_of(branch)
+                for r, v in zip(s.return_vars, y.values if y is not None else []):
+                    out.setdefault(id(r), []).append(v)
+    return out
+
+
+def _overwrites_live(v, carried: Var, stmts, def_at, last, phis=None) -> bool:
     """Would computing `v` into the carried value's buffer clobber it before its last read?
-    Reading it in the very statement is fine for an elementwise op on equal shapes."""
+    Reading it in the very statement is fine for an elementwise op on equal shapes. An
+    if's result is computed by its branches: each of their values is asked."""
+    if phis and id(v) in phis:
+        return any(_overwrites_live(b, carried, stmts, def_at, last, phis) for b in phis[id(v)])
     d = def_at.get(id(v))
     if d is None or last.get(id(carried), -1) < d:
         return False

@@ -112,7 +112,49 @@ def broadcast_ref(x):
     return d / d.sum(axis=1, keepdims=True) + x
 
 
+def online_branchy():
+    """As online, but the step is an if/else (the first chunk starts the sum): the loop
+    carries the if's result, whose branch values are computed while m is still read."""
+    @pl.program
+    class OnlineIf:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[64, 64], pl.FP32],
+              y: pl.Out[pl.Tensor[[16, 64], pl.FP32]]) -> pl.Tensor[[16, 64], pl.FP32]:
+            m = pl.load(x, [0, 0], [16, 64])
+            l = pl.load(x, [0, 0], [16, 64])
+            for i in pl.range(4):
+                t = pl.load(x, [i * 16, 0], [16, 64])
+                if i == 0:
+                    m_new = pl.maximum(m, t)
+                    l = pl.mul(l, pl.exp(pl.sub(m, m_new)))
+                    m = m_new
+                else:
+                    m_new = pl.maximum(m, t)
+                    l = pl.add(pl.mul(l, pl.exp(pl.sub(m, m_new))), pl.exp(pl.sub(t, m_new)))
+                    m = m_new
+            y = pl.store(pl.add(l, m), [0, 0], y)
+            return y
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[64, 64], pl.FP32],
+                 y: pl.Out[pl.Tensor[[16, 64], pl.FP32]]) -> pl.Tensor[[16, 64], pl.FP32]:
+            y = self.k(x, y)
+            return y
+    return OnlineIf
+
+
+def online_branchy_ref(x):
+    m, l = x[:16].copy(), x[:16].copy()
+    for i in range(4):
+        t = x[i * 16:(i + 1) * 16]
+        mn = np.maximum(m, t)
+        l = l * np.exp(m - mn) + (np.exp(t - mn) if i else 0)
+        m = mn
+    return l + m
+
+
 CASES = {
+    "online_branchy": (online_branchy, (64, 64), (16, 64), online_branchy_ref),
     "online": (online, (64, 64), (16, 64), online_ref),
     "reread_init": (reread_init, (16, 64), (16, 64), lambda x: (x + 3 * x) - x),
     "broadcast": (broadcast, (16, 64), (16, 64), broadcast_ref),
