@@ -723,12 +723,15 @@ class _Kernel(ControlFlow, GmAccess):
             self.buffers[-1][key] = val
         return val
 
-    def op(self, name: str, ins: list, outs: _Tile, span, attr_first: str = ""):
+    def op(self, name: str, ins: list, outs: _Tile, span, attr_first: str = "", attrs: str = ""):
+        """`pto.name ins(...) outs(...)`; `attr_first` rides on the last operand, `attrs`
+        (a dict) follows outs."""
         operands = ", ".join(x.ssa for x in ins)
         if attr_first:
             operands = operands + attr_first
         tys = ", ".join(x.ty for x in ins)
-        self.emit(f"pto.{name} ins({operands} : {tys}) outs({outs.ssa} : {outs.ty})", span)
+        tail = f" {attrs}" if attrs else ""
+        self.emit(f"pto.{name} ins({operands} : {tys}) outs({outs.ssa} : {outs.ty}){tail}", span)
 
     def tile_op(self, v: Var, c: Call, span):
         """The op's emitter, found from its name (pypto.codegen.tileops, by family)."""

@@ -351,6 +351,10 @@ class _Convert(Rewriter):
             return []
         args = [self.tile_of(a, span) for a in call.args]
         kwargs = dict(call.kwargs)
+        if op == "rsqrt" and kwargs.get("high_precision") and len(args) == 1:   # the precise form's scratch
+            t = args[0].type
+            args.append(self.new(base, "tile.create", [_shape(t.shape, span)],
+                                 {"dtype": t.dtype, "target_memory": MemorySpace.Vec}, span, "scratch"))
         if op in ops.ROW_REDUCE and len(args) == 1:
             t = args[0].type
             scratch = self.new(base, "tile.create", [_shape(t.shape, span)],

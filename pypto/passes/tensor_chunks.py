@@ -79,6 +79,12 @@ class _Group:
     leaves: list = field(default_factory=list)   # tensors the group reads (loaded per chunk)
 
 
+def _scratch(op: str | None, call) -> bool:
+    """Ops whose tile form takes a scratch tile of the operand's shape: the row reductions
+    and the precise rsqrt."""
+    return op in _ROW_REDUCE or (op == "rsqrt" and bool(call.kwargs.get("high_precision")))
+
+
 def _is_member_op(op: str | None) -> bool:
     return op in _ELEMENTWISE or op in _ROW_REDUCE or op in ("assemble", "full")
 
@@ -224,7 +230,7 @@ def _peak(g: _Group, C, in_place: bool) -> int:
                 loaded.add(id(a))
                 defs.append((id(a), _nbytes(_chunk_of(a.type.shape, S, C), a.type.dtype)))
             uses.append(id(a))
-        if op in _ROW_REDUCE:
+        if _scratch(op, _call_of(s)):
             t = args[0].type
             defs.append((("scratch", id(s)), _nbytes(_chunk_of(t.shape, S, C), t.dtype)))
             uses.append(("scratch", id(s)))
@@ -422,7 +428,7 @@ def _emit_tiled(conv, g: _Group) -> list:
                 args = [_shape(_chunk_of(s.var.type.shape, S, C), s.span)]
             else:
                 args = [tile(a) for a in c.args]
-            if op in _ROW_REDUCE and len(args) == 1:
+            if _scratch(op, c) and len(args) == 1:
                 t = args[0].type
                 args.append(conv.new(s.var.name, "tile.create", [_shape(t.shape, s.span)],
                                      {"dtype": t.dtype, "target_memory": MemorySpace.Vec}, s.span, "scratch"))

@@ -29,7 +29,7 @@ INT_SCALARS = {"index", "i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", 
 
 # operand counts per kind: (allowed ins counts, outs count)
 ARITY = {
-    "binary": ((2,), 1), "binary_full": ((2,), 1), "scalar": ((2,), 1), "unary": ((1,), 1),
+    "binary": ((2,), 1), "binary_full": ((2,), 1), "scalar": ((2,), 1), "unary": ((1, 2), 1),
     "rowreduce": ((1, 2), 1), "colreduce": ((1, 2), 1), "rowexpand_binary": ((2,), 1),
     "colexpand_binary": ((2,), 1), "rowexpand": ((1,), 1), "colexpand": ((1,), 1),
     "fill": ((1,), 1), "cvt": ((1,), 1), "mov": ((1,), 1), "trans": ((1, 2), 1),
@@ -48,6 +48,8 @@ VECTOR_KINDS = {"binary", "binary_full", "scalar", "unary", "rowreduce", "colred
                 "rowexpand_binary", "colexpand_binary", "rowexpand", "colexpand", "fill", "cvt",
                 "trans", "fillpad", "tri", "ci", "concat"}
 MASK_KINDS = {"cmp", "cmps", "sel", "sels"}
+# ops with a precise mode: precisionType's enum per op
+PRECISION_KINDS = {"pto.tdiv": "div_precision", "pto.tlog": "log_precision", "pto.trecip": "recip_precision"}
 ARG_KINDS = {"rowargreduce", "colargreduce"}
 ACC_STORE_DTYPES = {"f32", "f16", "bf16", "i32"}
 # pto.tstore's atomicType attribute: its values, and whether each adds into GM
@@ -477,6 +479,7 @@ class Verifier(OpChecks):
         if len(ins) not in n_ins or len(outs) != n_outs or op.results:
             want = " or ".join(map(str, n_ins))
             raise self.error(op, f"{n} takes ins({want} operand(s)) outs({n_outs}) and defines no result")
+        self.precision(op)
         if kind == "load":
             return self.tload(op, ins[0], outs[0])
         if kind == "store":
@@ -517,6 +520,18 @@ class Verifier(OpChecks):
         else:
             self.matmul(op, kind, ins, outs[0])
 
+    def precision(self, op: Op) -> None:
+        """{precisionType = #pto<KIND high_precision|default>} on tdiv, tlog and trecip only."""
+        attr = op.attr("precisionType")
+        kind = PRECISION_KINDS.get(op.name)
+        if attr is None:
+            return
+        if kind is None:
+            raise self.error(op, f"{op.name} has no precisionType (tdiv, tlog and trecip have)")
+        if attr not in (f"#pto<{kind} high_precision>", f"#pto<{kind} default>"):
+            raise self.error(op, f"{op.name}'s precisionType is #pto<{kind} high_precision> or "
+                                 f"#pto<{kind} default>, not {attr}")
+
     def vector_op(self, op: Op, kind: str, ins: list[Value], out: Value, d: TileType) -> None:
         spec = TILE_OPS[op.name]
         tiles = [v for v in ins if not isinstance(v.type, ScalarType)]
@@ -551,6 +566,10 @@ class Verifier(OpChecks):
         M, N = ds
         if kind in ("binary", "binary_full", "scalar", "unary", "cvt", "rowexpand_binary", "colexpand_binary"):
             need(shapes[0], ds, "the source shape")
+        if kind == "unary" and len(tiles) == 2:        # trsqrt's precise form: a scratch like the source
+            if op.name != "pto.trsqrt":
+                raise self.error(op, f"{op.name} takes one operand (trsqrt's precise form takes a scratch)")
+            need(shapes[1], ds, "the scratch tile")
         if kind == "binary":
             b = shapes[1]
             if not (_same(b, ds) or _same(b, (M, 1)) or _same(b, (1, N))):

@@ -25,7 +25,10 @@ def binary(k, v, c, span):
             name = f"tcolexpand{_BROADCAST[c.op]}"
         else:
             fail(f"{c.op}: shapes {list(a.tile.shape)} and {list(b.tile.shape)} do not match", span)
-    k.op(name, [a, b], k.alloc(v, span), span)
+    if name != ops.OPS[c.op].pto and c.kwargs.get("high_precision"):
+        fail(f"{c.op}: high_precision is for tile / tile division of equal shapes", span,
+             "divide by a tile of the dividend's shape (pl.row_expand / pl.col_expand the divisor)")
+    k.op(name, [a, b], k.alloc(v, span), span, attrs=_precision(c))
 
 
 @emits(*(f"tile.{o}" for o in tuple(ops.SCALAR_FORM.values()) + ops.SCALAR_ONLY))
@@ -36,9 +39,17 @@ def scalar(k, v, c, span):
 
 
 @emits(*(f"tile.{o}" for o in ops.UNARY))
-def unary(k, v, c, span):                # a scratch tile (rsqrt, recip) is not needed here
-    a = k.tile(c.args[0], span)
-    k.op(ops.OPS[c.op].pto, [a], k.alloc(v, span), span)
+def unary(k, v, c, span):
+    """rsqrt with a scratch tile is its precise form (both operands, as the reference
+    writes it); recip's scratch tile is not the hardware's and is not passed on."""
+    ins = [k.tile(x, span) for x in (c.args if c.op == "tile.rsqrt" else c.args[:1])]
+    k.op(ops.OPS[c.op].pto, ins, k.alloc(v, span), span, attrs=_precision(c))
+
+
+def _precision(c) -> str:
+    """{precisionType = #pto<KIND high_precision>} after outs, when the precise mode is asked."""
+    kind = ops.PRECISION.get(c.op.split(".", 1)[1])
+    return f"{{precisionType = #pto<{kind} high_precision>}}" if kind and c.kwargs.get("high_precision") else ""
 
 
 @emits("tile.cast")

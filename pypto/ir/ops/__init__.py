@@ -12,7 +12,8 @@ from pypto import dtype as dt
 from pypto.errors import NotBuiltError, Span
 from pypto.ir.nodes import MemorySpace, ScalarType, TileType
 from pypto.ir.ops.base import OPS, OpDef, _err, _tname
-from pypto.ir.ops.elementwise import BINARY, SCALAR_FORM, SCALAR_ONLY, UNARY, FLOAT_ONLY, INT_ONLY, PART
+from pypto.ir.ops.elementwise import (BINARY, SCALAR_FORM, SCALAR_ONLY, UNARY, FLOAT_ONLY, INT_ONLY, PART,  # noqa: F401
+                                      PRECISION)
 from pypto.ir.ops.reduction import ARG_REDUCE, ROW_REDUCE, COL_REDUCE, ROW_EXPAND, COL_EXPAND
 from pypto.ir.ops import (indexing as _indexing, matmul as _matmul, memory as _memory,  # noqa: F401
                           shape as _shape, sort as _sort, array as _array)   # (register their ops)

@@ -13,6 +13,9 @@ SCALAR_FORM = {"add": "adds", "sub": "subs", "mul": "muls", "div": "divs",
                "and_": "ands", "or_": "ors", "xor": "xors", "shl": "shls", "shr": "shrs"}
 UNARY = ("exp", "log", "sqrt", "rsqrt", "recip", "neg", "abs", "relu", "not_", "sin", "cos")
 SCRATCH = ("rsqrt", "recip")       # take an optional scratch tile and high_precision=
+# high_precision=True asks for the chip's precise mode: for these the pto op's precisionType
+# attribute (its enum's name), for rsqrt the form with a scratch tile
+PRECISION = {"div": "div_precision", "log": "log_precision", "recip": "recip_precision"}
 SCALAR_ONLY = ("lrelu",)           # tile-scalar ops with no tile-tile form
 # bitwise: integer elements only, and no broadcast (a Python keyword gets a trailing _)
 INT_ONLY = ("and_", "or_", "xor", "shl", "shr", "not_")
@@ -24,8 +27,14 @@ PTO = {"add": "tadd", "sub": "tsub", "mul": "tmul", "div": "tdiv", "maximum": "t
        "relu": "trelu", "not_": "tnot"}
 
 
+def _precision(op, kw, span):
+    if "high_precision" in kw and not isinstance(kw["high_precision"], bool):
+        _err(f"{op}: high_precision is True or False", span)
+
+
 def _binary(op):
     def infer(args, kw, span):
+        _precision(op, kw, span)
         a, b = _shaped(op, args[0], span), _shaped(op, args[1], span)
         if type(a) is not type(b):
             _err(f"{op}: cannot mix {_tname(a)} and {_tname(b)}", span, _MIX_HINT)
@@ -71,8 +80,10 @@ def _unary(op):
             if type(tmp) is not type(a) or tuple(tmp.shape) != tuple(a.shape) or tmp.dtype != a.dtype:
                 _err(f"{op}: the scratch tile is {_tname(tmp)} but x is {_tname(a)}", span,
                      "the scratch tile has x's shape and dtype")
-        if "high_precision" in kw and not isinstance(kw["high_precision"], bool):
-            _err(f"{op}: high_precision is True or False", span)
+        _precision(op, kw, span)
+        if op == "tile.rsqrt" and kw.get("high_precision") and len(args) < 2:
+            _err("tile.rsqrt: the precise form is the one with a scratch tile", span,
+                 "pl.tile.rsqrt(x, tmp) with tmp a tile of x's shape and dtype")
         if name in INT_ONLY:
             int_only(op, a, span)
         if name in FLOAT_ONLY and not a.dtype.is_float:
@@ -109,20 +120,29 @@ for _ns in ("tensor", "tile"):
         _rule = ("integer elements, equal shapes" if _o in INT_ONLY else
                  "fmod: the dividend's sign, rem: the divisor's; equal shapes" if _o in ("fmod", "rem")
                  else "same dtype; equal shapes, add/sub/mul/div also broadcast [M,1] or [1,N]")
-        reg(f"{_ns}.{_o}", (2, 2), _binary(f"{_ns}.{_o}"), params=("lhs", "rhs"),
-            sig=f"pl.{_o}(a, b)  ({_rule})", pto=PTO[_o])
+        _hp = ("high_precision",) if _o in PRECISION else ()
+        reg(f"{_ns}.{_o}", (2, 2), _binary(f"{_ns}.{_o}"), _hp, params=("lhs", "rhs"),
+            sig=f"pl.{_o}(a, b{', high_precision=False' if _hp else ''})  ({_rule}"
+                + ("; high_precision: the chip's precise mode (the pto op's precisionType); the "
+                   "simulator computes both modes alike" if _hp else "") + ")", pto=PTO[_o])
         _s = SCALAR_FORM[_o]
         reg(f"{_ns}.{_s}", (2, 2), _scalar_binary(f"{_ns}.{_s}"), params=("lhs", "rhs"),
             sig=f"pl.{_s}(x, scalar)" + ("  (integer elements and scalar)" if _o in INT_ONLY else ""),
             pto=PTO[_o] + "s")
     for _o in UNARY:
         if _o in SCRATCH:          # a scratch tile the hardware's precise form uses
+            how = ("the precise form takes a scratch tile of x's shape (tensor level: made for it)"
+                   if _o == "rsqrt" else "the precise mode is the pto op's precisionType")
             reg(f"{_ns}.{_o}", (1, 2), _unary(f"{_ns}.{_o}"), ("high_precision",), params=("x", "tmp"),
-                sig=f"pl.{_o}(x, tmp=None, high_precision=False)  (results are exact here either "
-                    f"way; tmp, a tile of x's shape, is checked)", pto=PTO[_o])
+                sig=f"pl.{_o}(x, tmp=None, high_precision=False)  ({how}; the simulator computes "
+                    f"both modes alike)", pto=PTO[_o])
             continue
-        reg(f"{_ns}.{_o}", (1, 1), _unary(f"{_ns}.{_o}"), params=("x",),
-            sig=f"pl.{_o}(x)" + ("  (integer elements)" if _o in INT_ONLY else ""), pto=PTO[_o])
+        _hp = ("high_precision",) if _o in PRECISION else ()
+        reg(f"{_ns}.{_o}", (1, 1), _unary(f"{_ns}.{_o}"), _hp, params=("x",),
+            sig=f"pl.{_o}(x{', high_precision=False' if _hp else ''})"
+                + ("  (integer elements)" if _o in INT_ONLY else "")
+                + ("  (high_precision: the chip's precise mode, the pto op's precisionType; the "
+                   "simulator computes both modes alike)" if _hp else ""), pto=PTO[_o])
     reg(f"{_ns}.cast", (1, 1), _cast, ("dtype", "mode"), params=("x",),
         aliases={"target_type": "dtype"},
         sig="pl.cast(x, pl.FP16)  (or target_type=pl.FP16; mode=\"round\" and the other round modes)")
