@@ -152,7 +152,23 @@ PTO_BINARY(tor, B_FULL, x | y)
 PTO_BINARY(txor, B_FULL, x ^ y)
 PTO_BINARY(tshl, B_FULL, x << y)
 PTO_BINARY(tshr, B_FULL, x >> y)
-PTO_BINARY(trowexpandadd, B_ROW, x + y)
+// pto.trowexpandadd: b a value per row [M, 1], or a packed 32-byte block per row whose lanes
+// repeat across the row; a scratch tile (the hardware's workspace) may follow.
+template <class T>
+inline void trowexpandadd(const Tile<T>& d, const Tile<T>& a, const Tile<T>& b, const char* site) {
+    constexpr int64_t lanes = 32 / int64_t(sizeof(T));
+    if (b.vc == 1) {
+        map2(d, a, b, B_ROW, [](auto x, auto y) { return x + y; }, site);
+        return;
+    }
+    if (b.vc != lanes || b.vr != d.vr)
+        fail(site, "the per-row operand %dx%d is neither %dx1 nor a %dx%lld block carrier", b.vr, b.vc, d.vr,
+             d.vr, (long long)lanes);
+    same_valid(d, a, site);
+    using C = calc_t<T>;
+    for (int64_t i = 0; i < d.vr; ++i)
+        for (int64_t j = 0; j < d.vc; ++j) d.row(i)[j] = T(C(a.row(i)[j]) + C(b.row(i)[j % lanes]));
+}
 PTO_BINARY(trowexpandsub, B_ROW, x - y)
 PTO_BINARY(trowexpandmul, B_ROW, x * y)
 PTO_BINARY(trowexpanddiv, B_ROW, div_(x, y, site))

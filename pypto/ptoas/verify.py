@@ -30,7 +30,7 @@ INT_SCALARS = {"index", "i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", 
 # operand counts per kind: (allowed ins counts, outs count)
 ARITY = {
     "binary": ((2,), 1), "binary_full": ((2,), 1), "scalar": ((2,), 1), "unary": ((1, 2), 1),
-    "rowreduce": ((1, 2), 1), "colreduce": ((1, 2), 1), "rowexpand_binary": ((2,), 1),
+    "rowreduce": ((1, 2), 1), "colreduce": ((1, 2), 1), "rowexpand_binary": ((2, 3), 1),
     "colexpand_binary": ((2,), 1), "rowexpand": ((1,), 1), "colexpand": ((1,), 1),
     "fill": ((1,), 1), "cvt": ((1,), 1), "mov": ((1,), 1), "trans": ((1, 2), 1),
     "load": ((1,), 1), "store": ((1,), 1), "matmul": ((2,), 1), "matmul_acc": ((3,), 1),
@@ -577,7 +577,12 @@ class Verifier(OpChecks):
         elif kind == "binary_full":
             need(shapes[1], ds, "the second operand")
         elif kind == "rowexpand_binary":
-            need(shapes[1], (M, 1), "the per-row operand")
+            lanes = 32 // BY_MLIR[d.dtype].nbytes
+            packed = op.name == "pto.trowexpandadd" and _same(shapes[1], (M, lanes))
+            if not packed:      # trowexpandadd also takes a 32-byte block per row, repeated
+                need(shapes[1], (M, 1), "the per-row operand")
+            if len(tiles) == 3 and op.name != "pto.trowexpandadd":
+                raise self.error(op, f"{op.name} takes two operands (trowexpandadd also a scratch)")
         elif kind == "colexpand_binary":
             need(shapes[1], (1, N), "the per-column operand")
         elif kind == "rowexpand":

@@ -23,9 +23,9 @@ def reduce_all_operands(k, v, c, span):
 
 
 @emits(*(f"tile.{o}" for o in ops.ROW_EXPAND + ops.COL_EXPAND))
-def expand(k, v, c, span):
-    a, b = k.tile(c.args[0], span), k.tile(c.args[1], span)
-    k.op(ops.OPS[c.op].pto, [a, b], k.alloc(v, span), span)
+def expand(k, v, c, span):                # (row_expand_add's optional scratch is passed on)
+    ins = [k.tile(x, span) for x in c.args]
+    k.op(ops.OPS[c.op].pto, ins, k.alloc(v, span), span)
 
 
 @emits("tile.row_expand", "tile.col_expand")

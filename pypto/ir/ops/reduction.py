@@ -59,6 +59,39 @@ def _expand(op, row):
     return infer
 
 
+ROW_EXPAND_ADD_DTYPES = (dt.INT8, dt.INT16, dt.INT32, dt.FP16, dt.FP32)
+
+
+def _row_expand_add(op):
+    """x + v per row, v a column [M, 1] or a packed carrier [M, 32 bytes] whose lanes repeat
+    across the row (pto.trowexpandadd's two forms); v's valid rows are x's; an optional
+    scratch tile (the hardware's workspace on a2/a3)."""
+    def infer(args, kw, span):
+        a, v = _shaped(op, args[0], span), _shaped(op, args[1], span)
+        if type(a) is not type(v):
+            _err(f"{op}: cannot mix {_tname(a)} and {_tname(v)}", span)
+        _check_dtype(op, a, v, span)
+        if a.dtype not in ROW_EXPAND_ADD_DTYPES:
+            _err(f"{op} adds int8, int16, int32, fp16 or fp32 elements, got {a.dtype}", span)
+        if len(a.shape) != 2 or len(v.shape) != 2:
+            _err(f"{op} expects 2-D operands", span)
+        lanes = 32 // a.dtype.nbytes if isinstance(a, TileType) else 1   # (packed: tile level)
+        if v.shape[0] != a.shape[0] or v.shape[1] not in (1, lanes):
+            packed = f" or [{a.shape[0]}, {lanes}] (a 32-byte block per row, repeated)" if lanes > 1 else \
+                " (a packed 32-byte carrier is a tile-level form: pl.tile.row_expand_add)"
+            _err(f"{op}: vector operand must have shape [{a.shape[0]}, 1] (a value per row){packed}, "
+                 f"got {list(v.shape)}", span)
+        if valid_of(v)[0] != valid_of(a)[0] or valid_of(v)[1] != v.shape[1]:
+            _err(f"{op}: the vector's valid shape {list(valid_of(v))} must cover x's valid rows "
+                 f"{valid_of(a)[0]} and all its {v.shape[1]} columns", span)
+        if len(args) > 2:
+            tmp = _shaped(op, args[2], span, (TileType,))
+            if isinstance(a, TileType) and tmp.memory_space not in (None, MemorySpace.Vec):
+                _err(f"{op}: the scratch tile is a Vec tile", span)
+        return _same_kind(a, a.shape, a.dtype, valid_of(a))
+    return infer
+
+
 def _broadcast(op, row):
     """row_expand(target, v[M,1]) / col_expand(target, v[1,N]): v broadcast to target's
     shape (target's values are not read)."""
@@ -87,7 +120,13 @@ for _ns in ("tensor", "tile"):
     for _o in COL_REDUCE:
         reg(f"{_ns}.{_o}", (1, 2), _col_reduce(f"{_ns}.{_o}"), params=("x", "tmp"),
             sig=f"pl.{_o}(x)  ([M,N] -> [1,N])", pto=_pto(_o))
+    reg(f"{_ns}.row_expand_add", (2, 3), _row_expand_add(f"{_ns}.row_expand_add"), params=("x", "v", "tmp"),
+        sig="pl.row_expand_add(x, v, tmp=None)  (x [M,N] + v per row: v [M,1], or a packed 32-byte "
+            "block per row [M, 32/bytes] whose lanes repeat across the row; tmp: a Vec scratch)",
+        pto=_pto("row_expand_add"))
     for _o in ROW_EXPAND:
+        if _o == "row_expand_add":
+            continue
         reg(f"{_ns}.{_o}", (2, 2), _expand(f"{_ns}.{_o}", True), params=("x", "v"),
             sig=f"pl.{_o}(x, v)  (x [M,N], v [M,1]" + ("; exp(x - v)" if "expdif" in _o else "")
                 + ")", pto=_pto(_o))
