@@ -1,7 +1,8 @@
 """InferTileMemorySpace: every tile gets a memory space.
 
 Loads land where `target_memory` says, moves where they are sent, matmul results in
-Acc, a reshape stays where its source is, everything else computes in Vec. Where an operand sits in the wrong space for its
+Acc, a reshape stays where its source is, a cast of a matmul result lands in Mat (the
+cube's write-back converts), everything else computes in Vec. Where an operand sits in the wrong space for its
 consumer, a `tile.move` is inserted when the chip has that data path -- through Mat
 when a tile bound for Left/Right has no direct path there (a matmul result feeding
 another matmul goes Acc -> Mat -> Left, also for an explicit move); otherwise the
@@ -109,6 +110,15 @@ class _Infer(Rewriter):
                     "tile.reinterpret_view"):
             # views: where their source is
             _set_space(s.var, _space(c.args[0]))
+            return [self.default_stmt(s)]
+        if c.op == "tile.cast" and _space(c.args[0]) is M.Acc:
+            # the cube's write-back converts on the way to Mat (a matmul result cast for the
+            # next matmul): no Acc -> Vec path on a2/a3, and no vector work in a cube kernel
+            if c.kwargs.get("mode") not in (None, "rint", "RINT", "none", "NONE"):
+                raise CodegenError(f"casting the matmul result {c.args[0].name!r} happens in the "
+                                   f"cube's write-back to Mat, which rounds to nearest even", s.span,
+                                   "use mode='rint' (or no mode)")
+            _set_space(s.var, M.Mat)
             return [self.default_stmt(s)]
         want = _OPERANDS.get(c.op)
         args = []

@@ -6,6 +6,7 @@ from pypto.codegen.common import fail
 from pypto.codegen.tileops import emits
 from pypto.ir import ops
 from pypto.ir.layout import tile_rows_cols
+from pypto.ir.nodes import MemorySpace as M
 
 ROUND_MODES = ("NONE", "RINT", "ROUND", "FLOOR", "CEIL", "TRUNC", "ODD")
 DEFAULT_ROUND_MODE = "ROUND"
@@ -55,6 +56,9 @@ def _precision(c) -> str:
 @emits("tile.cast")
 def cast(k, v, c, span):
     a = k.tile(c.args[0], span)
+    if a.tile.memory_space is M.Acc and v.type.memory_space is M.Mat:   # converted on write-back
+        k.op("tmov", [a], k.alloc(v, span), span)
+        return
     mode = c.kwargs.get("mode") or DEFAULT_ROUND_MODE
     mode = getattr(mode, "name", mode)
     if not isinstance(mode, str) or mode.upper() not in ROUND_MODES:

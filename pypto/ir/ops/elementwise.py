@@ -110,8 +110,11 @@ def _cast(args, kw, span):
     target = kw.get("dtype") if "dtype" in kw else None
     if not isinstance(target, dt.DataType):
         _err("cast: the target dtype is required: pl.cast(x, pl.FP16)", span)
+    # a matmul result's cast lands where InferTileMemorySpace puts it (Mat on a2/a3: the
+    # cube's write-back converts), so its space is left open
+    space = None if getattr(a, "memory_space", None) is MemorySpace.Acc else getattr(a, "memory_space", None)
     return _same_kind(a, a.shape, target) if isinstance(a, TensorType) else \
-        TileType(a.shape, target, a.memory_space, None, a.valid)
+        TileType(a.shape, target, space, None, a.valid)
 
 
 
