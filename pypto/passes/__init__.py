@@ -29,6 +29,7 @@ _REGISTRY = [
     ("ConvertTensorToTileOps", "convert_tensor_to_tile_ops"),
     ("FlattenTileNdTo2D", "flatten_tile_nd_to_2d"),
     ("InferTileMemorySpace", "infer_tile_memory_space"),
+    ("AutoTileMatmulL0", "auto_tile_matmul_l0"),
     ("ExpandMixedKernel", "expand_mixed_kernel"),
     ("DoubleBufferAcc", "double_buffer_acc"),
     ("InitMemRef", "init_memref"),
@@ -45,7 +46,7 @@ _REGISTRY = [
 # (inlining, outlining) see the whole program. A pass whose module sets CALLEES = True
 # also sees the signatures of the functions its function calls (e.g. call directions).
 FUNCTION_LOCAL = {"UnrollLoops", "ConvertToSSA", "Simplify", "FlattenCallExpr",
-                  "ConvertTensorToTileOps", "FlattenTileNdTo2D", "InferTileMemorySpace",
+                  "ConvertTensorToTileOps", "FlattenTileNdTo2D", "InferTileMemorySpace", "AutoTileMatmulL0",
                   "ExpandMixedKernel", "DoubleBufferAcc", "InitMemRef", "MemoryReuse",
                   "AllocateMemoryAddr", "DeriveCallDirections", "AutoDeriveTaskDependencies",
                   "MaterializeRuntimeScopes"}

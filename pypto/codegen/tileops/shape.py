@@ -49,7 +49,7 @@ def assemble(k, v, c, span):
                  "a Mat -> Mat copy, which the hardware does not have", span,
                  "assemble into a Mat tile the kernel does not read again (reassign it: "
                  "x = pl.tile.assemble(x, acc, [r, c]))")
-        window = _Window(c.args[1].type, dst.tile.memory_space)
+        window = _Window(c.args[1].type, dst.tile)
         k.subview(window, dst, c.args[2].items, span)
         k.op("tmov", [src], k.env[id(window)], span)
         return
@@ -63,9 +63,9 @@ class _Window:
     """The part of a tile an Acc source is moved into: a var-like handle for subview."""
     name = "window"
 
-    def __init__(self, src_type, space):
+    def __init__(self, src_type, dst):      # src's shape, the target's dtype (the move converts)
         from pypto.ir.nodes import TileType
-        self.type = TileType(tuple(src_type.shape), src_type.dtype, space)
+        self.type = TileType(tuple(src_type.shape), dst.dtype, dst.memory_space)
 
 
 @emits("tile.extract")

@@ -106,7 +106,10 @@ def _tile_assemble(args, kw, span):
         name = lambda t: t.memory_space.name if t.memory_space else "Vec"   # noqa: E731
         _err(f"assemble: {name(src)} into {name(dst)} is not a data path (Vec into Vec and Acc "
              f"into Mat are)", span, "move the tile to the target's space first, or go through GM")
-    _check_dtype("assemble", dst, src, span)
+    # the cube's write-back converts an fp32 result on its way into Mat
+    if not (src.memory_space is MemorySpace.Acc and src.dtype == dt.FP32
+            and dst.dtype in (dt.FP32, dt.FP16, dt.BF16)):
+        _check_dtype("assemble", dst, src, span)
     offs = _indices("assemble", args[2], span)
     if len(dst.shape) != 2 or len(src.shape) != 2 or len(offs) != 2:
         _err(f"assemble: 2-D tiles and a 2-D offset, got {_tname(dst)}, {_tname(src)}", span)
