@@ -319,6 +319,10 @@ class _Convert(Rewriter):
                 raise NotBuiltError(f"writing into a slice ({dst.name!r}) is not supported by this "
                                     f"pypto yet", span, "write into the sliced tensor at the window's "
                                                         "offsets: t[i:i+m, j:j+n] = value")
+            if tile.type.dtype != dst.type.dtype and tile.type.memory_space is not MemorySpace.Acc:
+                raise CodegenError(f"assembling {tile.type.dtype} {src.name!r} into {dst.type.dtype} "
+                                   f"{dst.name!r}: only a matmul result is converted on its way to "
+                                   f"GM", span, f"pl.cast it to {dst.type.dtype!r} first")
             kw = {"atomic": call.kwargs["atomic"]} if "atomic" in call.kwargs else {}
             st = Call("tile.store", [tile, self.expr(offs), dst], kw,
                       TensorType(dst.type.shape, dst.type.dtype), {}, span)
