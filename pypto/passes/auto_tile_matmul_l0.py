@@ -2,7 +2,8 @@
 for Left, L0B for Right, L0C for Acc) runs as blocks that do.
 
 `c = tile.matmul(move(A -> Left), move(B -> Right))` with A [M, K] and B [K, N] in Mat
-becomes, for each [bm, bn] block of the result, a loop over K in steps of bk: the blocks
+(or tile.matmul_bias with a [1, N] bias row from Mat: its window of each column block goes
+to Bias and is added with the first K step) becomes, for each [bm, bn] block of the result, a loop over K in steps of bk: the blocks
 of A and B are extracted from Mat straight into Left / Right (pto.textract) and multiplied
 (the first step tile.matmul, the others tile.matmul_acc). Where each result block goes
 follows from how `c` is used:
@@ -52,14 +53,16 @@ def _divisors(n: int, step: int, limit: int | None = None) -> list[int]:
     return [d for d in range(n, 0, -1) if n % d == 0 and d % step == 0 and (limit is None or d <= limit)]
 
 
-def choose_blocks(rows: int, N: int, K: int, nbytes: int, cap: dict) -> tuple[int, int, int] | None:
-    """(bm, bn, bk): the largest result block that fits half of L0C, then the largest K step
-    whose Left and Right blocks fit half of L0A / L0B; None if no whole-fractal split fits."""
+def choose_blocks(rows: int, N: int, K: int, nbytes: int, cap: dict,
+                  bias_nbytes: int = 0) -> tuple[int, int, int] | None:
+    """(bm, bn, bk): the largest result block that fits half of L0C (and whose bias, if
+    any, fits the Bias buffer), then the largest K step whose Left and Right blocks fit half
+    of L0A / L0B; None if no whole-fractal split fits."""
     k_step = max(16, 32 // nbytes)
     best = None
     for bm in _divisors(rows, 16):
         for bn in _divisors(N, 16):
-            if bm * bn * 4 > cap[M.Acc] // 2:
+            if bm * bn * 4 > cap[M.Acc] // 2 or bn * bias_nbytes > cap[M.Bias]:
                 continue
             for bk in _divisors(K, k_step):
                 if bm * bk * nbytes <= cap[M.Left] // 2 and bk * bn * nbytes <= cap[M.Right] // 2:
@@ -73,6 +76,7 @@ def choose_blocks(rows: int, N: int, K: int, nbytes: int, cap: dict) -> tuple[in
 class _Tiler:
     def __init__(self, cap: dict, names: Namer):
         self.cap, self.names = cap, names
+        self.bias = None          # the bias of the matmul being blocked (a Bias or a Mat tile)
 
     def body(self, stmts: list) -> list:
         for s in stmts:
@@ -100,9 +104,18 @@ class _Tiler:
 
     def plan(self, s, made, uses):
         """(A, B, M, N, K, blocks, placement) for a matmul that has to be blocked, else None."""
-        if not (isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tile.matmul"):
+        if not (isinstance(s, Assign) and isinstance(s.value, Call)
+                and s.value.op in ("tile.matmul", "tile.matmul_bias")):
             return None
-        lm, rm = (made.get(id(a)) for a in s.value.args)
+        lm, rm = (made.get(id(a)) for a in s.value.args[:2])
+        bias = None
+        if s.value.op == "tile.matmul_bias":         # the bias comes from a [1, N] Mat row
+            bm_ = made.get(id(s.value.args[2]))
+            if not (bm_ is not None and isinstance(bm_.value, Call) and bm_.value.op == "tile.move"
+                    and len(uses.get(id(bm_.var), [])) == 1
+                    and getattr(bm_.value.args[0].type, "memory_space", None) is M.Mat):
+                return None
+            bias = bm_
         srcs = []
         for mv, space in ((lm, M.Left), (rm, M.Right)):
             if not (mv is not None and isinstance(mv.value, Call) and mv.value.op == "tile.move"
@@ -116,7 +129,9 @@ class _Tiler:
         A, B = srcs
         (Mm, K), (_, N) = A.type.shape, B.type.shape
         nb = A.type.dtype.nbytes
-        fits = (Mm * K * nb <= self.cap[M.Left], K * N * nb <= self.cap[M.Right], Mm * N * 4 <= self.cap[M.Acc])
+        bias_nb = bias.var.type.dtype.nbytes if bias is not None else 0
+        fits = (Mm * K * nb <= self.cap[M.Left], K * N * nb <= self.cap[M.Right],
+                Mm * N * 4 <= self.cap[M.Acc] and N * bias_nb <= self.cap[M.Bias])
         if all(fits):
             return None
         users = uses.get(id(s.var), [])
@@ -131,17 +146,21 @@ class _Tiler:
                 placement = ("mat", users[0])
             else:
                 return None
-        blocks = choose_blocks(Mm, N, K, nb, self.cap)
+        blocks = choose_blocks(Mm, N, K, nb, self.cap, bias_nb)
         if blocks is None:
             return None
         if placement is None:           # only K is split: one block covers the result
             blocks = (Mm, N, blocks[2])
-        return A, B, Mm, N, K, blocks, placement, (lm, rm)
+        return A, B, Mm, N, K, blocks, placement, (lm, rm), bias
 
     def rewrite(self, s: Assign, plan, uses):
-        A, B, Mm, N, K, (bm, bn, bk), placement, moves = plan
+        A, B, Mm, N, K, (bm, bn, bk), placement, moves, bias = plan
         span = s.span
         dropped = {id(moves[0]), id(moves[1])}
+        # a bias block per column block, or the whole bias moved once (kept where it is)
+        self.bias = None if bias is None else (bias.var if bn == N else bias.value.args[0])
+        if bias is not None and bn != N:
+            dropped.add(id(bias))
         if placement is None:
             stmts, acc = self.k_loop(A, B, _idx(0, span), _idx(0, span), bm, bn, bk, K, s.var, span)
             return self.bind(stmts, acc, s.var, span), dropped
@@ -218,7 +237,11 @@ class _Tiler:
         stmts: list = []
         l0, r0 = operands(_idx(0, span), stmts)
         first = Var(self.names.fresh(like.name, "blk"), acc_t, span)
-        stmts.append(Assign(first, Call("tile.matmul", [l0, r0], {}, acc_t, {}, span), span))
+        bias = self.bias_block(ni, bn, stmts, span)
+        if bias is None:
+            stmts.append(Assign(first, Call("tile.matmul", [l0, r0], {}, acc_t, {}, span), span))
+        else:                                   # the bias is added once, with the first K step
+            stmts.append(Assign(first, Call("tile.matmul_bias", [l0, r0, bias], {}, acc_t, {}, span), span))
         if bk == K:
             return stmts, first
         ki = Var(self.names.fresh("ki", "blk"), ScalarType(dt.INDEX), span)
@@ -232,6 +255,22 @@ class _Tiler:
         stmts.append(For(ki, _idx(bk, span), _idx(K, span), _idx(bk, span), body, [IterArg(it, first)],
                          [done], span=span))
         return stmts, done
+
+
+    def bias_block(self, ni, bn, out, span):
+        """The Bias tile of this column block: the whole bias (moved once), or its window of
+        the [1, N] Mat row moved into Bias."""
+        src = self.bias
+        if src is None or src.type.memory_space is M.Bias:
+            return src
+        win_t = TileType((1, bn), src.type.dtype, M.Mat)
+        win = Var(self.names.fresh(src.name, "win"), win_t, span)
+        out.append(Assign(win, Call("tile.slice", [src, TupleExpr([_idx(1, span), _idx(bn, span)], span),
+                                                   TupleExpr([_idx(0, span), ni], span)], {}, win_t, {}, span), span))
+        b_t = TileType((1, bn), src.type.dtype, M.Bias)
+        b = Var(self.names.fresh(src.name, "bias"), b_t, span)
+        out.append(Assign(b, Call("tile.move", [win], {"target_memory": M.Bias}, b_t, {}, span), span))
+        return b
 
 
 def _add(a, b, span):

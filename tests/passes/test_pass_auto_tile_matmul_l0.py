@@ -103,3 +103,47 @@ def test_matmuls_that_fit_are_left_alone():
     k = next(f for f in prog.functions if f.name == "k")
     assert not [s for s in walk(k.body) if isinstance(s, For)]
     assert [s.value.op for s in walk(k.body) if hasattr(s, "value") and isinstance(s.value, Call)].count("tile.move") == 2
+
+
+BIAS = """
+import pypto.language as pl
+
+@pl.program
+class B:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[{M}, {K}], pl.{DT}], b: pl.Tensor[[{K}, {N}], pl.{DT}],
+          bias: pl.Tensor[[1, {N}], pl.{ACC}], out: pl.Out[pl.Tensor[[{M}, {N}], pl.{ACC}]]) -> pl.Tensor[[{M}, {N}], pl.{ACC}]:
+        a_mat = pl.load(a, [0, 0], [{M}, {K}], target_memory=pl.Mem.Mat)
+        b_mat = pl.load(b, [0, 0], [{K}, {N}], target_memory=pl.Mem.Mat)
+        bias_mat = pl.load(bias, [0, 0], [1, {N}], target_memory=pl.Mem.Mat)
+        c = pl.tile.matmul_bias(a_mat, b_mat, {BIASARG})
+        return pl.store(c, [0, 0], out)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[{M}, {K}], pl.{DT}], b: pl.Tensor[[{K}, {N}], pl.{DT}],
+             bias: pl.Tensor[[1, {N}], pl.{ACC}], out: pl.Out[pl.Tensor[[{M}, {N}], pl.{ACC}]]) -> pl.Tensor[[{M}, {N}], pl.{ACC}]:
+        return self.k(a, b, bias, out)
+"""
+
+
+@pytest.mark.parametrize("m, k, n, dtype, acc, bias_arg", [
+    (256, 256, 512, "BF16", "FP32", "bias_mat"),                  # the bias split by column blocks
+    (512, 64, 128, "BF16", "FP32", "pl.move(bias_mat, target_memory=pl.Mem.Bias)"),   # resident
+    (128, 512, 256, "INT8", "INT32", "bias_mat"),
+], ids=["bias split", "bias resident", "int8"])
+def test_biased_matmuls_add_the_bias_once_per_block(m, k, n, dtype, acc, bias_arg, tmp_path, monkeypatch):
+    src = BIAS.format(M=m, K=k, N=n, DT=dtype, ACC=acc, BIASARG=bias_arg)
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    run = ir.compile(pl.parse(src, filename="/u/b.py"), output_dir=tmp_path / "out", platform="a2a3sim")
+    torch.manual_seed(8)
+    if dtype == "INT8":
+        a, b = torch.randint(-8, 8, (m, k), dtype=torch.int8), torch.randint(-8, 8, (k, n), dtype=torch.int8)
+        bias = torch.randint(-100, 100, (1, n), dtype=torch.int32)
+        want = a.int() @ b.int() + bias
+    else:
+        a, b = (torch.randn(m, k) / k ** 0.5).bfloat16(), torch.randn(k, n).bfloat16()
+        bias = torch.randn(1, n)
+        want = a.float() @ b.float() + bias
+    out = torch.zeros(m, n, dtype=want.dtype)
+    run(a, b, bias, out)
+    assert torch.equal(out, want) if dtype == "INT8" else torch.allclose(out, want, rtol=1e-5, atol=1e-4)
