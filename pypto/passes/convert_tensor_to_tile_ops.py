@@ -112,12 +112,18 @@ class _Convert(Rewriter):
         v = self.expr(v)
         t = v.type
         if id(v) in self.views:                 # a slice: its window of the sliced tensor
-            if transpose:
-                from pypto.errors import NotBuiltError
-                raise NotBuiltError(f"a transposed matmul operand that is a slice ({v.name!r}) is "
-                                    f"not supported by this pypto yet", span,
-                                    "slice the tensor the other way round and multiply without a_trans/b_trans")
             parent, offs, valid = self.views[id(v)]
+            if transpose:       # the window of the tensor's transpose: offsets and shape swapped
+                if id(parent) in self.tiles or valid is not None or len(t.shape) != 2:
+                    from pypto.errors import NotBuiltError
+                    raise NotBuiltError(f"a transposed matmul operand that is a narrowed or on-chip "
+                                        f"slice ({v.name!r}) is not supported by this pypto yet", span,
+                                        "slice a tensor the kernel reads, whole windows")
+                tile = self.new(v.name, "tile.load", [parent, TupleExpr(list(reversed(offs.items)), span),
+                                                      _shape(tuple(reversed(t.shape)), span)],
+                                {"target_memory": space, "transpose": True}, span)
+                self.tiles[(id(v), space, transpose)] = tile
+                return tile
             if id(parent) in self.tiles and valid is None:      # a window of a kernel-local tensor
                 tile = self.new(v.name, "tile.slice", [self.tiles[id(parent)], _shape(t.shape, span), offs],
                                 {}, span)

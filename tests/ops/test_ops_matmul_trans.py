@@ -89,3 +89,42 @@ def test_transpose_view_of_a_mat_tile_feeds_the_cube(tmp_path, monkeypatch):
     a, b, c = torch.randn(32, 64), torch.randn(48, 64), torch.zeros(32, 48)
     run(a, b, c)
     assert torch.allclose(c, a @ b.T, rtol=1e-4, atol=1e-4)
+
+
+SLICED = """
+import pypto.language as pl
+
+@pl.program
+class KV:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, q: pl.Tensor[[16, 64], pl.FP32], p: pl.Tensor[[16, 48], pl.FP32],
+          kv_src: pl.Tensor[[96, 128], pl.FP32], c_qk: pl.Out[pl.Tensor[[16, 48], pl.FP32]],
+          c_pv: pl.Out[pl.Tensor[[16, 64], pl.FP32]]) -> tuple[pl.Tensor[[16, 48], pl.FP32], pl.Tensor[[16, 64], pl.FP32]]:
+        kv = kv_src[{R0}:{R0} + 48, {C0}:{C0} + 64]
+        c_qk = pl.assemble(c_qk, pl.matmul(q, kv, b_trans=True, out_dtype=pl.FP32), [0, 0])
+        c_pv = pl.assemble(c_pv, pl.matmul(p, kv, out_dtype=pl.FP32), [0, 0])
+        return c_qk, c_pv
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, q: pl.Tensor[[16, 64], pl.FP32], p: pl.Tensor[[16, 48], pl.FP32],
+             kv_src: pl.Tensor[[96, 128], pl.FP32], c_qk: pl.Out[pl.Tensor[[16, 48], pl.FP32]],
+             c_pv: pl.Out[pl.Tensor[[16, 64], pl.FP32]]) -> tuple[pl.Tensor[[16, 48], pl.FP32], pl.Tensor[[16, 64], pl.FP32]]:
+        c_qk, c_pv = self.k(q, p, kv_src, c_qk, c_pv)
+        return c_qk, c_pv
+"""
+
+
+@pytest.mark.parametrize("r0, c0", [(0, 0), (32, 48)])
+def test_a_slice_read_transposed_and_as_it_is(r0, c0, tmp_path, monkeypatch):
+    """One slice of a tensor feeds q @ kv^T and p @ kv: the transposed read is the window
+    of the tensor's DN view at the swapped offsets."""
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    run = ir.compile(pl.parse(SLICED.format(R0=r0, C0=c0), filename="/u/kv.py"),
+                     output_dir=tmp_path / "out", platform="a2a3sim")
+    g = torch.Generator().manual_seed(9)
+    q, p, src = torch.randn(16, 64, generator=g), torch.randn(16, 48, generator=g), torch.randn(96, 128, generator=g)
+    c_qk, c_pv = torch.zeros(16, 48), torch.zeros(16, 64)
+    run(q, p, src, c_qk, c_pv)
+    kv = src[r0:r0 + 48, c0:c0 + 64]
+    assert torch.allclose(c_qk, q @ kv.T, rtol=1e-4, atol=1e-4)
+    assert torch.allclose(c_pv, p @ kv, rtol=1e-4, atol=1e-4)
