@@ -5,7 +5,7 @@ of the accumulator and a DMA into it; the bulk data never goes through UB)."""
 from __future__ import annotations
 
 from pypto import dtype as dt
-from pypto.ir.nodes import (Assign, BinOp, Call, Const, For, IterArg, ScalarType, TensorType, TileType,
+from pypto.ir.nodes import (Assign, BinOp, Call, Const, For, IterArg, ScalarType,
                             TupleExpr, Var, Yield)
 from pypto.ir.ops.indexing import paged_options
 

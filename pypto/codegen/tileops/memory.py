@@ -4,7 +4,7 @@ from __future__ import annotations
 from pypto.codegen.common import fail
 from pypto.codegen.tileops import emits
 from pypto.ir import ops
-from pypto.ir.layout import tile_layout
+from pypto.codegen.tile_types import fractal_box
 from pypto.ir.nodes import Const, MemorySpace as M, PadValue, TileType
 
 MOVE_PATHS = {"a2a3": {(M.Mat, M.Left), (M.Mat, M.Right), (M.Mat, M.Bias), (M.Acc, M.Mat),
@@ -88,7 +88,7 @@ def gather_row(k, v, c, span):
     src = k.tensor(c.args[1], span)
     rows, cols = (int(x.value) for x in c.args[4].items)
     valid = c.args[5].items if len(c.args) > 5 else c.args[4].items
-    box = _box(v.type, k.arch)
+    box = fractal_box(v.type, k.arch)
     prow, pcol = (-(-rows // box[0]) * box[0], -(-cols // box[1]) * box[1]) if box else (rows, cols)
     static = tuple(x.value if isinstance(x, Const) else None for x in valid)
     window = _Region(TileType((prow, pcol), v.type.dtype, v.type.memory_space, None,
@@ -98,17 +98,6 @@ def gather_row(k, v, c, span):
     sizes = [s if s is not None else e for s, e in zip(static, extent)]
     pview, pty = k.partition(src, c.args[3].items, sizes, span)
     k.emit(f"pto.tload ins({pview} : {pty}) outs({view.ssa} : {view.ty})", span)
-
-
-def _box(t: TileType, arch: str):
-    """The fractal a boxed (cube) tile is made of, (rows, cols); None for a row-major tile."""
-    _bl, sl, fr = tile_layout(t, arch)
-    if sl == "none_box":
-        return None
-    nb = t.dtype.nbytes
-    if fr == 1024 or t.memory_space is M.Acc:
-        return 16, 16
-    return (32 // nb, 16) if sl == "col_major" else (16, 32 // nb)
 
 
 class _Region:
