@@ -543,6 +543,12 @@ class Verifier(OpChecks):
         # ttrans also transposes a matmul operand in L1 (the reference's zero-copy
         # transpose_view; here a copy)
         locs = ("vec", "mat") if kind == "trans" else ("vec",)
+        # trowexpandadd's scratch is the hardware's workspace: any dtype, checked for its space
+        scratch = tiles[2:] if op.name == "pto.trowexpandadd" else []
+        for v in scratch:
+            if self.tile(op, v, "scratch").loc != "vec":
+                raise self.error(op, f"{op.name}'s scratch %{v.name} is not in 'vec'")
+        tiles = [v for v in tiles if v not in scratch]
         for v in tiles + [out]:
             t = self.tile(op, v, "operand")
             if t.loc not in locs or t.loc != d.loc:
@@ -581,7 +587,7 @@ class Verifier(OpChecks):
             packed = op.name == "pto.trowexpandadd" and _same(shapes[1], (M, lanes))
             if not packed:      # trowexpandadd also takes a 32-byte block per row, repeated
                 need(shapes[1], (M, 1), "the per-row operand")
-            if len(tiles) == 3 and op.name != "pto.trowexpandadd":
+            if len(ins) == 3 and op.name != "pto.trowexpandadd":
                 raise self.error(op, f"{op.name} takes two operands (trowexpandadd also a scratch)")
         elif kind == "colexpand_binary":
             need(shapes[1], (1, N), "the per-column operand")

@@ -71,3 +71,16 @@ def test_typed_errors():
         pl.parse(src.replace("valid_shape=[32, 8]", "valid_shape=[16, 8]"), filename="/u/r.py")
     with pytest.raises(TypeCheckError, match=r"adds int8, int16, int32, fp16 or fp32 elements, got bfloat16"):
         pl.parse(_src("FP16", 32, 64, False, (32, 64), False)[0].replace("FP16", "BF16"), filename="/u/r.py")
+
+
+def test_the_scratch_may_be_of_another_shape_and_dtype(tmp_path, monkeypatch):
+    """The scratch is the hardware's workspace: any Vec tile (a5 ignores it)."""
+    src, lanes = _src("FP32", 32, 64, True, (32, 64), True)
+    src = src.replace("s = pl.tile.create([32, 64], dtype=pl.FP32", "s = pl.tile.create([16, 128], dtype=pl.INT16")
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    for platform in ("a2a3sim", "a5sim"):
+        run = ir.compile(pl.parse(src, filename="/u/r.py"), output_dir=tmp_path / platform, platform=platform)
+        x, v = torch.randn(32, 64), torch.randn(32, lanes)
+        o = torch.zeros(32, 64)
+        run(x, v, o)
+        assert torch.equal(o, x + v.repeat(1, 64 // lanes))
