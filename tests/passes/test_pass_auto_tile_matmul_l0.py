@@ -147,3 +147,26 @@ def test_biased_matmuls_add_the_bias_once_per_block(m, k, n, dtype, acc, bias_ar
     out = torch.zeros(m, n, dtype=want.dtype)
     run(a, b, bias, out)
     assert torch.equal(out, want) if dtype == "INT8" else torch.allclose(out, want, rtol=1e-5, atol=1e-4)
+
+
+def test_a_blocked_matmul_inside_a_loop(tmp_path, monkeypatch):
+    """The blocks' stores thread the tensor the enclosing loop carries."""
+    src = """
+import pypto.language as pl
+
+@pl.program
+class L:
+    @pl.function(type=pl.FunctionType.Opaque)
+    def main(self, a: pl.Tensor[[512, 128], pl.FP32], b: pl.Tensor[[128, 256], pl.FP32],
+             out: pl.Out[pl.Tensor[[512, 256], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="lk"):
+            for i in pl.range(2):
+                c = pl.matmul(a[i * 256:i * 256 + 256, :], b, out_dtype=pl.FP32)
+                out = pl.assemble(out, c, [i * 256, 0])
+        return out
+"""
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    run = ir.compile(pl.parse(src, filename="/u/l.py"), output_dir=tmp_path / "out", platform="a2a3sim")
+    a, b, out = torch.randn(512, 128), torch.randn(128, 256), torch.zeros(512, 256)
+    run(a, b, out)
+    assert torch.allclose(out, a @ b, rtol=1e-5, atol=1e-4)
