@@ -896,6 +896,33 @@ inline void mgather(const Tile<T>& d, const GmPart<G>& p, const Tile<I>& idx, in
             d.row(k)[j] = zero ? T(0) : T(p.base[p.row_offset(f) + j * p.col_stride()]);
     }
 }
+// pto.mgather into mat: the indices come from GM (a whole contiguous tensor seen as a tile);
+// the element form stages the gathered values in a GM scratch, as the hardware does.
+template <class I> inline Tile<I> gm_as_tile(const GmPart<I>& q, const char* site) {
+    if (q.col_stride() != 1 || (q.rank > 1 && q.strides[q.rank - 2] != q.cols()))
+        fail(site, "mgather's GM indices must be a contiguous tensor");
+    Tile<I> t{};
+    t.p = q.base + q.row_offset(0);
+    t.rows = t.vr = int32_t(q.rows());
+    t.cols = t.vc = int32_t(q.cols());
+    t.stride = int32_t(q.cols());
+    return t;
+}
+template <class T, class G, class I>
+inline void mgather(const Tile<T>& d, const GmPart<G>& p, const GmPart<I>& idx, int elem, int oob, const char* site) {
+    mgather(d, p, gm_as_tile(idx, site), elem, oob, site);
+}
+template <class T, class G, class I>
+inline void mgather(const Tile<T>& d, const GmPart<G>& p, const GmPart<I>& idx, const GmPart<G>& scratch, int elem,
+                    int oob, const char* site) {
+    mgather(d, p, gm_as_tile(idx, site), elem, oob, site);
+    int64_t n = 1;
+    for (int i = 0; i < scratch.rank; ++i) n *= scratch.size[i];
+    if (n < int64_t(d.vr) * d.vc) fail(site, "mgather's scratch holds %lld elements, %d needed", (long long)n, d.vr * d.vc);
+    G* s = scratch.base + scratch.row_offset(0);
+    for (int64_t i = 0; i < d.vr; ++i)
+        for (int64_t j = 0; j < d.vc; ++j) s[i * d.vc + j] = G(d.row(i)[j]);
+}
 // pto.mscatter: s[i, j] stored to element idx[i, j] of a partition of the whole tensor.
 template <class G, class T, class I>
 inline void mscatter(const GmPart<G>& p, const Tile<T>& s, const Tile<I>& idx, const char* site) {

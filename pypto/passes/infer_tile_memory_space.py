@@ -23,7 +23,7 @@ _PRODUCES = {"tile.matmul": M.Acc, "tile.matmul_acc": M.Acc, "tile.matmul_bias":
 _OPERANDS = {"tile.matmul": (M.Left, M.Right), "tile.matmul_acc": (M.Acc, M.Left, M.Right),
              "tile.matmul_bias": (M.Left, M.Right, M.Bias), "tile.gemv": (M.Left, M.Right),
              "tile.gemv_acc": (M.Acc, M.Left, M.Right), "tile.gemv_bias": (M.Left, M.Right, M.Bias)}
-_KEEP = ("tile.load", "tile.move", "tile.create", "tile.store", "tile.alloc", "tile.extract")
+_KEEP = ("tile.load", "tile.move", "tile.create", "tile.store", "tile.alloc", "tile.extract", "tile.mgather")
 
 
 def run(prog: Program, opts) -> Program:

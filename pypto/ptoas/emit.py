@@ -423,7 +423,7 @@ _CALL_ARGS = {
         str(CMP_MODES.index(op.attr("cmpMode").removeprefix("#pto<cmp").removesuffix(">").strip())),
         op.attr("offset").split(":")[0].strip()],
     # the partition, the indices, elem (1) or row (0), the out-of-bounds mode (0..3)
-    "mgather": lambda ins, op: ins[:2] + [
+    "mgather": lambda ins, op: ins + [
         "1" if "elem" in (op.attr("coalesce") or "") else "0",
         str(["undefined", "clamp", "wrap", "zero"].index(
             (op.attr("gatherOob") or "#pto<gather_oob undefined>").rstrip(">").split()[-1]))],

@@ -38,7 +38,7 @@ ARITY = {
     "rowargreduce": ((1, 2), 1), "colargreduce": ((1, 2), 1), "concat": ((2,), 1),
     "insert": ((3,), 1),
     "cmp": ((2,), 1), "cmps": ((2,), 1), "sel": ((3, 4), 1), "sels": ((4,), 1),
-    "gather": ((1, 3), 1), "scatter": ((1, 2), 1), "mscatter": ((2,), 1), "mgather": ((2,), 1), "gatherb": ((2,), 1),
+    "gather": ((1, 3), 1), "scatter": ((1, 2), 1), "mscatter": ((2,), 1), "mgather": ((2, 3), 1), "gatherb": ((2,), 1),
     "random": ((6,), 1),
     "part": ((2,), 1), "prelu": ((3,), 1), "extract": ((3,), 1),
     "gemv": ((2,), 1), "gemv_acc": ((3,), 1), "gemv_bias": ((3,), 1),

@@ -171,9 +171,14 @@ class OpChecks:
     def mgather(self, op: Op, ins: list[Value], out: Value) -> None:
         """ins(a partition of the whole tensor, i32 indices) outs(a vec tile) {coalesce,
         gatherOob}: rows picked by [1, R] indices (on a2a3) or elements by their positions."""
-        mem, idx, d = ins[0].type, self.tile(op, ins[1], "indices"), self.tile(op, out, "result")
+        mem, d = ins[0].type, self.tile(op, out, "result")
         if not isinstance(mem, PartitionType):
             raise self.error(op, f"mgather reads a !pto.partition_tensor_view, not {mem}")
+        if d.loc == "mat":
+            return self.mgather_mat(op, ins, out, d)
+        if len(ins) != 2:
+            raise self.error(op, "mgather into vec takes ins(tensor, indices)")
+        idx = self.tile(op, ins[1], "indices")
         if idx.loc != "vec" or d.loc != "vec" or idx.dtype != "i32" or d.dtype != mem.elem:
             raise self.error(op, f"mgather gathers {mem.elem} into a vec tile of it by vec i32 indices")
         mode = (op.attr("coalesce") or "").rstrip(">").split()[-1:]
@@ -192,6 +197,30 @@ class OpChecks:
         rows = vc if idx.rows == 1 else vr
         if not _same(static_valid(out, self.defs), (rows, mem.shape[-1])):
             raise self.error(op, f"mgather (row) fills {rows} rows of {mem.shape[-1]}")
+
+    def mgather_mat(self, op: Op, ins: list[Value], out: Value, d: TileType) -> None:
+        """Into mat: ins(tensor, GM i32 indices[, GM scratch of the tensor's dtype]): rows by
+        [1, R] indices, or elements (staged in the scratch) by indices of the result's shape."""
+        mem = ins[0].type
+        if any(not isinstance(v.type, PartitionType) for v in ins[1:]):
+            raise self.error(op, "mgather into mat takes its indices (and scratch) from GM partitions")
+        idx = ins[1].type
+        mode = (op.attr("coalesce") or "").rstrip(">").split()[-1:]
+        if idx.elem != "i32" or d.dtype != mem.elem:
+            raise self.error(op, f"mgather gathers {mem.elem} into a mat tile of it by i32 indices")
+        if mode == ["elem"]:
+            if len(ins) != 3 or ins[2].type.elem != mem.elem:
+                raise self.error(op, "mgather (elem) into mat stages the elements in a GM scratch of "
+                                     "the tensor's dtype: ins(tensor, indices, scratch)")
+            want = tuple(idx.shape[-2:])
+        elif mode == ["row"]:
+            if len(ins) != 2 or idx.shape[0] != 1:
+                raise self.error(op, "mgather (row) into mat takes ins(tensor, [1, R] indices)")
+            want = (idx.shape[-1], mem.shape[-1])
+        else:
+            raise self.error(op, "mgather needs {coalesce = #pto<coalesce row|elem>}")
+        if not _same(static_valid(out, self.defs), want):
+            raise self.error(op, f"mgather into mat fills {_shape_str(want)}")
 
     def mscatter(self, op: Op, ins: list[Value], out: Value) -> None:
         if not isinstance(out.type, PartitionType):

@@ -9,7 +9,7 @@ import torch
 
 import pypto.language as pl
 from pypto import ir
-from pypto.errors import CodegenError, NotBuiltError
+from pypto.errors import CodegenError, TypeCheckError
 from pypto.runtime.errors import KernelExecutionError
 
 SRC = """
@@ -96,7 +96,8 @@ def test_an_undefined_index_outside_the_tensor_fails_when_the_kernel_runs(tmp_pa
              "FP32", tmp_path, monkeypatch, lo=99, hi=100, elo=0, ehi=10)
 
 
-def test_gathering_into_mat_is_refused_as_not_built():
+def test_gathering_into_mat_takes_gm_indices():
+    """(Into Mat the indices are a GM tensor: tests/ops/test_ops_mgather_mat.py.)"""
     src = _src().replace('coalesce="row", gather_oob="clamp")', 'coalesce="row", target_memory=pl.Mem.Mat)')
-    with pytest.raises(NotBuiltError, match=r"mgather into Mat is not supported by this pypto yet"):
+    with pytest.raises(TypeCheckError, match=r"mgather expects a Tensor argument, got Tile"):
         pl.parse(src, filename="/u/g.py")

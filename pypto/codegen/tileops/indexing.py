@@ -5,7 +5,7 @@ from __future__ import annotations
 from pypto import dtype as dt
 from pypto.codegen.common import fail
 from pypto.codegen.tileops import emits
-from pypto.ir.nodes import Const
+from pypto.ir.nodes import Const, MemorySpace as M
 from pypto.ir.ops.indexing import MGATHER_COALESCE, MGATHER_OOB, compare_options, mgather_mode
 
 
@@ -67,19 +67,28 @@ def scatter_mask(k, v, c, span):         # zeros, src's columns at the marked on
 
 @emits("tile.mgather")
 def mgather(k, v, c, span):              # rows or elements of the whole tensor, by index
-    mem = k.tensor(c.args[0], span)
-    idx = k.tile(c.args[1], span)
     mode = mgather_mode(c.kwargs, "coalesce", MGATHER_COALESCE, span)
     oob = mgather_mode(c.kwargs, "gather_oob", MGATHER_OOB, span)
-    if k.arch == "a2a3" and mode == 0 and idx.tile.shape[0] != 1:
-        fail("mgather's row mode on a2a3 takes [1, R] indices", span,
-             f"load the indices as one row: [1, {idx.tile.shape[0]}]")
-    shape = list(mem.param.type.shape)
-    pview, pty = k.partition(mem, [Const(0, dt.INDEX, span) for _ in shape], shape, span)
+    pview, pty = _whole(k, c.args[0], span)
+    if v.type.memory_space is M.Mat:      # GM indices (and a GM scratch for elements)
+        ins = [(pview, pty)] + [_whole(k, a, span) for a in c.args[1:]]
+    else:
+        idx = k.tile(c.args[1], span)
+        if k.arch == "a2a3" and mode == 0 and idx.tile.shape[0] != 1:
+            fail("mgather's row mode on a2a3 takes [1, R] indices", span,
+                 f"load the indices as one row: [1, {idx.tile.shape[0]}]")
+        ins = [(pview, pty), (idx.ssa, idx.ty)]
     dst = k.alloc(v, span)
     coalesce = {0: "row", 1: "elem"}[mode]
     attrs = f"coalesce = #pto<coalesce {coalesce}>"
     if oob:
         attrs += f", gatherOob = #pto<gather_oob {['undefined', 'clamp', 'wrap', 'zero'][oob]}>"
-    k.emit(f"pto.mgather ins({pview}, {idx.ssa} : {pty}, {idx.ty}) outs({dst.ssa} : {dst.ty}) "
-           f"{{{attrs}}}", span)
+    k.emit(f"pto.mgather ins({', '.join(n for n, _ in ins)} : {', '.join(t for _, t in ins)}) "
+           f"outs({dst.ssa} : {dst.ty}) {{{attrs}}}", span)
+
+
+def _whole(k, tensor, span):
+    """(partition, its type) of a whole GM tensor."""
+    t = k.tensor(tensor, span)
+    shape = list(t.param.type.shape)
+    return k.partition(t, [Const(0, dt.INDEX, span) for _ in shape], shape, span)

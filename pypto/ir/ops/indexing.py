@@ -351,13 +351,17 @@ def _mgather(args, kw, span):
     GM tensor gathered into a fresh Vec tile; gather_oob says what an index outside the
     tensor reads (undefined -- an error here --, clamp, wrap, zero)."""
     mem = _shaped("mgather", args[0], span, (TensorType,))
-    idx = _shaped("mgather", args[1], span, (TileType,))
     mode = mgather_mode(kw, "coalesce", MGATHER_COALESCE, span)
     mgather_mode(kw, "gather_oob", MGATHER_OOB, span)
     space = kw.get("target_memory", MemorySpace.Vec)
+    if space is MemorySpace.Mat:
+        return _mgather_mat(mem, args, mode, kw, span)
     if space is not MemorySpace.Vec:
-        raise NotBuiltError("mgather into Mat is not supported by this pypto yet (into Vec is)", span,
-                            "gather into Vec and move the tile")
+        _err(f"mgather gathers into Vec or Mat, not {space.name}", span)
+    idx = _shaped("mgather", args[1], span, (TileType,))
+    if len(args) > 2 or kw.get("valid_shape") is not None:
+        _err("mgather into Vec takes no scratch= and no valid_shape= (the indices' valid shape is "
+             "the result's)", span)
     if mem.dtype not in MGATHER_DTYPES:
         _err(f"mgather: cannot gather {mem.dtype} elements", span)
     if not all(isinstance(d, int) for d in mem.shape):
@@ -377,6 +381,42 @@ def _mgather(args, kw, span):
     shape = (r, mem.shape[-1])
     valid = None if vr == r else (vr, mem.shape[-1])
     return TileType(shape, mem.dtype, MemorySpace.Vec, None, valid)
+
+
+def _mgather_mat(mem, args, mode, kw, span):
+    """Into Mat (a matmul operand): the indices are a GM INT32 tensor ([1, R] rows, or the
+    result's shape for elements); the element form stages the values in a GM scratch
+    tensor of the source's dtype (the hardware's path), the row form takes none."""
+    idx = _shaped("mgather", args[1], span, (TensorType,))
+    if idx.dtype != dt.INT32 or len(idx.shape) != 2 or not all(isinstance(d, int) for d in idx.shape):
+        _err(f"mgather into Mat: the indices are a static 2-D INT32 tensor, got {_tname(idx)}", span)
+    if mem.dtype not in MGATHER_DTYPES or not all(isinstance(d, int) for d in mem.shape):
+        _err(f"mgather into Mat: a static tensor of {', '.join(map(str, MGATHER_DTYPES))}, got "
+             f"{_tname(mem)}", span)
+    if mode == 1:
+        shape = tuple(idx.shape)
+        if len(args) < 3:
+            _err("mgather into Mat gathering elements stages them in GM: pass scratch=, a tensor of "
+                 "the source's dtype", span)
+        scratch = _shaped("mgather", args[2], span, (TensorType,))
+        n = 1
+        for d in scratch.shape:
+            n *= d if isinstance(d, int) else 0
+        if scratch.dtype != mem.dtype or n < shape[0] * shape[1]:
+            _err(f"mgather: the scratch holds {shape[0] * shape[1]} {mem.dtype} elements, got "
+                 f"{_tname(scratch)}", span)
+    else:
+        if len(mem.shape) < 2 or idx.shape[0] != 1:
+            _err(f"mgather into Mat gathering rows takes [1, R] indices of a tensor of rank >= 2, "
+                 f"got {_tname(idx)} of {_tname(mem)}", span)
+        if len(args) > 2:
+            _err("mgather into Mat gathering rows takes no scratch=", span)
+        shape = (idx.shape[1], mem.shape[-1])
+    valid = kw.get("valid_shape")
+    if valid is not None and [getattr(v, "value", v) for v in valid] != list(shape):
+        raise NotBuiltError("mgather into Mat with a valid_shape smaller than the result is not "
+                            "supported by this pypto yet", span, "gather whole tiles")
+    return TileType(shape, mem.dtype, MemorySpace.Mat)
 
 
 def _mscatter(args, kw, span):
@@ -413,12 +453,13 @@ reg("tensor.scatter_mask", (2, 2), _tensor_scatter_mask, ("mask_pattern",), para
 reg("tile.gatherb", (2, 2), _gatherb, ("output_dtype",), params=("src", "offset"), pto="tgatherb",
     sig="pl.tile.gatherb(src, offset, output_dtype=None)  (32-byte blocks of the tile at UINT32 byte "
         "offsets, one per block of the result: [R, 8k] offsets -> [R, 8k * 32 / element bytes])")
-reg("tile.mgather", (2, 2), _mgather, ("coalesce", "gather_oob", "target_memory"),
-    params=("mem", "idx"), pto="mgather",
-    sig='pl.tile.mgather(mem, idx, coalesce="row", gather_oob="undefined")  (rows of the GM tensor '
-        'picked by a [1, R] INT32 tile -- or elements, coalesce="elem", by a tile of their '
-        'positions -- into a fresh Vec tile; gather_oob= "clamp" / "wrap" / "zero" for indices '
-        'outside it)')
+reg("tile.mgather", (2, 3), _mgather, ("coalesce", "gather_oob", "target_memory", "valid_shape"),
+    params=("mem", "idx", "scratch"), pto="mgather",
+    sig='pl.tile.mgather(mem, idx, coalesce="row", gather_oob="undefined", target_memory=pl.Mem.Vec, '
+        'scratch=None)  (rows of the GM tensor picked by a [1, R] INT32 tile -- or elements, '
+        'coalesce="elem", by a tile of their positions -- into a fresh Vec tile; into Mat the '
+        'indices are a GM tensor and elements are staged in a GM scratch tensor; gather_oob= '
+        '"clamp" / "wrap" / "zero" for indices outside it)')
 reg("tile.mscatter", (3, 3), _mscatter, pure=False, params=("src", "idx", "output_tensor"),
     pto="mscatter",
     sig="pl.mscatter(src, idx, output_tensor)  (src[i, j] stored to the tensor's element at "

@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import builtins
 import difflib
+import types
 import enum
 import operator
 
@@ -52,6 +53,16 @@ class ValuesMixin:
             return [self.static(e, what) for e in node.elts]
         if isinstance(node, ast.Tuple):
             return tuple(self.static(e, what) for e in node.elts)
+        if isinstance(node, ast.Subscript):      # an element of a constant list / tuple / dict
+            base = self.static(node.value, what)
+            key = slice(*(None if x is None else self.static(x, what)
+                          for x in (node.slice.lower, node.slice.upper, node.slice.step))) \
+                if isinstance(node.slice, ast.Slice) else self.static(node.slice, what)
+            key = key.value if isinstance(key, Const) else key
+            try:
+                return _coerce(base[key])
+            except Exception:
+                self.error(f"cannot evaluate {ast.unparse(node)} at compile time", node)
         if isinstance(node, ast.Dict):
             if any(k is None for k in node.keys):
                 self.error("** in a dict literal is not supported", node)
@@ -184,9 +195,20 @@ class ValuesMixin:
         if isinstance(node, ast.Call):
             return self.call(node)
         if isinstance(node, ast.Subscript):
+            if self.constant_base(node.value):   # SHAPE[0] of a module-level or closure constant
+                v = self.static(node, "a constant")
+                return self.to_expr(v, node) if isinstance(v, (bool, int, float)) else v
             return self.subscript(node)
         name = type(node).__name__
         self.error(f"unsupported expression `{ast.unparse(node)}` ({name})", node, _unsupported(name))
+
+    def constant_base(self, node) -> bool:
+        """`node` names a Python constant (module level or a closure), not a kernel value."""
+        while isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        return isinstance(node, ast.Name) and node.id != "self" and \
+            not (self.ctx is not None and node.id in self.ctx.env) and node.id in self.statics \
+            and not isinstance(self.statics[node.id], types.ModuleType)
 
     def subscript(self, node: ast.Subscript):
         """`t[i:i+m, j:j+n]` of a tensor or a tile: a view of that window (tensor.slice,
