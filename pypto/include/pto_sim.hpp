@@ -860,18 +860,20 @@ inline void tgatherb(const Tile<D>& d, const Tile<S>& s, const Tile<O>& off, con
 }
 // pto.mgather: rows of the tensor (elem = 0: idx [1, R] or [R, 1] picks rows, the leading
 // dims merged) or its elements (elem = 1: d[i, j] = element idx[i, j]); oob 0 (undefined:
-// refused here), 1 clamp, 2 wrap, 3 zero.
+// refused here), 1 clamp, 2 wrap, 3 zero. Indices are read as unsigned 32-bit values (as
+// the hardware does: -1 is past the end). Only d's valid part is gathered.
 template <class T, class G, class I>
 inline void mgather(const Tile<T>& d, const GmPart<G>& p, const Tile<I>& idx, int elem, int oob, const char* site) {
     p.check_bounds(site);
     int64_t total = 1;
     for (int i = 0; i < p.rank; ++i) total *= p.size[i];
     const int64_t cols = p.cols(), n = elem ? total : total / cols;
-    auto pick = [&](int64_t f, int64_t i, int64_t j, bool* zero) -> int64_t {
+    auto pick = [&](int64_t raw, int64_t i, int64_t j, bool* zero) -> int64_t {
         *zero = false;
-        if (f >= 0 && f < n) return f;
-        if (oob == 1) return f < 0 ? 0 : n - 1;
-        if (oob == 2) return ((f % n) + n) % n;
+        const int64_t f = int64_t(uint32_t(raw));
+        if (f < n) return f;
+        if (oob == 1) return n - 1;
+        if (oob == 2) return f % n;
         if (oob == 3) { *zero = true; return 0; }
         fail(site, "mgather index %lld at [%lld, %lld] is outside the tensor's %lld %s", (long long)f,
              (long long)i, (long long)j, (long long)n, elem ? "elements" : "rows");
@@ -879,7 +881,7 @@ inline void mgather(const Tile<T>& d, const GmPart<G>& p, const Tile<I>& idx, in
     };
     bool zero;
     if (elem) {
-        same_valid(d, idx, site);
+        if (d.vr > idx.vr || d.vc > idx.vc) same_valid(d, idx, site);
         for (int64_t i = 0; i < d.vr; ++i)
             for (int64_t j = 0; j < d.vc; ++j) {
                 const int64_t f = pick(int64_t(idx.row(i)[j]), i, j, &zero);
@@ -889,10 +891,10 @@ inline void mgather(const Tile<T>& d, const GmPart<G>& p, const Tile<I>& idx, in
     }
     const bool one_row = idx.rows == 1;
     const int64_t r = one_row ? idx.vc : idx.vr;
-    if (d.vr != r || d.vc != cols) fail(site, "mgather (row) fills %lldx%lld, the result is %dx%d", (long long)r, (long long)cols, d.vr, d.vc);
-    for (int64_t k = 0; k < r; ++k) {
+    if (d.vr > r || d.vc > cols) fail(site, "mgather (row) fills %lldx%lld, the result is %dx%d", (long long)r, (long long)cols, d.vr, d.vc);
+    for (int64_t k = 0; k < d.vr; ++k) {
         const int64_t f = pick(int64_t(one_row ? idx.row(0)[k] : idx.row(k)[0]), one_row ? 0 : k, one_row ? k : 0, &zero);
-        for (int64_t j = 0; j < cols; ++j)
+        for (int64_t j = 0; j < d.vc; ++j)
             d.row(k)[j] = zero ? T(0) : T(p.base[p.row_offset(f) + j * p.col_stride()]);
     }
 }

@@ -43,10 +43,12 @@ def _src(d="FP32", oob="clamp", column=False):
 
 
 def _fix(f, n, oob):
-    """What an index f reads of n under the out-of-bounds mode (None: zero)."""
-    if 0 <= f < n:
-        return f
-    return {"clamp": min(max(f, 0), n - 1), "wrap": f % n, "zero": None}[oob]
+    """What an index f reads of n under the out-of-bounds mode (None: zero). The hardware
+    reads indices as unsigned 32-bit values: -1 is 4294967295, past the end."""
+    u = f & 0xFFFFFFFF
+    if u < n:
+        return u
+    return {"clamp": n - 1, "wrap": u % n, "zero": None}[oob]
 
 
 def _run(src, platform, d, tmp_path, monkeypatch, seed=0, lo=-6, hi=70, elo=-20, ehi=280, column=False):

@@ -9,7 +9,7 @@ import torch
 
 import pypto.language as pl
 from pypto import ir
-from pypto.errors import NotBuiltError, TypeCheckError
+from pypto.errors import TypeCheckError
 
 ROW = """
 import pypto.language as pl
@@ -53,13 +53,15 @@ ACC = {"INT8": ("INT32", torch.int32)}
 
 
 def _picked(idx, n, oob):
+    """The row / element each index reads: indices are unsigned 32-bit (-1 is past the end)."""
+    u = idx.long() & 0xFFFFFFFF
     if oob == "clamp":
-        return idx.clamp(0, n - 1), None
+        return u.clamp(max=n - 1), None
     if oob == "wrap":
-        return idx.remainder(n), None
+        return u.remainder(n), None
     if oob == "zero":
-        return idx.clamp(0, n - 1), (idx < 0) | (idx >= n)
-    return idx, None
+        return u.clamp(max=n - 1), u >= n
+    return u, None
 
 
 @pytest.mark.parametrize("dtype", ["FP16", "BF16", "FP32", "INT8"])
@@ -101,6 +103,43 @@ def test_typed_errors():
                  filename="/u/g.py")
     with pytest.raises(TypeCheckError, match=r"the scratch holds 1024 fp16 elements, got Tensor\[256\]"):
         pl.parse(ELEM.format(DT="FP16", ACC="FP32", OOB="undefined").replace("[1024]", "[256]"), filename="/u/g.py")
-    with pytest.raises(NotBuiltError, match=r"valid_shape smaller than the result"):
+    with pytest.raises(TypeCheckError, match=r"valid_shape is \[rows, cols\] within the \[32, 32\] result"):
         pl.parse(ROW.format(DT="FP16", ACC="FP32", OOB="undefined").replace(
-            "target_memory=pl.Mem.Mat)", "target_memory=pl.Mem.Mat, valid_shape=[8, 32])"), filename="/u/g.py")
+            "target_memory=pl.Mem.Mat)", "target_memory=pl.Mem.Mat, valid_shape=[8, 40])"), filename="/u/g.py")
+
+
+PARTIAL = """
+import pypto.language as pl
+
+@pl.program
+class P:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, mem: pl.Tensor[[64, 32], pl.FP16], idx: pl.Tensor[[1, 32], pl.INT32],
+          eye: pl.Tensor[[32, 32], pl.FP16], out: pl.InOut[pl.Tensor[[{OR}, 32], pl.FP32]]) -> pl.Tensor[[{OR}, 32], pl.FP32]:
+        g = pl.tile.mgather(mem, idx, coalesce="row", target_memory=pl.Mem.Mat, valid_shape=[{VR}, {VC}])
+        e = pl.load(eye, [0, 0], [32, 32], valid_shape=[32, {VR}], target_memory=pl.Mem.Mat)
+        prod = pl.matmul(e, g)
+        return pl.store(pl.tile.slice(prod, [{OR}, 32], [0, 0]), [0, 0], out)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, mem: pl.Tensor[[64, 32], pl.FP16], idx: pl.Tensor[[1, 32], pl.INT32],
+             eye: pl.Tensor[[32, 32], pl.FP16], out: pl.InOut[pl.Tensor[[{OR}, 32], pl.FP32]]) -> pl.Tensor[[{OR}, 32], pl.FP32]:
+        return self.k(mem, idx, eye, out)
+"""
+
+
+@pytest.mark.parametrize("vr, vc", [(16, 32), (32, 21), (16, 21)])
+def test_a_partial_gather_through_a_partial_product(vr, vc, tmp_path, monkeypatch):
+    """Only the valid part is gathered; the cube multiplies the valid parts (K = the valid
+    rows), and a window of the product keeps what of it is valid."""
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    run = ir.compile(pl.parse(PARTIAL.format(VR=vr, VC=vc, OR=vr), filename="/u/p.py"),
+                     output_dir=tmp_path / "out", platform="a2a3sim")
+    torch.manual_seed(11)
+    mem = torch.randint(-20, 20, (64, 32)).half()
+    idx = torch.randint(0, 64, (1, 32), dtype=torch.int32)
+    out = torch.full((vr, 32), 7.0)
+    run(mem, idx, torch.eye(32).half(), out)
+    want = torch.full((vr, 32), 7.0)                # outside the valid part: untouched
+    want[:, :vc] = mem[idx[0, :vr].long(), :vc].float()
+    assert torch.equal(out, want)

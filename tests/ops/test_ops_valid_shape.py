@@ -116,7 +116,8 @@ out = pl.store(pl.fillpad(t), [0, 0], out)
      TypeCheckError, r"valid shapes differ: \[40, 64\] vs \[64, 64\]"),
     ("ta = pl.load(a, [0, 0], [64, 64], valid_shape=[65, 64])", TypeCheckError, r"does not lie inside"),
     ("ta = pl.load(a, [0, 0], [64, 64], valid_shape=[40, 64], target_memory=pl.Mem.Mat)\n"
-     "l = pl.move(ta, target_memory=pl.Mem.Left)\nm = pl.matmul(l, l)", NotBuiltError, r"matmul: a tile with a valid shape"),
+     "l = pl.move(ta, target_memory=pl.Mem.Left)\nm = pl.matmul(l, l)", TypeCheckError,
+     r"matmul: the valid parts do not chain: 40x64 x 40x64"),
     ("ta = pl.load(a, [0, 0], [64, 64], valid_shape=[40, 64])\nx = pl.reshape(ta, [32, 128])",
      NotBuiltError, r"reshape: a tile with a valid shape"),
 ])

@@ -19,7 +19,10 @@ def slice_(k, v, c, span):               # a view: pto.subview of the tile's byt
     a = k.tile(c.args[0], span)
     if v.type.memory_space is not a.tile.memory_space:
         fail("a slice keeps a tile in its memory space", span)
-    k.subview(v, a, c.args[2].items, span)
+    valid = None
+    if v.type.valid is not None:          # a window of a partial tile: its valid part
+        valid = tuple(k.const(x, "index") for x in v.type.valid)
+    k.subview(v, a, c.args[2].items, span, valid=valid)
 
 
 @emits("tile.set_validshape", "tile.reinterpret_view")

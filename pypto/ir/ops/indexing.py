@@ -413,10 +413,12 @@ def _mgather_mat(mem, args, mode, kw, span):
             _err("mgather into Mat gathering rows takes no scratch=", span)
         shape = (idx.shape[1], mem.shape[-1])
     valid = kw.get("valid_shape")
-    if valid is not None and [getattr(v, "value", v) for v in valid] != list(shape):
-        raise NotBuiltError("mgather into Mat with a valid_shape smaller than the result is not "
-                            "supported by this pypto yet", span, "gather whole tiles")
-    return TileType(shape, mem.dtype, MemorySpace.Mat)
+    if valid is not None:        # only that part of the result is gathered
+        valid = [getattr(v, "value", v) for v in valid]
+        if len(valid) != 2 or any(not isinstance(v, int) or not 0 < v <= n for v, n in zip(valid, shape)):
+            _err(f"mgather: valid_shape is [rows, cols] within the {list(shape)} result, got {valid}", span)
+        valid = None if valid == list(shape) else tuple(valid)
+    return TileType(shape, mem.dtype, MemorySpace.Mat, None, valid)
 
 
 def _mscatter(args, kw, span):

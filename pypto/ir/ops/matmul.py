@@ -35,10 +35,14 @@ def _matmul(args, kw, span):
         a = _transposed(a)
     if kw.get("b_trans"):
         b = _transposed(b)
-    whole("matmul", a, span, "left operand")
-    whole("matmul", b, span, "right operand")
     if type(a) is not type(b):
         _err(f"matmul: cannot mix {_tname(a)} and {_tname(b)}", span, _MIX_HINT)
+    valid = None
+    if isinstance(a, TileType) and (a.valid is not None or b.valid is not None):
+        valid = _partial_product(a, b, span)     # the cube multiplies the valid parts
+    else:
+        whole("matmul", a, span, "left operand")
+        whole("matmul", b, span, "right operand")
     if isinstance(a, TensorType) and 3 in (len(a.shape), len(b.shape)):
         return _batched(a, b, kw, span)
     if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
@@ -47,7 +51,20 @@ def _matmul(args, kw, span):
     if isinstance(a, TensorType):
         out = kw.get("out_dtype") or a.dtype
         return TensorType((a.shape[0], b.shape[1]), out)
-    return TileType((a.shape[0], b.shape[1]), acc, MemorySpace.Acc)
+    return TileType((a.shape[0], b.shape[1]), acc, MemorySpace.Acc, None, valid)
+
+
+def _partial_product(a, b, span):
+    """Tiles with valid shapes smaller than themselves: the product of the valid parts,
+    over the valid K both agree on (known when compiling); its valid shape, or None."""
+    (am, ak), (bk, bn) = a.valid_shape, b.valid_shape
+    if None in (am, ak, bk, bn):
+        from pypto.errors import NotBuiltError
+        raise NotBuiltError("matmul: operands whose valid shape is known only at run time are not "
+                            "supported by this pypto yet", span, "give them static valid shapes")
+    if ak != bk:
+        _err(f"matmul: the valid parts do not chain: {am}x{ak} x {bk}x{bn} (valid K must agree)", span)
+    return None if (am, bn) == (a.shape[0], b.shape[1]) else (am, bn)
 
 
 def _batched(a, b, kw, span):

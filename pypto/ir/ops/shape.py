@@ -150,12 +150,17 @@ def _tile_slice(args, kw, span):
     if t.memory_space not in (None, MemorySpace.Vec, MemorySpace.Mat, MemorySpace.Acc):
         _err(f"slice: a window of a {t.memory_space.name} tile is not addressable (Vec, Mat and "
              f"Acc tiles are)", span)
-    whole("slice", t, span)
+    valid = None
+    if t.valid is not None:       # a window of a partial tile holds what of it is valid
+        if None in t.valid or not all(isinstance(o, Const) for o in offs):
+            whole("slice", t, span)
+        valid = tuple(max(0, min(s, v - o.value)) for s, v, o in zip(shape, t.valid, offs))
+        valid = None if valid == tuple(shape) else valid
     for i, (s, d) in enumerate(zip(shape, t.shape)):
         if s > d:
             _err(f"slice: extent {s} of dim {i} is larger than the tile's {d}", span)
     _check_window("slice", offs, shape, t.shape, span)
-    return TileType(tuple(shape), t.dtype, t.memory_space)
+    return TileType(tuple(shape), t.dtype, t.memory_space, None, valid)
 
 
 reg("tile.slice", (3, 3), _tile_slice, params=("tile", "shape", "offset"), pto="subview",
