@@ -333,17 +333,21 @@ template <class T, class S> inline void tcmps(const Tile<uint8_t>& m, const Tile
     const C y = C(s);
     cmp_mask(m, a, [&](int64_t i, int64_t j) { return cmp_(C(a.row(i)[j]), y, t); }, site);
 }
-inline bool mask_bit(const Tile<uint8_t>& m, int64_t i, int64_t j) { return (m.row(i)[j >> 3] >> (j & 7)) & 1; }
-template <class T> inline void tsel(const Tile<T>& d, const Tile<uint8_t>& m, const Tile<T>& a, const Tile<T>& b, const char* site) {
+// a mask carrier of any integer dtype: its bytes are the bits
+template <class M> inline bool mask_bit(const Tile<M>& m, int64_t i, int64_t j) {
+    return (reinterpret_cast<const uint8_t*>(m.row(i))[j >> 3] >> (j & 7)) & 1;
+}
+template <class M> inline int64_t mask_bits(const Tile<M>& m) { return int64_t(m.cols) * int64_t(sizeof(M)) * 8; }
+template <class T, class M> inline void tsel(const Tile<T>& d, const Tile<M>& m, const Tile<T>& a, const Tile<T>& b, const char* site) {
     same_valid(d, a, site);
     same_valid(d, b, site);
-    if (int64_t(m.cols) * 8 < d.vc || m.rows < d.vr) fail(site, "the mask is too small for %dx%d", d.vr, d.vc);
+    if (mask_bits(m) < d.vc || m.rows < d.vr) fail(site, "the mask is too small for %dx%d", d.vr, d.vc);
     for (int64_t i = 0; i < d.vr; ++i)
         for (int64_t j = 0; j < d.vc; ++j) d.row(i)[j] = mask_bit(m, i, j) ? a.row(i)[j] : b.row(i)[j];
 }
-template <class T, class S> inline void tsels(const Tile<T>& d, const Tile<uint8_t>& m, const Tile<T>& a, S s, const char* site) {
+template <class T, class M, class S> inline void tsels(const Tile<T>& d, const Tile<M>& m, const Tile<T>& a, S s, const char* site) {
     same_valid(d, a, site);
-    if (int64_t(m.cols) * 8 < d.vc || m.rows < d.vr) fail(site, "the mask is too small for %dx%d", d.vr, d.vc);
+    if (mask_bits(m) < d.vc || m.rows < d.vr) fail(site, "the mask is too small for %dx%d", d.vr, d.vc);
     const T v = T(calc_t<T>(s));
     for (int64_t i = 0; i < d.vr; ++i)
         for (int64_t j = 0; j < d.vc; ++j) d.row(i)[j] = mask_bit(m, i, j) ? a.row(i)[j] : v;

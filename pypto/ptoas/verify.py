@@ -664,9 +664,10 @@ class Verifier(OpChecks):
             if t.loc != "vec":
                 raise self.error(op, f"{op.name} runs on the vector unit, not in '{t.loc}'")
         mask, data = (d, tiles) if kind in ("cmp", "cmps") else (tiles[0], [d] + tiles[1:3])
-        if mask.dtype != "ui8":
-            raise self.error(op, f"{op.name}: the mask is a ui8 tile, not {mask.dtype}")
-        if mask.cols * 8 < data[0].cols or mask.rows < data[0].rows:
+        carriers = ("ui8",) if kind in ("cmp", "cmps") else ("ui8", "i8", "ui16", "i16", "ui32", "i32")
+        if mask.dtype not in carriers:      # a select reads any integer carrier's bytes as bits
+            raise self.error(op, f"{op.name}: the mask is a {' / '.join(carriers)} tile, not {mask.dtype}")
+        if mask.cols * BY_MLIR[mask.dtype].nbytes * 8 < data[0].cols or mask.rows < data[0].rows:
             raise self.error(op, f"{op.name}: a {mask.rows}x{mask.cols} mask has no bit for every "
                                  f"element of {data[0].rows}x{data[0].cols}")
         for t in data[1:]:

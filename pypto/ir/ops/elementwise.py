@@ -239,9 +239,14 @@ def _cmps(args, kw, span):
     return _mask_of("cmps", a, kw, span)
 
 
+MASK_CARRIERS = (dt.UINT8, dt.INT8, dt.UINT16, dt.INT16, dt.UINT32, dt.INT32)
+
+
 def _check_mask(op, m, x, span):
-    if not (isinstance(m, TileType) and m.dtype == dt.UINT8 and len(m.shape) == 2
-            and m.shape[0] >= x.shape[0] and m.shape[1] * 8 >= x.shape[1]):
+    """A bit mask: bit j % 8 of byte j / 8 of row i for element (i, j), in a tile of any
+    integer carrier dtype (its bytes are the bits)."""
+    if not (isinstance(m, TileType) and m.dtype in MASK_CARRIERS and len(m.shape) == 2
+            and m.shape[0] >= x.shape[0] and m.shape[1] * m.dtype.nbytes * 8 >= x.shape[1]):
         _err(f"{op}: the mask is {_tname(m)}, not a UINT8 bit mask for {_tname(x)}", span,
              "make it with pl.tile.cmp / pl.tile.cmps")
 

@@ -54,7 +54,9 @@ def _expand(op, row):
         want = (a.shape[0], 1) if row else (1, a.shape[1])
         if tuple(v.shape) != tuple(want):
             _err(f"{op}: vector operand must have shape {list(want)}, got {list(v.shape)}", span)
-        whole(op, v, span, "vector operand")
+        covers = (valid_of(a)[0], 1) if row else (1, valid_of(a)[1])
+        if v.valid is None or tuple(v.valid) != covers:   # a partial vector covers x's valid part
+            whole(op, v, span, "vector operand")
         return _same_kind(a, a.shape, a.dtype, valid_of(a))
     return infer
 

@@ -140,6 +140,9 @@ class CallsMixin:
         exprs = [a for a in args if isinstance(a, Expr)]
         if ns is None:
             op = ops.resolve(name, exprs, span)
+        elif name in ops.SCALAR_FORM and len(exprs) == 2 and isinstance(getattr(exprs[1], "type", None), ScalarType) \
+                and isinstance(getattr(exprs[0], "type", None), (TensorType, TileType)):
+            op = f"{ns}.{ops.SCALAR_FORM[name]}"      # pl.tensor.maximum(x, 0.5): against a scalar
         else:
             op = f"{ns}.{name}"
         op = ops.OP_ALIASES.get(op, op)
