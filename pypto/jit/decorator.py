@@ -496,7 +496,7 @@ class JITFunction:
         return {"kind": "tensor", "shape": dims, "dtype": dtype}
 
     def _eval_int(self, node):
-        from pypto.jit.specialize import _NO, _const
+        from pypto.jit.literals import _NO, _const
         consts = {}
         for n in ast.walk(node):
             if isinstance(n, ast.Name):
