@@ -24,6 +24,9 @@ _OPERANDS = {"tile.matmul": (M.Left, M.Right), "tile.matmul_acc": (M.Acc, M.Left
              "tile.matmul_bias": (M.Left, M.Right, M.Bias), "tile.gemv": (M.Left, M.Right),
              "tile.gemv_acc": (M.Acc, M.Left, M.Right), "tile.gemv_bias": (M.Left, M.Right, M.Bias)}
 _KEEP = ("tile.load", "tile.move", "tile.create", "tile.store", "tile.alloc", "tile.extract", "tile.mgather")
+# views: where their source is; writes into a target: where the target is
+VIEWS = ("tile.reshape", "tile.transpose_view", "tile.slice", "tile.set_validshape", "tile.reinterpret_view")
+INTO_TARGET = ("tile.assemble", "tile.gather_row")
 
 
 def run(prog: Program, opts) -> Program:
@@ -103,12 +106,10 @@ class _Infer(Rewriter):
             if c.op == "tile.store":
                 self.check_store(c, s)
             return [self.default_stmt(s)]
-        if c.op in ("tile.assemble", "tile.gather_row"):   # in the target's space, operands where they are
+        if c.op in INTO_TARGET:                # in the target's space, operands where they are
             _set_space(s.var, _space(c.args[0]))
             return [self.default_stmt(s)]
-        if c.op in ("tile.reshape", "tile.transpose_view", "tile.slice", "tile.set_validshape",
-                    "tile.reinterpret_view"):
-            # views: where their source is
+        if c.op in VIEWS:                      # views: where their source is
             _set_space(s.var, _space(c.args[0]))
             return [self.default_stmt(s)]
         if c.op == "tile.cast" and _space(c.args[0]) is M.Acc:

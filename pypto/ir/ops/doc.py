@@ -23,10 +23,14 @@ def render() -> str:
            "`pypto/ir/ops/`, by `python -m pypto.ir.ops.doc`; a test keeps it current).",
            "Operands may be passed by position or by name; options are keywords with",
            "compile-time values. `pl.<op>` picks the tensor or tile form from its first operand.",
+           "The dtypes are the element dtypes each op's type rule accepts, found by asking it",
+           "(pypto/ir/ops/probe.py; 'not probed' where its sample operands cannot express the op);",
+           "'computes in' is where InferTileMemorySpace places a tile op (operands elsewhere are",
+           "moved there when the chip has the path).",
            ""]
     for family in FAMILIES:
-        out += [f"## {family}", "", "| call | IR ops | operands | options |",
-                "| --- | --- | --- | --- |"]
+        out += [f"## {family}", "", "| call | IR ops | operands | options | dtypes | computes in |",
+                "| --- | --- | --- | --- | --- | --- |"]
         for short, defs in sorted(by_family[family].items()):
             d = defs[0]
             irs = ", ".join(f"`{x.name}`" for x in sorted(defs, key=lambda x: x.name))
@@ -35,9 +39,26 @@ def render() -> str:
             opts += [f"`{k}`: not built yet" for k in d.unbuilt]
             sig = d.sig.replace("|", "\\|")
             out.append(f"| `{sig.split('  ', 1)[0]}`{'<br>' + sig.split('  ', 1)[1] if '  ' in sig else ''} "
-                       f"| {irs} | {', '.join(d.params) or '-'} | {', '.join(opts) or '-'} |")
+                       f"| {irs} | {', '.join(d.params) or '-'} | {', '.join(opts) or '-'} "
+                       f"| {_dtypes(defs)} | {_where(defs)} |")
         out.append("")
     return "\n".join(out)
+
+
+def _dtypes(defs) -> str:
+    """The element dtypes the op's type rules accept (probed), per IR op when they differ."""
+    from pypto.ir.ops.probe import accepts
+    found = {x.name: accepts(x.name) for x in defs}
+    texts = {k: ("not probed" if v is None else ", ".join(str(d) for d in v)) for k, v in found.items()}
+    if len(set(texts.values())) == 1:
+        return next(iter(texts.values()))
+    return "<br>".join(f"{k}: {v}" for k, v in sorted(texts.items()))
+
+
+def _where(defs) -> str:
+    from pypto.ir.ops.probe import placement
+    tiles = [x.name for x in defs if x.name.startswith("tile.")]
+    return placement(tiles[0]) if tiles else "tensors (in a kernel: converted to tile ops)"
 
 
 def main() -> int:
