@@ -86,18 +86,19 @@ def publish(chunks: Iterable[bytes], dest: Path, tmp_dir: Path, mode: int = 0o64
 _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
 
 
-def publish_bytes(data: bytes, dest, mode: int = 0o644) -> None:
-    """Write `data` to `dest` atomically (temp file next to it, then rename), with
-    exactly `mode`; not made durable (a copy that can always be made again). The
-    few system calls of `publish` without its buffering and hashing, for data
-    already in memory and already checked."""
+def publish_bytes(data: bytes, dest, mode: int = 0o644, tmp_dir=None) -> None:
+    """Write `data` to `dest` atomically (a temp file in `tmp_dir`, default next to
+    `dest`, then a rename), with exactly `mode`; not made durable (the store syncs
+    once per build; a materialised copy can always be made again). The few system
+    calls of `publish` without its buffering and hashing, for data already in
+    memory whose digest is known."""
     dest = os.fspath(dest)
     parent = os.path.dirname(dest)
-    tmp = _temp_name(parent)
+    tmp = _temp_name(parent if tmp_dir is None else tmp_dir)
     try:
         fd = os.open(tmp, _NEW, 0o600)
     except FileNotFoundError:
-        os.makedirs(parent, exist_ok=True)
+        os.makedirs(os.path.dirname(tmp), exist_ok=True)
         fd = os.open(tmp, _NEW, 0o600)
     try:
         try:
@@ -107,7 +108,11 @@ def publish_bytes(data: bytes, dest, mode: int = 0o644) -> None:
             os.fchmod(fd, mode)           # exactly `mode`, whatever the umask
         finally:
             os.close(fd)
-        os.replace(tmp, dest)
+        try:
+            os.replace(tmp, dest)
+        except FileNotFoundError:         # the destination's folder is not there yet
+            os.makedirs(parent, exist_ok=True)
+            os.replace(tmp, dest)
     except BaseException:
         discard(tmp)
         raise

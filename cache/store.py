@@ -2,8 +2,9 @@
 
 <root>/v1/objects/ab/<digest>   immutable blobs named by the xxh3_128 of their bytes
 <root>/v1/actions/ab/<key>      JSON manifest {"outputs": {name: digest}, ...}
-<root>/v1/locks/<key>           flock files for per-key single flight (one flat folder:
-                                a shard folder per lock cost a mkdir per cold task)
+<root>/v1/locks/keys.lock       per-key single flight: one locked byte per key (OFD
+                                locks); where those are missing, one flock file per key
+                                <root>/v1/locks/<key>
 <root>/v1/tmp/                  temp files, same filesystem, renamed into place
 <root>/v1/stats/                persistent hit/miss counters
 
@@ -47,7 +48,9 @@ class Store:
         self._actions = base / "actions"
         self._objects_s, self._actions_s = f"{self._objects}{os.sep}", f"{self._actions}{os.sep}"
         self._locks = base / "locks"
+        self._keylocks = locks.KeyLocks(self._locks)
         self._tmp = base / "tmp"
+        self._tmp_s = str(self._tmp)
         self._counters = Counters(base / "stats")
         self._overlay: Overlay | None = None   # set once the directory refuses a write
 
@@ -62,10 +65,6 @@ class Store:
     def _action_path(self, key: str) -> Path:
         check_key(key)
         return self._actions / key[:2] / key
-
-    def _lock_path(self, key: str) -> Path:
-        check_key(key)
-        return self._locks / key
 
     # the same paths as str, for the lookups a build makes thousands of (pathlib's
     # joins were a tenth of serving a warm graph)
@@ -95,14 +94,14 @@ class Store:
     def put_bytes(self, data: bytes) -> str:
         data = bytes(data)
         digest = digest_bytes(data)
-        path = self._object_path(digest)
+        path = self._obj(digest)
         # An object file already there is trusted only once its bytes are checked: a
         # damaged one would otherwise stay damaged for every later build.
         if self._holds(path, digest, len(data)) and _touch_existing(path):
             return digest
         if self._overlay is None:
             try:
-                publish([data], path, self._tmp, durable=False)
+                publish_bytes(data, path, tmp_dir=self._tmp_s)
                 return digest
             except OSError as e:
                 if not self._unwritable(e):
@@ -242,14 +241,14 @@ class Store:
         return manifest
 
     def put_action(self, key: str, manifest: dict) -> None:
-        path = self._action_path(key)
+        path = self._act(key)
         data = _encode_manifest(manifest)
         missing = sorted(d for d in set(manifest["outputs"].values()) if not self.has(d))
         if missing:
             raise CacheError(f"put_action({key}): objects not in the store: {missing}")
         if self._overlay is None:
             try:
-                publish([data], path, self._tmp, durable=False)
+                publish_bytes(data, path, tmp_dir=self._tmp_s)
                 return
             except OSError as e:
                 if not self._unwritable(e):
@@ -265,21 +264,21 @@ class Store:
 
     @contextmanager
     def lock(self, key: str):
-        """Per-key single flight across processes (flock); in-process only once the
-        store cannot be written (no lock files can be made)."""
-        path = self._lock_path(key)
-        fd = None
+        """Per-key single flight across processes and threads; in-process only once
+        the store cannot be written (no lock file can be made)."""
+        check_key(key)
+        handle = None
         if self._overlay is None:
             try:
-                fd = locks.acquire(path)
+                handle = self._keylocks.acquire(key)
             except OSError as e:
                 if not self._unwritable(e):
                     raise
-        if fd is not None:
+        if handle is not None:
             try:
                 yield
             finally:
-                locks.release(fd)
+                self._keylocks.release(handle)
             return
         with self._overlay.lock(key):
             yield
@@ -341,9 +340,8 @@ class Store:
         return actions, objects
 
     def _gc_remove_action(self, key: str, cutoff: float) -> bool:
-        lock_path = self._lock_path(key)
-        fd = locks.acquire(lock_path, blocking=False)
-        if fd is None:
+        handle = self._keylocks.acquire(key, blocking=False)
+        if handle is None:
             return False  # a build holds this key
         try:
             path = self._action_path(key)
@@ -351,8 +349,8 @@ class Store:
                 return False  # used since the scan
             return _unlink(path)
         finally:
-            _unlink(lock_path)  # safe: we hold it
-            locks.release(fd)
+            self._keylocks.drop(key)  # safe: we hold it
+            self._keylocks.release(handle)
 
     def _gc_remove_object(self, digest: str, cutoff: float) -> bool:
         path = self._object_path(digest)
@@ -394,7 +392,7 @@ def _touch_existing(path: Path) -> bool:
     except FileNotFoundError:
         return False
     except OSError:            # read-only store, or not ours to touch: it is there
-        return path.exists()
+        return os.path.exists(path)
 
 
 def _syncfs(root: Path) -> None:

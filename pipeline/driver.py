@@ -416,7 +416,7 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
     records = phases.records()
     # the key parts of every task: the next compile here says why its tasks ran
     impls = _impl_files({p["impl"] for p in phases.parts.values()})
-    keys = json.dumps({"tasks": phases.parts, "impl_files": impls}, sort_keys=True).encode()
+    keys = explain.keys_json(phases.parts, impls)
     outputs[explain.KEYS_FILE] = store.put_bytes(keys)
     store.materialize(outputs[explain.KEYS_FILE], out / explain.KEYS_FILE)
     why = explain.explain(records, phases.parts, before, impls)

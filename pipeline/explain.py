@@ -31,13 +31,31 @@ def key_parts(step: Step, inputs: dict[str, str]) -> dict:
 def load_keys(out: Path) -> dict:
     try:
         data = json.loads((Path(out) / KEYS_FILE).read_text())
-        return data if isinstance(data, dict) and isinstance(data.get("tasks"), dict) else {}
-    except (OSError, ValueError):
+        if not (isinstance(data, dict) and isinstance(data.get("tasks"), dict)):
+            return {}
+        data["impl_files"] = expand_impl_files(data.get("impl_files", {}))
+        return data
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return {}
 
 
-def save_keys(out: Path, tasks: dict[str, dict], impl_files: dict[str, dict[str, str]]) -> None:
-    _write_json(Path(out) / KEYS_FILE, {"tasks": tasks, "impl_files": impl_files})
+def keys_json(tasks: dict[str, dict], impl_files: dict[str, dict[str, str]]) -> bytes:
+    """report/keys.json: every task's key parts, and each impl's source files. The
+    impls of one build share most of their files (every pass imports the IR), so
+    each file's digest is written once and an impl lists its files' names."""
+    files: dict[str, str] = {}
+    for parts in impl_files.values():
+        files.update(parts)
+    compact = {"files": files, "impls": {i: sorted(parts) for i, parts in impl_files.items()}}
+    return json.dumps({"tasks": tasks, "impl_files": compact}, sort_keys=True).encode()
+
+
+def expand_impl_files(data: dict) -> dict[str, dict[str, str]]:
+    """impl -> {file: digest}, from keys_json's form (or an older file's full form)."""
+    if "files" not in data or "impls" not in data:
+        return data
+    files = data["files"]
+    return {impl: {f: files[f] for f in names} for impl, names in data["impls"].items()}
 
 
 def _short(value) -> str:

@@ -225,9 +225,7 @@ def _materialize(store, step: Step, outputs: dict[str, str]) -> bool:
         exe = out in step.executable
         if target_ok(path, outputs[out], exe):
             continue
-        parent = os.path.dirname(path)
-        if parent:
-            os.makedirs(parent, exist_ok=True)
+        # (a missing folder is made by the write that meets it)
         if not store.materialize(outputs[out], path, executable=exe):
             return False
     return True

@@ -95,8 +95,7 @@ def test_sigkill_mid_write_releases_lock_and_leaves_no_partial_object(tmp_path):
     try:
         assert proc.stdout.readline().strip() == "locked"
         store = Store(root)
-        lock_path = store._lock_path(key)
-        assert locks.acquire(lock_path, blocking=False) is None  # held by the worker
+        assert store._keylocks.busy(key)  # held by the worker
         with open(fifo, "wb") as feed:
             feed.write(payload[:3 << 19])  # half: the first chunk reaches the temp file
             feed.flush()
@@ -114,9 +113,7 @@ def test_sigkill_mid_write_releases_lock_and_leaves_no_partial_object(tmp_path):
     assert proc.returncode == -signal.SIGKILL
 
     # The lock died with its holder.
-    fd = locks.acquire(lock_path, blocking=False)
-    assert fd is not None
-    locks.release(fd)
+    assert not store._keylocks.busy(key)
     # No object, partial or whole, became visible.
     assert store.stats()["objects"] == 0
     assert not store.has(digest_bytes(payload)) and not store.has(digest_bytes(payload[:1 << 20]))

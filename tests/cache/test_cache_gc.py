@@ -116,6 +116,7 @@ def test_broken_action_is_evicted_first(disk):
 
 
 def test_gc_sweeps_temp_files_and_stale_locks(disk):
+    disk._keylocks._ofd = False  # one lock file per key, as where OFD locks are missing
     build(disk, KEYS[0], b"x" * 100, age=0)
     with disk.lock(KEYS[1]):  # a key that never got an entry
         pass
@@ -133,6 +134,16 @@ def test_gc_sweeps_temp_files_and_stale_locks(disk):
         assert disk.get_action(KEYS[0])
     finally:
         held.__exit__(None, None, None)
+
+
+def test_gc_keeps_the_shared_lock_file(disk):
+    with disk.lock(KEYS[1]):
+        pass
+    build(disk, KEYS[0], b"x" * 100, age=3600)
+    r = disk.gc(0, grace=0)
+    assert r["actions"] == [KEYS[0]] and r["locks"] == 0
+    if disk._keylocks._ofd:
+        assert os.listdir(disk.root / "v1" / "locks") == ["keys.lock"]
 
 
 def test_gc_with_default_grace_keeps_fresh_store(disk):
