@@ -19,7 +19,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import struct
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -63,6 +62,7 @@ class KeyLocks:
             fd = os.open(self._range, flags, 0o644)
         # the key's first 60 bits name its byte: a collision (2**-60 per pair) only
         # makes two builds wait for each other
+        import struct              # (only a build that runs a task takes a lock)
         lock = struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, int(key[:15], 16), 1, 0)
         try:
             fcntl.fcntl(fd, _OFD_WAIT if blocking else _OFD_TRY, lock)
