@@ -29,14 +29,13 @@ def _user_name(name: str) -> str:
 
 
 def run(prog: Program, opts) -> Program:
-    names = {f.name for f in prog.functions}
-    functions = frozenset(names)     # a hint may repeat a function's name (a jit entry's own)
+    names = {f.name for f in prog.functions}   # taken program-wide (kernels join as made)
     out: list[Function] = []
     for f in prog.functions:
         if not any(isinstance(s, InCoreScope) for s in walk(f.body)):
             out.append(f)
             continue
-        o = _Outliner(f, names, functions)
+        o = _Outliner(f, names)
         body = o.body(f.body)
         ftype = FunctionType.Orchestration if f.func_type is FunctionType.Opaque else f.func_type
         level, role = (f.level, f.role) if f.func_type is not FunctionType.Opaque else derived_level_role(ftype)
@@ -47,10 +46,13 @@ def run(prog: Program, opts) -> Program:
 
 
 class _Outliner(Rewriter):
-    def __init__(self, parent: Function, names: set, functions=frozenset()):
+    def __init__(self, parent: Function, names: set):
         self.parent = parent
         self.names = names
-        self.functions = functions
+        # names taken inside the parent: its parameters' and values' names and the
+        # kernels outlined from it so far
+        self.local = {p.var.name for p in parent.params} | {
+            _user_name(v.name) for s in walk(parent.body) for v in defs(s)}
         self.kernels: list[Function] = []
         self.count = 0
         # for live-out analysis, per enclosing body: (var id -> index of the last statement
@@ -103,15 +105,7 @@ class _Outliner(Rewriter):
                     f"{_user_name(v.name)!r} is computed inside a pl.at region and used after it", v.span,
                     "only tensors written in place (out[...] = ..., pl.store) may leave a pl.at region; "
                     "write the value into a tensor created with pl.create_tensor")
-        name = scope.name_hint or self.fresh_name()
-        if scope.name_hint in self.functions:
-            # `@pl.jit def f: with pl.at(name_hint="f")`: the kernel takes the suffixed name
-            name = self.fresh_name(scope.name_hint)
-        elif scope.name_hint:
-            if name in self.names:
-                raise CodegenError(f"a function named {name!r} already exists", scope.span,
-                                   "give each pl.at region its own name_hint")
-            self.names.add(name)
+        name = self.kernel_name(scope.name_hint)
         # the kernel works on its own copies of the parameters
         params, mapping = [], {}
         for v in live_in:
@@ -147,13 +141,32 @@ class _Outliner(Rewriter):
         call.type = None
         return [Eval(call, scope.span)]
 
-    def fresh_name(self, base: str | None = None) -> str:
-        while True:
-            name = f"{base or self.parent.name}_incore_{self.count}"
-            self.count += 1
-            if name not in self.names:
-                self.names.add(name)
-                return name
+    def kernel_name(self, hint: str) -> str:
+        """The region's kernel name, as the reference makes it: the name_hint, else
+        `<parent>_incore_<k>` (k counts the parent's regions, named ones too). A name
+        another function has becomes `<parent>_<name>`; one taken inside the parent
+        (two regions with one hint) takes the smallest free `_<n>` suffix."""
+        name = hint or f"{self.parent.name}_incore_{self.count}"
+        self.count += 1
+        if self.taken(name):
+            if name not in self.local:
+                name = f"{self.parent.name}_{name}"
+                if self.taken(name):
+                    name = self.suffixed(name)
+            else:
+                name = self.suffixed(name)
+        self.local.add(name)
+        self.names.add(name)
+        return name
+
+    def taken(self, name: str) -> bool:
+        return name in self.local or name in self.names
+
+    def suffixed(self, base: str) -> str:
+        n = 0
+        while self.taken(f"{base}_{n}"):
+            n += 1
+        return f"{base}_{n}"
 
 
 _VERSIONED = re.compile(r"(.+)__(ssa|tmp)_v(\d+)")

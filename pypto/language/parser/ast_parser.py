@@ -84,7 +84,7 @@ class Parser(SignaturesMixin, AnnotationsMixin, ValuesMixin, CallsMixin,
         if not self.sigs:
             self.error(f"program {cdef.name!r} has no functions", cdef,
                        "add a method decorated with @pl.function")
-        for sig in self.sigs.values():
+        for sig in list(self.sigs.values()):   # (a call may add a module-level function)
             self.ensure_body(sig)
         self.check_recursion()
         self.program_checks(cdef)

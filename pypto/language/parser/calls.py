@@ -6,7 +6,8 @@ import builtins
 import difflib
 import enum
 
-from pypto.language.parser.common import (BinOp, Call, Const, Expr, FunctionType, MemorySpace,
+from pypto.language.parser.common import (BinOp, Call, Const, Expr, Function, FunctionType,
+                                          MemorySpace, _Sig,
                                           MisplacedTensorOpError, ParserError, ScalarType,
                                           TensorType, TileType, TupleExpr, TupleType,
                                           TypeCheckError, _AT_HINT, _CONST_HINT, _LOOP_KINDS,
@@ -49,6 +50,8 @@ class CallsMixin:
                        "a plain Python helper cannot run on the device: decorate it with "
                        "@pl.jit.inline, or write its body inline")
         obj = self.static(f, "the called function")
+        if isinstance(obj, Function):
+            return self.module_function_call(node, obj)
         k = _kind(obj)
         if k == "op":
             name, ns = obj._pl_op
@@ -335,6 +338,24 @@ class CallsMixin:
                 self.error(f"pl.const: {v} is not an integer but the dtype is {d}", node)
             v = int(v)
         return Const(v, d, self.span(node))
+
+    def module_function_call(self, node: ast.Call, fn: Function):
+        """A `@pl.function` defined outside the program (at module level, perhaps in
+        another module) called by name: it becomes a function of the program, called
+        as self.<name>(...) would be."""
+        if not self.in_program:
+            self.error(f"`{ast.unparse(node.func)}` is a @pl.function; a lone @pl.function "
+                       f"cannot call another", node,
+                       "call both from the orchestration of a @pl.program")
+        have = self.sigs.get(fn.name)
+        if have is None:
+            self.sigs[fn.name] = _Sig(fn.name, None, fn.params, fn.return_types, fn.func_type,
+                                      fn.level, fn.role, dict(fn.attrs), fn.span, fn, "done")
+        elif have.function is not fn:
+            self.error(f"`{ast.unparse(node.func)}` is the @pl.function {fn.name!r}, but the program "
+                       f"already has a function named {fn.name!r}", node,
+                       f"rename one of them: a program holds one function per name")
+        return self.function_call(node, fn.name)
 
     def function_call(self, node: ast.Call, name: str):
         sig = self.sigs.get(name)
