@@ -288,7 +288,27 @@ class _Orch:
             if d is dt.BOOL:
                 return f"(({a}) != 0)", d
             return f"({_C_TYPE[d.name]})({a})", d
-        fail(f"cannot use {type(e).__name__} as a scalar in an orchestration", span)
+        if isinstance(e, Call) and e.op == "tensor.read":
+            return self.read(e, span)
+        what = e.op if isinstance(e, Call) else type(e).__name__
+        fail(f"cannot use {what} as a scalar in an orchestration", span)
+
+    def read(self, e: Call, span) -> tuple[str, dt.DataType]:
+        """pl.tensor.read(t, [i, ...]) on the host: the runtime answers once the tasks
+        submitted so far that write the element are done. Emitted as statements before
+        the one that uses the value."""
+        t = self.handle(e.args[0], span)
+        idx = e.args[1].items if isinstance(e.args[1], TupleExpr) else [e.args[1]]
+        exprs = [f"(int64_t)({self.scalar(i, span)[0]})" for i in idx]
+        d = e.type.dtype
+        hint = getattr(e.args[0], "name", "tensor")
+        idx_name, bits = self.cname(f"{hint}_at"), self.cname(f"{hint}_bits")
+        self.out(f"// {_loc(span)}: read {hint}[{', '.join(exprs)}]")
+        self.out(f"const int64_t {idx_name}[{len(exprs)}] = {{{', '.join(exprs)}}};")
+        self.out(f"uint64_t {bits} = 0;")
+        self.out(f"if (api->read_scalar(api->ctx, {t}, {len(exprs)}, {idx_name}, &{bits}) != 0) "
+                 f"{self.fail_return(1)}")
+        return f"({_C_TYPE[d.name]})({_decode(d, bits)})", d
 
     def bits(self, e, want: dt.DataType, span) -> str:
         """The uint64 bit pattern of scalar `e` as a `want` value."""
@@ -435,6 +455,8 @@ class _Orch:
             fail(f"cannot assign {type(e).__name__} to {v.name!r} in an orchestration", span)
         if e.op == "tensor.create":
             return self.create(v, e, span)
+        if e.op == "tensor.slice":
+            return self.view(v, e, span)
         if e.op == "tuple.get":              # one of the tensors a kernel call returned
             src = self.val(e.args[0], span)
             if src.tuple_of is None or not isinstance(e.args[1], Const) \
@@ -470,6 +492,24 @@ class _Orch:
         self.out(f"const int64_t {shape_name}[{len(dims)}] = {{{', '.join(dims)}}};")
         self.out(f"const int64_t {name} = api->alloc_tensor(api->ctx, PYPTO_{dtype.name}, "
                  f"{len(dims)}, {shape_name});")
+        self.out(f"if ({name} <= 0) {self.fail_return(1)}")
+        self.env[id(v)] = _Val(name, v.type)
+
+    def view(self, v: Var, e: Call, span):
+        """pl.slice(t, shape, offsets) on the host: a view of the window, no copy."""
+        base = self.handle(e.args[0], span)
+        shape = [self.scalar(d, span)[0] for d in e.args[1].items]
+        offs = [self.scalar(o, span)[0] for o in e.args[2].items]
+        name = self.cname(v.name)
+        shape_name, off_name = self.cname(f"{v.name}_shape"), self.cname(f"{v.name}_at")
+        self.out(f"// {_loc(span)}: {v.name} = slice({getattr(e.args[0], 'name', '?')}, "
+                 f"[{', '.join(shape)}], [{', '.join(offs)}])")
+        self.out(f"const int64_t {shape_name}[{len(shape)}] = "
+                 f"{{{', '.join(f'(int64_t)({x})' for x in shape)}}};")
+        self.out(f"const int64_t {off_name}[{len(offs)}] = "
+                 f"{{{', '.join(f'(int64_t)({x})' for x in offs)}}};")
+        self.out(f"const int64_t {name} = api->view(api->ctx, {base}, {len(shape)}, {shape_name}, "
+                 f"{off_name});")
         self.out(f"if ({name} <= 0) {self.fail_return(1)}")
         self.env[id(v)] = _Val(name, v.type)
 

@@ -45,6 +45,14 @@ typedef struct {
                       const int32_t* dirs, int32_t n_scalars, const uint64_t* scalars);
     void (*scope_begin)(void* ctx, int32_t manual);
     void (*scope_end)(void* ctx);
+    // One element of a tensor (indices within the handle's window), read once every task
+    // submitted so far that writes it is done: its bytes, zero-extended, in *bits.
+    // Returns 0 on success, non-zero when refused (the reason is kept by the runtime).
+    int32_t (*read_scalar)(void* ctx, int64_t tensor, int32_t ndims, const int64_t* indices,
+                           uint64_t* bits);
+    // Stops the run with `message` (a check the orchestration makes failed); the
+    // orchestration then returns non-zero.
+    void (*fail)(void* ctx, const char* message);
 } PyptoRuntimeApi;
 
 // Every orchestration .so exports this (extern "C"): tensors are the program's tensor

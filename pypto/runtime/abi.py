@@ -39,6 +39,8 @@ SUBMIT_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctx_t, ctypes.c_int32, ctypes.c_int
                              i32p, ctypes.c_int32, u64p)
 SCOPE_BEGIN_FN = ctypes.CFUNCTYPE(None, ctx_t, ctypes.c_int32)
 SCOPE_END_FN = ctypes.CFUNCTYPE(None, ctx_t)
+READ_SCALAR_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctx_t, ctypes.c_int64, ctypes.c_int32, i64p, u64p)
+FAIL_FN = ctypes.CFUNCTYPE(None, ctx_t, ctypes.c_char_p)
 
 
 class PyptoRuntimeApi(ctypes.Structure):
@@ -49,6 +51,8 @@ class PyptoRuntimeApi(ctypes.Structure):
         ("submit", SUBMIT_FN),
         ("scope_begin", SCOPE_BEGIN_FN),
         ("scope_end", SCOPE_END_FN),
+        ("read_scalar", READ_SCALAR_FN),
+        ("fail", FAIL_FN),
     ]
 
 

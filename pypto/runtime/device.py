@@ -156,6 +156,7 @@ class Launch:
         self.running = 0
         self.submitting = True
         self.error: BaseException | None = None
+        self.readers = 0              # orchestration reads waiting for tasks to finish
 
     # -- buffers -----------------------------------------------------------------------
     def alloc(self, slot: int, spec: BufferSpec) -> None:
@@ -167,6 +168,20 @@ class Launch:
         self.owned.append(arr)
         self.buffers[slot] = spec
         self.addrs[slot] = arr.ctypes.data
+
+    def read(self, buffer: int, offset: int, nbytes: int, writers) -> bytes:
+        """TENSORMAP_AND_RINGBUFFER: the orchestration reads `nbytes` at `offset` of a
+        buffer once the tasks `writers` (those that write them) are done."""
+        with self.device.cond:
+            self.readers += 1
+            try:
+                while self.error is None and not all(self.tasks[w].done for w in writers):
+                    self.device.done.wait()
+            finally:
+                self.readers -= 1
+            if self.error is not None:
+                raise SimulatorError(f"a task it waited for failed: {self.error}")
+        return ctypes.string_at(self.addrs[buffer] + offset, nbytes)
 
     # -- tasks -------------------------------------------------------------------------
     def alive(self, index: int) -> bool:
@@ -261,7 +276,7 @@ class Launch:
             task.successors = []
         except BaseException as e:  # a bug here must fail the launch, not hang it
             self.fail(SimulatorError(f"runtime error after task {spec.index}: {type(e).__name__}: {e}"))
-        if self.remaining <= 0:
+        if self.remaining <= 0 or self.readers:
             self.device.done.notify_all()
 
     def fail(self, error: BaseException) -> None:

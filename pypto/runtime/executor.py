@@ -8,6 +8,7 @@ without re-running the orchestration.
 """
 from __future__ import annotations
 
+import ctypes
 import time
 from collections import OrderedDict
 
@@ -58,7 +59,7 @@ def execute(device: Device, chip, binding: Binding, runtime: str, record: RunRec
 def _run_tensormap(device, chip, binding, record, keep_tensors, exact_deps=False):
     launch = Launch(device, chip, binding.buffers, binding.addrs, record, keep_tensors)
     recorder = Recorder(chip, binding.buffers, on_task=launch.submit, on_alloc=launch.alloc,
-                        alive=None if exact_deps else launch.alive)
+                        alive=None if exact_deps else launch.alive, on_read=launch.read)
     status, exc = 0, None
     record.orchestration_start_ns = time.perf_counter_ns()
     try:
@@ -84,7 +85,19 @@ def _run_tensormap(device, chip, binding, record, keep_tensors, exact_deps=False
 def build_graph(chip, binding: Binding) -> Graph:
     """Run the orchestration into a Graph, executing nothing."""
     graph = Graph(binding.key, list(binding.buffers), len(binding.buffers))
-    recorder = Recorder(chip, binding.buffers, on_task=graph.tasks.append)
+
+    def read(buffer: int, offset: int, nbytes: int, writers) -> bytes:
+        # the graph is built before any kernel runs: only the caller's data is there
+        if writers:
+            raise ValueError("the orchestration reads an element a kernel writes, but with "
+                             "runtime host_build_graph the whole graph is built before any "
+                             "kernel runs; use runtime tensormap_and_ringbuffer")
+        if buffer >= graph.n_external:
+            raise ValueError("the orchestration reads a tensor it created before any kernel "
+                             "wrote it")
+        return ctypes.string_at(binding.addrs[buffer] + offset, nbytes)
+
+    recorder = Recorder(chip, binding.buffers, on_task=graph.tasks.append, on_read=read)
     status, exc = 0, None
     start = time.perf_counter_ns()
     try:
@@ -99,6 +112,7 @@ def build_graph(chip, binding: Binding) -> Graph:
         raise error
     graph.buffers = list(recorder.buffers)
     graph.scopes = [tuple(s) for s in recorder.scope_log]
+    graph.reads_data = recorder.reads > 0
     return graph
 
 
@@ -109,7 +123,8 @@ def _run_host_graph(device, chip, binding, record, graphs, keep_tensors):
         graph = build_graph(chip, binding)
         record.orchestration_end_ns = time.perf_counter_ns()
         record.graph_built = True
-        if graphs is not None:
+        # a graph shaped by the values the orchestration read is not replayed
+        if graphs is not None and not graph.reads_data:
             graphs[binding.key] = graph
             while len(graphs) > GRAPH_CACHE_SIZE:
                 graphs.popitem(last=False)

@@ -61,6 +61,7 @@ class Graph:
     tasks: list[TaskSpec] = field(default_factory=list)
     scopes: list = field(default_factory=list)
     build_ns: int = 0
+    reads_data: bool = False      # the orchestration read tensor elements: not replayable
 
     @property
     def intermediates(self) -> list[BufferSpec]:
@@ -88,18 +89,23 @@ class Recorder:
 
     on_task(spec) receives every accepted task; on_alloc(slot, spec) every new
     intermediate; alive(task) (optional) tells the TensorMap which earlier tasks can
-    still constrain new ones.
+    still constrain new ones; on_read(buffer, byte offset, nbytes, writers) answers an
+    element read of the orchestration once the tasks `writers` are done (None: the
+    run cannot read tensor data).
     """
 
     def __init__(self, chip, buffers: list[BufferSpec],
                  on_task: Callable[[TaskSpec], None],
                  on_alloc: Callable[[int, BufferSpec], None] | None = None,
                  alive: Callable[[int], bool] | None = None,
-                 next_group: int = 0):
+                 next_group: int = 0,
+                 on_read: Callable[[int, int, int, list], bytes] | None = None):
         self.chip = chip
         self.buffers = list(buffers)
         self.n_external = len(buffers)
         self.on_task, self.on_alloc, self.alive = on_task, on_alloc, alive
+        self.on_read = on_read
+        self.reads = 0                  # elements the orchestration read
         self.tensormap = TensorMap({slot: tuple(b.shape) for slot, b in enumerate(buffers)})
         self.refs: dict[int, _Ref] = {}
         for slot, b in enumerate(buffers):
@@ -192,6 +198,29 @@ class Recorder:
         self.n_tasks += 1
         self.on_task(spec)
 
+    def read_scalar(self, handle: int, ndims: int, idx_ptr) -> int:
+        """The bits of one element (zero-extended), after its writers so far are done."""
+        ref = self._ref(handle, "read_scalar")
+        if ndims != len(ref.shape):
+            raise ValueError(f"read_scalar: tensor {handle} has {len(ref.shape)} dims, "
+                             f"the read gives {ndims} indices")
+        idx = tuple(int(idx_ptr[i]) for i in range(ndims))
+        for d, (i, n) in enumerate(zip(idx, ref.shape)):
+            if not 0 <= i < n:
+                raise ValueError(f"read_scalar: index {list(idx)} is outside the tensor's shape "
+                                 f"{list(ref.shape)} (dim {d})")
+        elem = ref.start + sum(i * st for i, st in zip(idx, ref.strides))
+        one = _Ref(ref.buffer, ref.dtype, tuple(o + i for o, i in zip(ref.offsets, idx)),
+                   (1,) * ndims, ref.strides, elem)
+        region = self._region(one)
+        writers = self.tensormap.writers(region, self.alive) if region is not None else []
+        if self.on_read is None:
+            raise ValueError("read_scalar: this run cannot read tensor data")
+        esize = _dt.BY_CODE[ref.dtype].nbytes
+        data = self.on_read(ref.buffer, elem * esize, esize, writers)
+        self.reads += 1
+        return int.from_bytes(data, "little")
+
     def scope_begin(self, manual: int) -> None:
         sid = next(self._scope_ids)
         self.scope_log.append([sid, self.scopes[-1] if self.scopes else 0, bool(manual),
@@ -278,6 +307,19 @@ def _c_submit(ctx, kernel_id, n_tensors, tensors, dirs, n_scalars, scalars):
     return _guard(ctx, "submit", call, 1)
 
 
+def _c_read_scalar(ctx, tensor, ndims, indices, bits):
+    def call(r):
+        bits[0] = r.read_scalar(tensor, ndims, indices)
+        return 0
+    return _guard(ctx, "read_scalar", call, 1)
+
+
+def _c_fail(ctx, message):
+    def call(r):
+        r.fail((message or b"").decode("utf-8", "replace"))
+    _guard(ctx, "fail", call, None)
+
+
 def _c_scope_begin(ctx, manual):
     _guard(ctx, "scope_begin", lambda r: r.scope_begin(manual), None)
 
@@ -288,7 +330,8 @@ def _c_scope_end(ctx):
 
 # Module-level callback objects: they must outlive every call into C.
 _CALLBACKS = (abi.ALLOC_FN(_c_alloc), abi.VIEW_FN(_c_view), abi.SUBMIT_FN(_c_submit),
-              abi.SCOPE_BEGIN_FN(_c_scope_begin), abi.SCOPE_END_FN(_c_scope_end))
+              abi.SCOPE_BEGIN_FN(_c_scope_begin), abi.SCOPE_END_FN(_c_scope_end),
+              abi.READ_SCALAR_FN(_c_read_scalar), abi.FAIL_FN(_c_fail))
 
 
 def run_orchestration(recorder: Recorder, scalars: list[int]) -> int:

@@ -220,6 +220,20 @@ class TensorMap:
                 s.readers.append(task)
         return sorted(deps)
 
+    def writers(self, region: Region, alive: Callable[[int], bool] | None = None) -> list[int]:
+        """The live tasks recorded as writing any part of `region` (sorted), for a read
+        that is not a task (the orchestration reading an element): nothing is recorded."""
+        found: set[int] = set()
+        roots, _ = self._index(region, create=False)
+        for root, idx in (roots or {}).items():
+            same = root == region.root
+            for s in (idx.candidates(region.box) if same else list(idx.slots.values())):
+                hit = boxes_overlap(region.box, s.region.box) if same else \
+                    region.lo < s.region.hi and s.region.lo < region.hi
+                if hit:
+                    found.update(t for t in s.writers if alive is None or alive(t))
+        return sorted(found)
+
     def __len__(self) -> int:
         """Number of live (task, box) accesses held."""
         return sum(len(s.writers) + len(s.readers)

@@ -73,3 +73,20 @@ def test_whole_tensor_accesses_among_tiles():
     assert tm.add(6, [Access(whole, False, True)]) == [0, 1, 2, 3, 4, 5]
     assert len(tm) == 1
     assert tm.add(7, [Access(tile[15], True, False)]) == [6]
+
+
+def test_writers_of_an_element_without_recording_the_read():
+    tm = TensorMap()
+    top = box_region(0, ((0, 4), (0, 32)))
+    bottom = box_region(0, ((4, 8), (0, 32)))
+    tm.add(0, [Access(top, False, True)])
+    tm.add(1, [Access(bottom, False, True)])
+    tm.add(2, [Access(top, True, False)])            # a reader is not a writer
+    elem = box_region(0, ((5, 6), (3, 4)))
+    assert tm.writers(elem) == [1]
+    assert tm.writers(elem, alive=lambda t: t != 1) == []
+    assert tm.writers(box_region(0, ((3, 5), (0, 1)))) == [0, 1]
+    n = len(tm)
+    tm.writers(elem)
+    assert len(tm) == n                               # nothing recorded
+    assert tm.add(3, [Access(elem, False, True)]) == [1]   # WAR/WAW as before: no new edge to the read

@@ -18,6 +18,10 @@ from pypto.language.parser.common import (BinOp, Call, Const, Expr, Function, Fu
                                           _unsupported, _vars_of, dt, ops)
 
 
+# tensor ops an orchestration runs itself: they only describe a window of a tensor
+_HOST_VIEWS = ("tensor.slice",)
+
+
 class CallsMixin:
     # ================================================================== calls
     def call(self, node: ast.Call):
@@ -274,6 +278,8 @@ class CallsMixin:
                 "fill it where it is used, inside `with pl.at(level=pl.Level.CORE_GROUP):` "
                 "(x = pl.full(...) or out[:] = pl.full(...)); the orchestration only allocates "
                 "tensors (pl.create_tensor)")
+        if op in _HOST_VIEWS:
+            return            # a view of a tensor's window: the orchestration makes it (no data)
         if op.startswith("tile.") or ops.is_tensor_op(op) or op == "tensor.write":
             span = self.span(node)
             raise MisplacedTensorOpError(
@@ -402,6 +408,8 @@ class CallsMixin:
                                  span, f"def {name}({', '.join(p.var.name for p in sig.params)})")
         for i, (a, p) in enumerate(zip(args, sig.params)):
             at, pt = getattr(a, "type", None), p.var.type
+            if sig.func_type in kernels and isinstance(at, ScalarType) and isinstance(pt, ScalarType):
+                continue     # a kernel's scalar argument is converted to its parameter's dtype
             if not _same_kind_dtype(at, pt):
                 raise TypeCheckError(f"self.{name}: argument {i} ({p.var.name}) expects "
                                      f"{ops._tname(pt)}, got {ops._tname(at)}", span,
