@@ -290,6 +290,16 @@ class _Orch:
             return f"({_C_TYPE[d.name]})({a})", d
         if isinstance(e, Call) and e.op == "tensor.read":
             return self.read(e, span)
+        if isinstance(e, Call) and e.op == "tensor.dim":     # a dynamic extent, run time
+            t = self.handle(e.args[0], span)
+            axis = e.args[1].value
+            d = e.args[0].type.shape[axis]
+            if isinstance(d, int):
+                return _c_int(d), dt.INDEX
+            ext = self.cname(f"{getattr(e.args[0], 'name', 't')}_dim{axis}")
+            self.out(f"const int64_t {ext} = api->tensor_dim(api->ctx, {t}, {axis});")
+            self.out(f"if ({ext} < 0) {self.fail_return(1)}")
+            return ext, dt.INDEX
         what = e.op if isinstance(e, Call) else type(e).__name__
         fail(f"cannot use {what} as a scalar in an orchestration", span)
 

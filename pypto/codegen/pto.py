@@ -550,6 +550,10 @@ class _Kernel(ControlFlow, GmAccess):
             r = self.tmp()
             self.emit(f"{r} = pto.load_scalar {pview} : {pty} -> {ty}", span)
             return self.convert(_Scalar(r, ty), want, span)
+        if isinstance(e, Call) and e.op == "tensor.dim":     # a dynamic extent, run time
+            src = self.tensor(e.args[0], span)
+            d = src.param.type.shape[e.args[1].value]
+            return self.convert(_Scalar(self.dim_value(d), "index"), want, span)
         if isinstance(e, Call) and e.op == "array.get_element":
             arr = self.value_of(e.args[0], span)
             idx = self.index(e.args[1], span)

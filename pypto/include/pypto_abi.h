@@ -53,6 +53,8 @@ typedef struct {
     // Stops the run with `message` (a check the orchestration makes failed); the
     // orchestration then returns non-zero.
     void (*fail)(void* ctx, const char* message);
+    // The extent of dim `axis` of a tensor handle (a view's own shape), or -1 if refused.
+    int64_t (*tensor_dim)(void* ctx, int64_t tensor, int32_t axis);
 } PyptoRuntimeApi;
 
 // Every orchestration .so exports this (extern "C"): tensors are the program's tensor

@@ -41,6 +41,7 @@ SCOPE_BEGIN_FN = ctypes.CFUNCTYPE(None, ctx_t, ctypes.c_int32)
 SCOPE_END_FN = ctypes.CFUNCTYPE(None, ctx_t)
 READ_SCALAR_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctx_t, ctypes.c_int64, ctypes.c_int32, i64p, u64p)
 FAIL_FN = ctypes.CFUNCTYPE(None, ctx_t, ctypes.c_char_p)
+TENSOR_DIM_FN = ctypes.CFUNCTYPE(ctypes.c_int64, ctx_t, ctypes.c_int64, ctypes.c_int32)
 
 
 class PyptoRuntimeApi(ctypes.Structure):
@@ -53,6 +54,7 @@ class PyptoRuntimeApi(ctypes.Structure):
         ("scope_end", SCOPE_END_FN),
         ("read_scalar", READ_SCALAR_FN),
         ("fail", FAIL_FN),
+        ("tensor_dim", TENSOR_DIM_FN),
     ]
 
 

@@ -221,6 +221,12 @@ class Recorder:
         self.reads += 1
         return int.from_bytes(data, "little")
 
+    def tensor_dim(self, handle: int, axis: int) -> int:
+        ref = self._ref(handle, "tensor_dim")
+        if not 0 <= axis < len(ref.shape):
+            raise ValueError(f"tensor_dim: axis {axis} of a rank-{len(ref.shape)} tensor")
+        return int(ref.shape[axis])
+
     def scope_begin(self, manual: int) -> None:
         sid = next(self._scope_ids)
         self.scope_log.append([sid, self.scopes[-1] if self.scopes else 0, bool(manual),
@@ -320,6 +326,10 @@ def _c_fail(ctx, message):
     _guard(ctx, "fail", call, None)
 
 
+def _c_tensor_dim(ctx, tensor, axis):
+    return _guard(ctx, "tensor_dim", lambda r: r.tensor_dim(tensor, axis), -1)
+
+
 def _c_scope_begin(ctx, manual):
     _guard(ctx, "scope_begin", lambda r: r.scope_begin(manual), None)
 
@@ -331,7 +341,8 @@ def _c_scope_end(ctx):
 # Module-level callback objects: they must outlive every call into C.
 _CALLBACKS = (abi.ALLOC_FN(_c_alloc), abi.VIEW_FN(_c_view), abi.SUBMIT_FN(_c_submit),
               abi.SCOPE_BEGIN_FN(_c_scope_begin), abi.SCOPE_END_FN(_c_scope_end),
-              abi.READ_SCALAR_FN(_c_read_scalar), abi.FAIL_FN(_c_fail))
+              abi.READ_SCALAR_FN(_c_read_scalar), abi.FAIL_FN(_c_fail),
+              abi.TENSOR_DIM_FN(_c_tensor_dim))
 
 
 def run_orchestration(recorder: Recorder, scalars: list[int]) -> int:

@@ -50,13 +50,17 @@ static int32_t fake_submit(void* ctx, int32_t k, int32_t n, const int64_t* t, co
 }
 static void fake_begin(void*, int32_t manual) { printf("begin %d\n", (int)manual); }
 static void fake_end(void*) { printf("end\n"); }
+static int32_t fake_read(void*, int64_t, int32_t, const int64_t*, uint64_t*) { return 1; }
+static void fake_fail(void*, const char*) {}
+static int64_t fake_dim(void*, int64_t, int32_t) { return -1; }
 
 int main(int argc, char** argv) {
     fail_at = atoi(argv[1]);
     uint64_t scalars[16] = {0};
     for (int i = 2; i < argc; ++i) scalars[i - 2] = strtoull(argv[i], 0, 16);
     int64_t tensors[8] = {1, 2, 3, 4, 5, 6, 7, 8};
-    PyptoRuntimeApi api = {0, fake_alloc, fake_view, fake_submit, fake_begin, fake_end};
+    PyptoRuntimeApi api = {0, fake_alloc, fake_view, fake_submit, fake_begin, fake_end,
+                           fake_read, fake_fail, fake_dim};
     int rc = pypto_orchestration_entry(&api, tensors, scalars);
     printf("rc %d\n", rc);
     return 0;

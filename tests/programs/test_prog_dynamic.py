@@ -69,3 +69,23 @@ def test_runtime_scalar_is_an_argument():
     for s in (0.5, -4.0):
         rt(x, y, s)
         close(y, x * s, 0, 0)
+
+
+@pl.jit
+def copy_dynamic_rows(x: pl.Tensor[[M, 64], pl.FP32], y: pl.Out[pl.Tensor[[M, 64], pl.FP32]]):
+    rows = x.shape[0]                 # a dynamic dim read as a value: its extent at run time
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(rows // 32):
+            pl.store(pl.load(x, [i * 32, 0], [32, 64]), [i * 32, 0], y)
+    return y
+
+
+def test_a_dynamic_dim_read_as_a_value_serves_every_size():
+    first = None
+    for m in (64, 160):
+        x, y = randn(m, 64, seed=m), torch.zeros(m, 64)
+        compiled = copy_dynamic_rows.compile(x, y, config=CFG)
+        first = first or compiled
+        assert compiled is first                   # one artifact for every M
+        compiled(x, y)
+        close(y, x, 0, 0)

@@ -623,19 +623,4 @@ def test_jit_kernel_called_with_too_few_arguments():
     check(e, E.ParserError, "BAD-41", r"copy_kernel\(a, o\)", r"`copy_kernel` is missing argument `o`")
 
 
-M = pl.dynamic("M")
-
-
-@pl.jit
-def dynamic_dim_as_a_value(x: pl.Tensor[[M, 64], pl.FP32], y: pl.Out[pl.Tensor[[M, 64], pl.FP32]]):
-    rows = x.shape[0]  # BAD-42
-    with pl.at(level=pl.Level.CORE_GROUP):
-        for i in pl.range(rows // 32):
-            pl.store(pl.load(x, [i * 32, 0], [32, 64]), [i * 32, 0], y)
-    return y
-
-
-def test_dynamic_dim_used_as_a_value():
-    with pytest.raises(E.ParserError) as e:
-        compile_(dynamic_dim_as_a_value, A, O)
-    check(e, E.ParserError, "BAD-42", r"n: pl\.INDEX.*pl\.RUNTIME", r"dynamic dim M cannot be used as a value")
+# (BAD-42, a dynamic dim read as a value, is valid now: test_prog_dynamic.py)

@@ -12,7 +12,7 @@ from typing import Callable
 from pypto import dtype as dt
 from pypto.errors import TypeCheckError, Span
 from pypto.ir.nodes import (MemorySpace, PtrType, ScalarType, TensorType, TileType,
-                            Const, TupleExpr, TupleType)
+                            Call, Const, TupleExpr, TupleType)
 
 
 @dataclass(frozen=True)
@@ -127,6 +127,12 @@ def _ints(op, x, span, what):
 def _static(op, items, span, what):
     out = []
     for i in items:
+        if isinstance(i, Call) and i.op == "tensor.dim":
+            _err(f"{op}: {what} must be integer constants, but dim {i.args[1].value} of "
+                 f"{getattr(i.args[0], 'name', 'the tensor')!r} is dynamic (known only at run time)",
+                 span, "a tile's shape is fixed when compiling: work in fixed-size windows in a "
+                       "loop up to the extent (pass the extent you need, or pl.RUNTIME under "
+                       "@pl.jit), or give it as valid_shape= of a window of the largest size")
         if not (isinstance(i, Const) and isinstance(i.value, int)):
             _err(f"{op}: {what} must be integer constants", span)
         out.append(i.value)

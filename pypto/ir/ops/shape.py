@@ -175,7 +175,8 @@ reg("tensor.slice", (3, 3), _slice, params=("tensor", "shape", "offset"),
 
 
 def _dim(args, kw, span):
-    """The extent of one dim of a tensor, a compile-time constant the parser folds."""
+    """The extent of one dim of a tensor: a constant the parser folds, or (a dynamic dim)
+    the extent the tensor has at run time."""
     t = _shaped("dim", args[0], span, (TensorType,))
     a = args[1]
     axis = a.value if isinstance(a, Const) and isinstance(a.value, int) else None
@@ -183,16 +184,12 @@ def _dim(args, kw, span):
         _err("dim: the axis must be an integer constant", span, "write pl.tensor.dim(t, 0)")
     if not -len(t.shape) <= axis < len(t.shape):
         _err(f"dim: axis {axis} is out of range for a rank-{len(t.shape)} tensor", span)
-    if not isinstance(t.shape[axis], int):
-        from pypto.errors import NotBuiltError
-        raise NotBuiltError(f"dim: dim {axis} of the tensor is dynamic; reading a dynamic extent "
-                            f"as a value is not supported by this pypto yet", span,
-                            "pass the extent you need as a scalar parameter (n: pl.Scalar[pl.INDEX])")
     return ScalarType(dt.INDEX)
 
 
 reg("tensor.dim", (2, 2), _dim, params=("tensor", "axis"),
-    sig="pl.tensor.dim(tensor, axis)  (the extent of that dim: a constant index)")
+    sig="pl.tensor.dim(tensor, axis)  (the extent of that dim: a constant index, or for a "
+        "pl.dynamic dim its extent at run time; also t.shape[axis])")
 
 
 def _reinterpret_view(args, kw, span):

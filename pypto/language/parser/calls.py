@@ -210,8 +210,8 @@ class CallsMixin:
             raise TypeCheckError(e.message, e.span or span, _sig_hint(name)) from None
         if not kw.get("clamp"):       # a clamped window may run off the end: it is cut there
             self.check_loop_window(op, pos, span)
-        if op == "tensor.dim":          # a static extent: the constant itself
-            return self.lit(Const(pos[0].type.shape[pos[1].value], dt.INDEX, span))
+        if op == "tensor.dim" and isinstance(pos[0].type.shape[pos[1].value], int):
+            return self.lit(Const(pos[0].type.shape[pos[1].value], dt.INDEX, span))  # static
         return Call(op, pos, kw, t, dict(attrs), span)
 
     def check_loop_window(self, op: str, args: list, span) -> None:
@@ -408,8 +408,9 @@ class CallsMixin:
                                  span, f"def {name}({', '.join(p.var.name for p in sig.params)})")
         for i, (a, p) in enumerate(zip(args, sig.params)):
             at, pt = getattr(a, "type", None), p.var.type
-            if sig.func_type in kernels and isinstance(at, ScalarType) and isinstance(pt, ScalarType):
-                continue     # a kernel's scalar argument is converted to its parameter's dtype
+            if sig.func_type in kernels and isinstance(at, ScalarType) and isinstance(pt, ScalarType) \
+                    and at.dtype.is_float == pt.dtype.is_float:
+                continue     # an integer (or bool) argument converts to an integer parameter's dtype
             if not _same_kind_dtype(at, pt):
                 raise TypeCheckError(f"self.{name}: argument {i} ({p.var.name}) expects "
                                      f"{ops._tname(pt)}, got {ops._tname(at)}", span,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ast
 
-from pypto.language.parser.common import (Call, Function, FunctionType, Level, Param,
+from pypto.language.parser.common import (Call, DynDim, Function, FunctionType, Level, Param,
                                           ParamDirection, ParserError, Return, Role, TensorType,
                                           TileType, TupleType, TypeCheckError, UnknownOpError,
                                           Var, _Ctx, _RECURSION_HINT, _Sig, _kind,
@@ -167,7 +167,7 @@ class SignaturesMixin:
                 r.span, "make the return statement match the -> annotation")
         for i, (v, t) in enumerate(zip(r.values, rets)):
             vt = self.value_type(v)
-            if not _same_shape_dtype(vt, t):
+            if not _same_shape_dtype(vt, t) and not _dyn_compatible(vt, t):
                 raise TypeCheckError(
                     f"{sig.name}: return value {i} is {ops._tname(vt)} but the annotation says "
                     f"{ops._tname(t)}", r.span, "fix the -> annotation or the returned value")
@@ -175,3 +175,14 @@ class SignaturesMixin:
     def value_type(self, e):
         t = getattr(e, "type", None)
         return t
+
+
+def _dyn_compatible(value, declared) -> bool:
+    """A returned tensor whose shape differs from the annotation only where one side has
+    a dynamic dim (a kernel declared [M, N] and the caller [128, 128]): the extents are
+    the same tensor's at run time."""
+    if not (isinstance(value, TensorType) and isinstance(declared, TensorType)):
+        return False
+    return value.dtype == declared.dtype and len(value.shape) == len(declared.shape) and all(
+        a == b or isinstance(a, DynDim) or isinstance(b, DynDim)
+        for a, b in zip(value.shape, declared.shape))

@@ -258,8 +258,8 @@ class StatementsMixin:
         elif isinstance(ann, ScalarType):
             if not isinstance(vt, ScalarType):
                 bad = f"the value is {ops._tname(vt)}"
-            elif vt.dtype != ann.dtype:
-                bad = f"the value has dtype {vt.dtype}"
+            elif vt.dtype != ann.dtype and {vt.dtype, ann.dtype} != {dt.INDEX, dt.INT64}:
+                bad = f"the value has dtype {vt.dtype}"     # (an index is a 64-bit integer)
         elif isinstance(ann, PtrType):
             if not isinstance(vt, PtrType):
                 bad = f"the value is {ops._tname(vt)}"

@@ -147,6 +147,9 @@ class ValuesMixin:
         if isinstance(v, (list, tuple)):
             return TupleExpr([self.to_expr(x, node) for x in v], span)
         if isinstance(v, DynDim):
+            found = self.dyn_extent(v, node)
+            if found is not None:
+                return found
             self.error(f"dynamic dim {v.name} cannot be used as a value here", node,
                        "dynamic dims only appear in tensor annotations; pass the extent you need "
                        "(e.g. a block count) as a scalar parameter `n: pl.INDEX` (under @pl.jit, "
@@ -157,6 +160,23 @@ class ValuesMixin:
 
     def expr(self, node):
         return self.to_expr(self.value(node), node)
+
+    def dim_of(self, t, axis: int, node):
+        """The extent of dim `axis` of tensor `t`: a constant, or pl.tensor.dim at run time."""
+        return self.op_call_values("dim", "tensor", [t, self.lit(Const(axis, dt.INDEX, self.span(node)))],
+                                   {}, node, "pl.tensor.dim")
+
+    def dyn_extent(self, d: DynDim, node):
+        """A dynamic dim used as a value: its run-time extent, read from the first tensor
+        parameter of the function that has it (None if none has)."""
+        c = self.ctx
+        if c is None:
+            return None
+        for p in c.sig.params:
+            shape = getattr(p.var.type, "shape", None)
+            if isinstance(p.var.type, TensorType) and d in shape:
+                return self.dim_of(p.var, list(shape).index(d), node)
+        return None
 
     def value(self, node):
         """An expression -> IR Expr, or a raw Python constant (number from a closure,
@@ -177,6 +197,11 @@ class ValuesMixin:
             while isinstance(root, ast.Attribute):
                 root = root.value
             if isinstance(root, ast.Name) and self.ctx is not None and root.id in self.ctx.env:
+                if node.attr == "shape" and node.value is root \
+                        and isinstance(getattr(self.ctx.env[root.id], "type", None), TensorType):
+                    t = self.ctx.env[root.id]        # t.shape: its extents, dynamic ones read
+                    return TupleExpr([self.dim_of(t, a, node) for a in range(len(t.type.shape))],
+                                     self.span(node))
                 self.error(f"`{ast.unparse(node)}`: attribute access on kernel values is not supported",
                            node, "shapes and dtypes are static: write them as constants "
                                  "(under @pl.jit, a.shape folds to constants)")
@@ -195,6 +220,16 @@ class ValuesMixin:
         if isinstance(node, ast.Call):
             return self.call(node)
         if isinstance(node, ast.Subscript):
+            if isinstance(node.value, ast.Attribute) and node.value.attr == "shape" \
+                    and isinstance(node.value.value, ast.Name) and self.ctx is not None \
+                    and node.value.value.id in self.ctx.env:       # t.shape[k]
+                dims = self.value(node.value)
+                k = self.static(node.slice, "a dim index")
+                k = getattr(k, "value", k)
+                if not isinstance(k, int) or isinstance(k, bool) or not -len(dims.items) <= k < len(dims.items):
+                    self.error(f"`{ast.unparse(node)}`: the index of a dim must be an integer "
+                               f"constant below the rank {len(dims.items)}", node)
+                return dims.items[k]
             if self.constant_base(node.value):   # SHAPE[0] of a module-level or closure constant
                 v = self.static(node, "a constant")
                 return self.to_expr(v, node) if isinstance(v, (bool, int, float)) else v
