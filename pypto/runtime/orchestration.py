@@ -155,9 +155,12 @@ class Recorder:
         shape = tuple(int(shape_ptr[i]) for i in range(ndims))
         offs = tuple(int(offsets_ptr[i]) for i in range(ndims)) if offsets_ptr else (0,) * ndims
         for d, (n, o, full) in enumerate(zip(shape, offs, base.shape)):
-            if n < 0 or o < 0 or o + n > full:
+            if n < 0 or o < 0 or o > full:
                 raise ValueError(
                     f"view: dim {d} window [{o}, {o + n}) is outside tensor {handle} of shape {list(base.shape)}")
+        # A window may run past the end, as on the device: the reference's programs slice
+        # a fixed-size window of a table and read only its first n entries. The kernel
+        # sees the window asked for; dependencies count only the part inside the tensor.
         offsets = tuple(a + b for a, b in zip(base.offsets, offs))
         start = base.start
         for o, st in zip(offs, base.strides):
@@ -258,13 +261,17 @@ class Recorder:
         return ref
 
     def _region(self, ref: _Ref) -> Region | None:
-        if any(n == 0 for n in ref.shape):
-            return None
         buf = self.buffers[ref.buffer]
+        shape = ref.shape
+        if len(buf.shape) == len(shape) and any(o + n > full for o, n, full in
+                                                zip(ref.offsets, shape, buf.shape)):
+            shape = tuple(max(0, min(n, full - o)) for o, n, full in zip(ref.offsets, shape, buf.shape))
+        if any(n == 0 for n in shape):
+            return None
         esize = _dt.BY_CODE[buf.dtype].nbytes
-        box = tuple(zip(ref.offsets, map(int.__add__, ref.offsets, ref.shape)))
+        box = tuple(zip(ref.offsets, map(int.__add__, ref.offsets, shape)))
         first = last = ref.start
-        for n, st in zip(ref.shape, ref.strides):
+        for n, st in zip(shape, ref.strides):
             last += (n - 1) * st
         lo = buf.group_offset + first * esize
         hi = buf.group_offset + (last + 1) * esize

@@ -124,3 +124,86 @@ def test_a_read_outside_the_tensor_stops_the_run_with_its_reason(tmp_path):
     cfg = torch.tensor([5, 0], dtype=torch.int64)         # scales has 4 entries
     with pytest.raises(OrchestrationError, match=r"index \[4\] is outside"):
         c(randn(64, 64), cfg, torch.ones(4), torch.zeros(64, 64))
+
+
+@pl.function(type=pl.FunctionType.InCore)
+def gather_rows(table: pl.Tensor[[8], pl.INT32], n: pl.Scalar[pl.INDEX],
+                src: pl.Tensor[[64, 32], pl.FP32],
+                dst: pl.Out[pl.Tensor[[8, 32], pl.FP32]]) -> pl.Tensor[[8, 32], pl.FP32]:
+    for k in pl.range(n):                        # only the first n entries of the window
+        r = pl.tensor.read(table, [k])
+        row = pl.load(src, [r, 0], [1, 32])
+        dst = pl.store(row, [k, 0], dst)
+    return dst
+
+
+R = pl.dynamic("R")
+
+
+@pl.function(type=pl.FunctionType.InCore)
+def copy_first(a: pl.Tensor[[R, 32], pl.FP32],
+               b: pl.Out[pl.Tensor[[8, 32], pl.FP32]]) -> pl.Tensor[[8, 32], pl.FP32]:
+    for k in pl.range(a.shape[0]):
+        b = pl.store(pl.load(a, [k, 0], [1, 32]), [k, 0], b)
+    return b
+
+
+@pl.function(type=pl.FunctionType.InCore)
+def copy_eight(a: pl.Tensor[[8, 32], pl.FP32],
+               b: pl.Out[pl.Tensor[[8, 32], pl.FP32]]) -> pl.Tensor[[8, 32], pl.FP32]:
+    b = pl.store(pl.load(a, [0, 0], [8, 32]), [0, 0], b)
+    return b
+
+
+@pl.program
+class RuntimeShapes:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, src: pl.Tensor[[64, 32], pl.FP32], table: pl.Tensor[[12], pl.INT32],
+             cfg: pl.Tensor[[2], pl.INT64],
+             out: pl.Out[pl.Tensor[[16, 32], pl.FP32]]) -> pl.Tensor[[16, 32], pl.FP32]:
+        start = pl.tensor.read(cfg, [0])
+        n = pl.tensor.read(cfg, [1])
+        rows = n + 0
+        picked: pl.Tensor[[8, 32], pl.FP32] = pl.create_tensor([8, 32], dtype=pl.FP32)
+        window = pl.slice(table, [8], [start])   # may run past the table's end
+        picked = gather_rows(window, n, src, picked)
+        part: pl.Tensor[[rows, 32], pl.FP32] = pl.slice(picked, [rows, 32], [0, 0])
+        dst = pl.slice(out, [8, 32], [0, 0])
+        dst = copy_first(part, dst)
+        return out
+
+
+@pl.program
+class TooSmallAView:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, src: pl.Tensor[[64, 32], pl.FP32], cfg: pl.Tensor[[1], pl.INT64],
+             out: pl.Out[pl.Tensor[[8, 32], pl.FP32]]) -> pl.Tensor[[8, 32], pl.FP32]:
+        n = pl.tensor.read(cfg, [0])
+        part = pl.slice(src, [n, 32], [0, 0])
+        out = copy_eight(part, out)              # the kernel reads 8 rows of it
+        return out
+
+
+def test_extents_computed_at_run_time_and_a_window_past_the_end(tmp_path):
+    import pypto.ir.nodes as N
+    main = RuntimeShapes.get("main")
+    part = next(s.var for s in main.body if isinstance(s, N.Assign) and s.var.name == "part")
+    assert part.type.shape == (N.DynDim("rows"), 32)       # named after its variable
+    c = ir.compile(RuntimeShapes, output_dir=str(tmp_path / "p"), platform="a2a3sim")
+    src = randn(64, 32, seed=8)
+    table = torch.tensor([5, 9, 63, 0, 17, 2, 40, 33, 1, 7, 11, 20], dtype=torch.int32)
+    out = torch.zeros(16, 32)
+    c(src, table, torch.tensor([8, 3], dtype=torch.int64), out)   # window [8, 16) of 12 entries
+    want = torch.zeros(16, 32)
+    want[:3] = src[table[8:11].long()]
+    close(out[:3], want[:3], 0, 0)
+
+
+def test_a_view_smaller_than_the_kernel_reads_stops_the_run(tmp_path):
+    from pypto.runtime.errors import KernelExecutionError
+    c = ir.compile(TooSmallAView, output_dir=str(tmp_path / "p"), platform="a2a3sim")
+    out = torch.zeros(8, 32)
+    with pytest.raises(KernelExecutionError, match=r"extent 8 but .* has only 3"):
+        c(randn(64, 32), torch.tensor([3], dtype=torch.int64), out)
+    c(src := randn(64, 32, seed=9), torch.tensor([8], dtype=torch.int64), out)
+    close(out, src[:8], 0, 0)

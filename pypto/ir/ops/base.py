@@ -12,7 +12,7 @@ from typing import Callable
 from pypto import dtype as dt
 from pypto.errors import TypeCheckError, Span
 from pypto.ir.nodes import (MemorySpace, PtrType, ScalarType, TensorType, TileType,
-                            Call, Const, TupleExpr, TupleType)
+                            BinOp, Call, Const, DynDim, TupleExpr, TupleType, Var)
 
 
 @dataclass(frozen=True)
@@ -160,6 +160,48 @@ def _indices(op, x, span):
             _err(f"{op}: offsets must be integers, got {what}", span,
                  "offsets are element indices: integer constants or index expressions like i * 64")
     return items
+
+
+def dyn_dim_of(e) -> DynDim:
+    """The dynamic dim a tensor type gets for an extent `e` known only at run time (a
+    scalar computed in the orchestration): named after the variable, so an annotation
+    that names the same variable (pl.Tensor[[16, n], ...]) is the same type."""
+    if isinstance(e, Var):
+        head, sep, tail = e.name.rpartition("__ssa_v")
+        return DynDim(head if sep and tail.isdigit() else e.name)
+    text = "".join(ch if ch.isalnum() else "_" for ch in _expr_text(e)).strip("_")
+    return DynDim("dyn_" + (text[:40] or "extent"))
+
+
+def _expr_text(e) -> str:
+    if isinstance(e, Var):
+        return dyn_dim_of(e).name
+    if isinstance(e, Const):
+        return str(e.value)
+    if isinstance(e, BinOp):
+        names = {"+": "plus", "-": "minus", "*": "times", "//": "div", "%": "mod"}
+        return f"{_expr_text(e.lhs)}_{names.get(e.op, 'op')}_{_expr_text(e.rhs)}"
+    return getattr(e, "op", type(e).__name__)
+
+
+def _dims_at_run_time(op, x, span, what="shape"):
+    """A shape whose extents are positive integer constants or integer scalars computed
+    at run time (those become dynamic dims of the type)."""
+    items = _ints(op, x, span, what)
+    if all(isinstance(i, Const) for i in items):
+        return _dims(op, x, span, what)
+    out = []
+    for i in items:
+        if isinstance(i, Const) and isinstance(i.value, int) and not isinstance(i.value, bool):
+            if i.value <= 0:
+                _err(f"{op}: {what} has a non-positive dimension ({i.value})", span)
+            out.append(i.value)
+            continue
+        t = getattr(i, "type", None)
+        if not (isinstance(t, ScalarType) and not t.dtype.is_float and t.dtype != dt.BOOL):
+            _err(f"{op}: {what} must be integers, got {_tname(t)}", span)
+        out.append(dyn_dim_of(i))
+    return out
 
 
 def _check_window(op, offs, shape, dims, span):

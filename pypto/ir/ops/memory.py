@@ -5,7 +5,7 @@ from __future__ import annotations
 from pypto import dtype as dt
 from pypto.ir.nodes import (AtomicType, MemorySpace, PadValue, PtrType, ScalarType, TensorType, TileType, Const,
                             TupleExpr)
-from pypto.ir.ops.base import (MIX_HINT as _MIX_HINT, _check_dtype, _check_window, _dims, _err,
+from pypto.ir.ops.base import (MIX_HINT as _MIX_HINT, _check_dtype, _check_window, _dims, _dims_at_run_time, _err,
                                _indices, _ints, _same_kind, _shaped, _static, _tname, same_valid, valid_of, whole, reg)
 
 
@@ -298,7 +298,7 @@ def _create_tile(args, kw, span):
 
 
 def _create_tensor(args, kw, span):
-    shape = _dims("create_tensor", args[0], span)
+    shape = _dims_at_run_time("create_tensor", args[0], span)
     dtype = kw.get("dtype")
     if not isinstance(dtype, dt.DataType):
         _err("create_tensor: dtype=pl.<DTYPE> is required", span)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pypto import dtype as dt
 from pypto.ir.nodes import (MemorySpace, PtrType, ScalarType, TensorType, TileType, Const, TupleExpr,
                             TupleType)
-from pypto.ir.ops.base import (MIX_HINT as _MIX_HINT, _check_dtype, _check_window, _dims, _err,
+from pypto.ir.ops.base import (MIX_HINT as _MIX_HINT, _check_dtype, _check_window, _dims, _dims_at_run_time, _err,
                                _indices, _ints, _same_kind, _shaped, _static, _tname, same_valid, valid_of, whole, reg)
 
 
@@ -127,13 +127,13 @@ reg("tile.assemble", (3, 3), _tile_assemble, params=("target", "src", "offset"),
 def _slice(args, kw, span):
     """A view of a window of a tensor: its shape (static), at offsets (scalars)."""
     t = _shaped("slice", args[0], span, (TensorType,))
-    shape = _dims("slice", args[1], span)
+    shape = _dims_at_run_time("slice", args[1], span)
     offs = _indices("slice", args[2], span)
     if len(shape) != len(t.shape) or len(offs) != len(t.shape):
         _err(f"slice: tensor has rank {len(t.shape)} but the window has {len(shape)} extents and "
              f"{len(offs)} offsets", span, "give one extent and one offset per dimension")
     for i, (s, d) in enumerate(zip(shape, t.shape)):
-        if isinstance(d, int) and s > d:
+        if isinstance(d, int) and isinstance(s, int) and s > d:
             _err(f"slice: extent {s} of dim {i} is larger than the tensor's {d}", span)
     _check_window("slice", offs, shape, t.shape, span)
     return TensorType(tuple(shape), t.dtype)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 
+from pypto.ir.ops.base import dyn_dim_of
 from pypto.language.parser.common import (ArrayType, Const, DynDim, MemRef, MemorySpace, ParamDirection,
                                           ParserError, PtrType, ScalarType, TensorType, TileType,
                                           TupleType, UnknownOpError, _lang, dt)
@@ -93,6 +94,9 @@ class AnnotationsMixin:
         ([64, N]) or a Python list or tuple the function can see (`shape` defined next
         to the program, as parametrised tests do)."""
         def value(d):
+            if isinstance(d, ast.Name) and self.ctx is not None and d.id in self.ctx.env \
+                    and isinstance(getattr(self.ctx.env[d.id], "type", None), ScalarType):
+                return dyn_dim_of(self.ctx.env[d.id])   # an extent computed at run time
             try:
                 return self.static(d, "a dimension")
             except ParserError as e:
