@@ -279,6 +279,18 @@ def _config_kwargs(config) -> dict:
     return kw
 
 
+def compile_program_for(program, config=None):
+    """ir.compile of a @pl.program with the compile options a RunConfig carries (what
+    pypto.runtime.run does with a Program); its save_kernels_dir is the output dir."""
+    from pypto.runtime.config import RunConfig
+    config = config if config is not None else RunConfig()
+    out = getattr(config, "save_kernels_dir", None)
+    kw = _config_kwargs(config)
+    if getattr(config, "backend_type", None) is not None:
+        kw["backend_type"] = config.backend_type
+    return compile(program, output_dir=out, **kw)
+
+
 def compile_jit(spec: dict, *, config=None):
     """Compile a @pl.jit specialization: the graph starts at the specialize stage."""
     import json

@@ -125,13 +125,19 @@ class RunResult:
 
 # -- resolving what to run ------------------------------------------------------------------
 def resolve_program(kernel_or_compiled, args: tuple, config: RunConfig | None):
-    """A CompiledProgram for a CompiledProgram, an output directory, or a @pl.jit
+    """A CompiledProgram for a CompiledProgram, an output directory, a @pl.program
+    (compiled with ir.compile and the config's compile options: platform, strategy,
+    dump_passes, ...; its save_kernels_dir as the output directory), or a @pl.jit
     function (compiled with kernel.compile(*args, config=config))."""
     from .compiled import CompiledProgram
     if isinstance(kernel_or_compiled, CompiledProgram):
         return kernel_or_compiled
     if isinstance(kernel_or_compiled, (str, Path)):
         return CompiledProgram(kernel_or_compiled)
+    from pypto.ir.nodes import Program
+    if isinstance(kernel_or_compiled, Program):
+        from pypto.ir.compiling import compile_program_for
+        return compile_program_for(kernel_or_compiled, config)
     compile_fn = getattr(kernel_or_compiled, "compile", None)
     if callable(compile_fn) and hasattr(kernel_or_compiled, "lower"):
         compiled = compile_fn(*args, config=config if config is not None else RunConfig())

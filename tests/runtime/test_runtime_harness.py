@@ -239,3 +239,17 @@ def test_benchmark_argument_checks(quick):
         benchmark(quick, (a, b, out), warmup=-1)
     with pytest.raises(TypeError, match="tuple or list"):
         benchmark(quick, a)
+
+
+def test_run_compiles_a_program_with_the_configs_options(tmp_path):
+    """run(program, ...) as the reference's examples call it: ir.compile with the
+    RunConfig's platform and options, into its save_kernels_dir."""
+    a, b = torch.randn(128, 128), torch.randn(128, 128)
+    out = torch.zeros(128, 128)
+    cfg = RunConfig(platform="a5sim", save_kernels_dir=str(tmp_path / "k"), dump_passes=True)
+    res = run(Quickstart, a, b, out, golden=lambda a_, b_, o_: {"out": a_ + b_}, config=cfg)
+    assert res.passed and torch.allclose(out, a + b)
+    assert '"platform": "a5sim"' in (tmp_path / "k" / "compiled_meta.json").read_text()
+    assert any((tmp_path / "k" / "passes_dump").iterdir())
+    with pytest.raises(GoldenMismatchError):
+        run(Quickstart, a, b, out, golden=lambda a_, b_, o_: {"out": a_ - b_}, config=cfg)
