@@ -57,11 +57,15 @@ HF4 = DataType("HF4", "hifloat4", "!pto.hif4", "", 0, 18, True, "unbuilt")
 INT4 = DataType("INT4", "int4", "i4", "", 0, 19, False, "unbuilt")
 UINT4 = DataType("UINT4", "uint4", "ui4", "", 0, 20, False, "unbuilt")
 
+# the id of a submitted task (pl.submit / pl.at(...) as tid), held by an orchestration;
+# not an element type: no tile or tensor holds one
+TASK_ID = DataType("TASK_ID", "task_id", "i64", "int64_t", 8, 21, False, "task")
+
 FP8 = (FP8E4M3FN, FP8E5M2, FP8E8M0)
 UNBUILT = (HF8, FP4, HF4, INT4, UINT4)
 ALL = (FP32, FP16, BF16, INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64, BOOL, INDEX) + FP8 \
     + UNBUILT
 UNSIGNED = (UINT8, UINT16, UINT32, UINT64)
-BY_NAME = {d.name: d for d in ALL}
+BY_NAME = {d.name: d for d in ALL + (TASK_ID,)}
 BY_CODE = {d.code: d for d in ALL}
 BY_MLIR = {d.mlir: d for d in ALL}

@@ -37,7 +37,9 @@ import math
 
 from pypto import dtype as dt
 from pypto.codegen.common import Names, fail, scalar_bits
-from pypto.ir.nodes import (While, ArgDir, Assign, BinOp, Call, Const, Eval, For, FunctionType, If,
+from pypto.ir.visit import bodies
+from pypto.ir.nodes import (While, ArgDir, ArrayType, Assign, BinOp, Call, Const, Eval, For,
+                            FunctionType, If,
                             InCoreScope, ParamDirection, Program, Return, RuntimeScope,
                             ScalarType, TensorType, TupleExpr, TupleType, Var, Yield)
 
@@ -46,7 +48,7 @@ ENTRY = "pypto_orchestration_entry"
 _C_TYPE = {"FP32": "float", "FP16": "float", "BF16": "float", "INT8": "int8_t",
            "INT16": "int16_t", "INT32": "int32_t", "INT64": "int64_t", "UINT8": "uint8_t",
            "UINT16": "uint16_t", "UINT32": "uint32_t", "UINT64": "uint64_t",
-           "BOOL": "bool", "INDEX": "int64_t"}
+           "BOOL": "bool", "INDEX": "int64_t", "TASK_ID": "int64_t"}
 _DIR = {ArgDir.input: "PYPTO_DIR_INPUT", ArgDir.output: "PYPTO_DIR_OUTPUT",
         ArgDir.inout: "PYPTO_DIR_INOUT", ArgDir.output_existing: "PYPTO_DIR_OUTPUT_EXISTING",
         ArgDir.no_dep: "PYPTO_DIR_NO_DEP"}
@@ -210,11 +212,14 @@ class _Orch:
         self.program = program
         self.f = func
         self.kernel_ids = kernel_ids
-        self.names = Names(_CPP_KEYWORDS | {"args", "dirs", "scalar_args"})
+        self.names = Names(_CPP_KEYWORDS | {"args", "dirs", "scalar_args", "deps"})
         self.env: dict[int, _Val] = {}
         self.lines: list[str] = []
         self.indent = 1
         self.scopes = 0           # runtime scopes open at this point
+        self.pending_deps: list[str] | None = None   # pl.system.after: for the next launch
+        self.sites: list[list[str]] = []   # per open manual scope: its calls' latest task ids
+        self.site_at: list[int] = []       # per open manual scope: calls met so far
 
     # ------------------------------------------------------------------ helpers
     def out(self, text: str = ""):
@@ -290,6 +295,12 @@ class _Orch:
             return f"({_C_TYPE[d.name]})({a})", d
         if isinstance(e, Call) and e.op == "tensor.read":
             return self.read(e, span)
+        if isinstance(e, Call) and e.op == "system.task_id":
+            return "pypto_last_task", dt.TASK_ID
+        if isinstance(e, Call) and e.op == "array.get_element":
+            arr = self.val(e.args[0], span)
+            i, _ = self.scalar(e.args[1], span)
+            return f"{arr.expr}[(size_t)({i})]", arr.type.dtype
         if isinstance(e, Call) and e.op == "tensor.dim":     # a dynamic extent, run time
             t = self.handle(e.args[0], span)
             axis = e.args[1].value
@@ -347,6 +358,9 @@ class _Orch:
                 "#include <stdint.h>",
                 "#include <string.h>",
                 "",
+                "#include <array>",
+                "#include <vector>",
+                "",
                 '#include "pypto_abi.h"']
         used = _used_vars(f.body)
         self.lines = []
@@ -374,6 +388,8 @@ class _Orch:
             self.out("(void)tensors;")
         if ns == 0:
             self.out("(void)scalars;")
+        self.out("int64_t pypto_last_task = -1;  // the task the latest launch submitted")
+        self.out("(void)pypto_last_task;")
         ended = self.block(f.body)
         if not ended:
             self.out("return 0;")
@@ -402,6 +418,13 @@ class _Orch:
             self.assign(s)
         elif isinstance(s, Eval):
             c = s.expr
+            if isinstance(c, Call) and c.op == "system.after":
+                self.out(f"// {_loc(span)}: the next launch waits for its deps")
+                self.pending_deps = self.dep_items(c.args[0], span)
+                return False
+            if isinstance(c, Call) and c.op == "system.task_dummy":
+                self.dummy(c, span)
+                return False
             if not (isinstance(c, Call) and c.callee):
                 what = c.op if isinstance(c, Call) else type(c).__name__
                 fail(f"cannot generate orchestration code for the expression statement {what}", span)
@@ -417,7 +440,19 @@ class _Orch:
             self.out(f"// {_loc(span)}: with pl.scope({'manual' if s.manual else ''})")
             self.out(f"api->scope_begin(api->ctx, {1 if s.manual else 0});")
             self.scopes += 1
+            if s.manual:     # the tasks of each call of the scope (compiler-derived deps)
+                loops = _scope_calls(s.body)
+                names = [self.cname(f"site_{k}") for k in range(len(loops))]
+                for name in names:   # latest task, and every task (for deps from after a loop)
+                    self.out(f"int64_t {name} = -1;")
+                    self.out(f"std::vector<int64_t> {name}_all;")
+                    self.out(f"(void){name}; (void){name}_all;")
+                self.sites.append((names, loops))
+                self.site_at.append(0)
             ended = self.block(s.body)
+            if s.manual:
+                self.sites.pop()
+                self.site_at.pop()
             self.scopes -= 1
             if ended:
                 return True
@@ -454,6 +489,11 @@ class _Orch:
             src = self.val(e, span)
             self.env[id(v)] = src
             return
+        if isinstance(e, Call) and e.op == "system.task_dummy":
+            self.env[id(v)] = _Val(self.dummy(e, span, v.name), v.type)
+            return
+        if isinstance(v.type, ArrayType):
+            return self.array(v, e, span)
         if isinstance(v.type, ScalarType):
             expr, _ = self.scalar(e, span)
             name = self.cname(v.name)
@@ -566,13 +606,98 @@ class _Orch:
         if scal:
             self.out(f"const uint64_t scalar_args[{len(scal)}] = {{{', '.join(scal)}}};")
             sarg = "scalar_args"
-        self.out(f"if (api->submit(api->ctx, {fid}, {len(handles)}, {targ}, {darg}, {len(scal)}, "
-                 f"{sarg}) != 0) {{  // {c.callee}")
-        self.out(f"    {self.fail_return(2)}")
-        self.out("}")
+        deps = list(self.pending_deps or [])
+        self.pending_deps = None
+        site, every = None, []
+        if self.sites:                 # in a manual scope: the compiler-derived edges too
+            k = self.site_at[-1]
+            self.site_at[-1] += 1
+            names, loops = self.sites[-1]
+            if k < len(names):
+                site = names[k]
+                for d in c.attrs.get("deps", ()):
+                    if d >= len(names):
+                        continue
+                    # a call in a loop that has ended (not one around this call too): all of
+                    # its tasks; one in the same iteration: its latest
+                    if set(loops[d]) <= set(loops[k]):
+                        deps.append(names[d])
+                    else:
+                        every.append(f"{names[d]}_all")
+        dargs = "0, nullptr"
+        if every:
+            self.out(f"std::vector<int64_t> deps = {{{', '.join(deps)}}};")
+            for v in every:
+                self.out(f"deps.insert(deps.end(), {v}.begin(), {v}.end());")
+            dargs = "(int32_t)deps.size(), deps.data()"
+        elif deps:
+            self.out(f"const int64_t deps[{len(deps)}] = {{{', '.join(deps)}}};")
+            dargs = f"{len(deps)}, deps"
+        self.out(f"pypto_last_task = api->submit_task(api->ctx, {fid}, {len(handles)}, {targ}, "
+                 f"{darg}, {len(scal)}, {sarg}, {dargs});  // {c.callee}")
+        self.out(f"if (pypto_last_task < 0) {self.fail_return(2)}")
+        if site is not None:
+            self.out(f"{site} = pypto_last_task;")
+            self.out(f"{site}_all.push_back(pypto_last_task);")
         self.indent -= 1
         self.out("}")
         return self.result(c, callee, written, span)
+
+    def dep_items(self, e, span) -> list[str]:
+        """The C expressions of the task ids a deps list names (arrays element by element)."""
+        out = []
+        for item in (e.items if isinstance(e, TupleExpr) else [e]):
+            if isinstance(getattr(item, "type", None), ArrayType):
+                arr = self.val(item, span)
+                out += [f"{arr.expr}[{k}]" for k in range(item.type.extent)]
+            else:
+                out.append(self.scalar(item, span)[0])
+        return out
+
+    def dummy(self, c: Call, span, name_hint: str = "dummy") -> str:
+        """pl.system.task_dummy(deps=[...]): a task that runs nothing; its id."""
+        deps = self.dep_items(c.args[0], span)
+        name = self.cname(name_hint)
+        self.out(f"// {_loc(span)}: {name_hint} = pl.system.task_dummy(...)")
+        self.out(f"int64_t {name} = -1;")
+        self.out("{")
+        self.indent += 1
+        dargs = "0, nullptr"
+        if deps:
+            self.out(f"const int64_t deps[{len(deps)}] = {{{', '.join(deps)}}};")
+            dargs = f"{len(deps)}, deps"
+        self.out(f"{name} = api->submit_task(api->ctx, -1, 0, nullptr, nullptr, 0, nullptr, {dargs});")
+        self.out(f"if ({name} < 0) {self.fail_return(2)}")
+        self.out("pypto_last_task = " + name + ";")
+        self.indent -= 1
+        self.out("}")
+        return name
+
+    def array(self, v: Var, e, span):
+        """A host array (pl.array.create in an orchestration): a std::array, copied when an
+        element is set (the IR's arrays are values)."""
+        t = v.type
+        ct = f"std::array<{_C_TYPE[t.dtype.name]}, {t.extent}>"
+        name = self.cname(v.name)
+        if isinstance(e, Var):
+            self.env[id(v)] = self.val(e, span)
+            return
+        if not isinstance(e, Call):
+            fail(f"cannot assign {type(e).__name__} to the array {v.name!r}", span)
+        self.out(f"// {_loc(span)}: {v.name} = {e.op}(...)")
+        if e.op == "array.create":
+            fill = "-1" if t.dtype == dt.TASK_ID else "0"     # unset task ids name no task
+            self.out(f"{ct} {name};")
+            self.out(f"{name}.fill({fill});")
+        elif e.op == "array.update_element":
+            src = self.val(e.args[0], span)
+            i, _ = self.scalar(e.args[1], span)
+            x, _ = self.scalar(e.args[2], span)
+            self.out(f"{ct} {name} = {src.expr};")
+            self.out(f"{name}[(size_t)({i})] = ({_C_TYPE[t.dtype.name]})({x});")
+        else:
+            fail(f"{e.op} cannot make an array in an orchestration", span)
+        self.env[id(v)] = _Val(name, t)
 
     def result(self, c: Call, callee, written, span) -> _Val:
         """What the call's value is: the tensor argument(s) the kernel writes and returns."""
@@ -610,6 +735,9 @@ class _Orch:
                 ct = _C_TYPE[t.dtype.name]
                 expr, _ = self.scalar(init, span)
                 self.out(f"{ct} {name} = ({ct})({expr});")
+            elif isinstance(t, ArrayType):
+                self.out(f"std::array<{_C_TYPE[t.dtype.name]}, {t.extent}> {name} = "
+                         f"{self.val(init, span).expr};")
             else:
                 fail(f"cannot carry {v.name!r} of type {type(t).__name__} in an orchestration", span)
             self.env[id(v)] = _Val(name, t)
@@ -622,6 +750,8 @@ class _Orch:
         for name, v, e in zip(names, vars_, values):
             if isinstance(v.type, TensorType):
                 expr = self.handle(e, span)
+            elif isinstance(v.type, ArrayType):
+                expr = self.val(e, span).expr
             else:
                 expr, _ = self.scalar(e, span)
             if expr != name:
@@ -702,6 +832,8 @@ class _Orch:
             elif isinstance(v.type, ScalarType):
                 ct = _C_TYPE[v.type.dtype.name]
                 self.out(f"{ct} {name} = {ct}();")
+            elif isinstance(v.type, ArrayType):
+                self.out(f"std::array<{_C_TYPE[v.type.dtype.name]}, {v.type.extent}> {name}{{}};")
             else:
                 fail(f"cannot carry {v.name!r} in an orchestration", span)
             self.env[id(v)] = _Val(name, v.type)
@@ -739,6 +871,23 @@ def _decode(d: dt.DataType, src: str) -> str:
     if d.name in ("INT64", "INDEX"):
         return f"(int64_t){src}"
     return f"({_C_TYPE[d.name]})(int64_t){src}"
+
+
+def _scope_calls(body, loops: tuple = ()) -> list[tuple]:
+    """The kernel calls lexically in a runtime scope (through loops and ifs, not into a
+    nested scope), in the order AutoDeriveTaskDependencies numbers them for its `deps`:
+    for each, the ids of the loops around it inside the scope."""
+    out = []
+    for s in body:
+        if isinstance(s, RuntimeScope):
+            continue
+        for e in ([s.value] if isinstance(s, Assign) else [s.expr] if isinstance(s, Eval) else []):
+            if isinstance(e, Call) and e.callee:
+                out.append(loops)
+        inner = loops + (id(s),) if isinstance(s, (For, While)) else loops
+        for b in bodies(s):
+            out += _scope_calls(b, inner)
+    return out
 
 
 def _used_vars(body) -> set[int]:

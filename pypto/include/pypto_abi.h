@@ -55,6 +55,13 @@ typedef struct {
     void (*fail)(void* ctx, const char* message);
     // The extent of dim `axis` of a tensor handle (a view's own shape), or -1 if refused.
     int64_t (*tensor_dim)(void* ctx, int64_t tensor, int32_t axis);
+    // submit, also waiting for the tasks `deps` names (an id < 0 names none), returning the
+    // task's id (or -1 when refused). kernel_id -1: a task that runs nothing. In a manual
+    // scope a task waits only for its deps; elsewhere for its deps and what the tensors
+    // it touches imply.
+    int64_t (*submit_task)(void* ctx, int32_t kernel_id, int32_t n_tensors, const int64_t* tensors,
+                           const int32_t* dirs, int32_t n_scalars, const uint64_t* scalars,
+                           int32_t n_deps, const int64_t* deps);
 } PyptoRuntimeApi;
 
 // Every orchestration .so exports this (extern "C"): tensors are the program's tensor

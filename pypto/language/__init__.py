@@ -10,13 +10,15 @@ import importlib
 import importlib.util
 
 from pypto.dtype import (BF16, BOOL, FP4, FP8E4M3FN, FP8E5M2, FP8E8M0, FP16, FP32, HF4, HF8, INDEX, INT4,
-                         INT8, INT16, INT32, INT64, UINT4, UINT8, UINT16, UINT32, UINT64, DataType)
+                         INT8, INT16, INT32, INT64, TASK_ID, UINT4, UINT8, UINT16, UINT32, UINT64,
+                         DataType)
 from pypto.ir.nodes import ArgDir as adir
 from pypto.ir.nodes import (AtomicType, DynDim, ForKind, FunctionType, Level, MemorySpace, PadValue, ParamDirection,
                             Role)
 from pypto.language import dsl
-from pypto.language.dsl import (DSLCallError, OPERATORS, at, cast, const, max, min, parallel,
-                                range, scope, tensor, tile, array, unroll, while_, cond, yield_)
+from pypto.language.dsl import (DSLCallError, OPERATORS, at, cast, const, manual_scope, max, min,
+                                parallel, range, scope, submit, system, tensor, tile, array, unroll,
+                                while_, cond, yield_)
 from pypto.language.parser import function, loads, parse, program
 from pypto.language.typing import (Annotation, Array, InOut, MemRef, Out, Ptr, Scalar, ScopeMode,
                                    Tensor, TensorLayout, TensorView, Tile, TileView, dynamic)
@@ -27,11 +29,11 @@ globals().update(OPERATORS)
 
 __all__ = sorted(
     ["FP32", "FP16", "BF16", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32",
-     "UINT64", "BOOL", "INDEX", "FP8E4M3FN", "FP8E5M2", "FP8E8M0", "HF8", "FP4", "HF4", "INT4", "UINT4",
+     "UINT64", "BOOL", "INDEX", "TASK_ID", "FP8E4M3FN", "FP8E5M2", "FP8E8M0", "HF8", "FP4", "HF4", "INT4", "UINT4",
      "DataType", "Tensor", "Tile", "Scalar", "Array", "Out", "InOut", "Ptr", "MemRef", "TileView", "TensorView", "TensorLayout",
      "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "Level", "Role", "ScopeMode", "ForKind",
      "ParamDirection", "DynDim", "Annotation", "adir", "dynamic", "program", "function", "at",
-     "scope", "range", "parallel", "unroll", "array", "while_", "cond", "yield_", "const", "cast", "min", "max", "parse",
+     "scope", "manual_scope", "submit", "system", "range", "parallel", "unroll", "array", "while_", "cond", "yield_", "const", "cast", "min", "max", "parse",
      "loads", "tile", "tensor", "DSLCallError"] + list(OPERATORS)
     + (["jit"] if importlib.util.find_spec("pypto.jit") is not None else []))
 

@@ -49,6 +49,12 @@ cond = _stub("pl.cond", "cond", doc="pl.cond(x < n): the first statement of a pl
 yield_ = _stub("pl.yield_", "yield_", doc="r = pl.yield_(v): last statement of a loop body / if branch")
 at = _stub("pl.at", "at", doc="with pl.at(level=pl.Level.CORE_GROUP[, name_hint=...]): runs on the device")
 scope = _stub("pl.scope", "scope", doc="with pl.scope([mode=pl.ScopeMode.MANUAL]): a runtime scope")
+manual_scope = _stub("pl.manual_scope", "manual_scope",
+                     doc="with pl.manual_scope(): a runtime scope whose tasks wait only for the "
+                         "tasks named in deps=[...] and those the compiler derives in one iteration")
+submit = _stub("pl.submit", "submit",
+               doc="outs..., tid = pl.submit(self.kernel, *args, deps=[tid, ...]): launch a kernel "
+                   "and keep its task id")
 cast = _stub("pl.cast", "cast", ("cast", None), doc="pl.cast(x, dtype)")
 min = _stub("pl.min", "min", doc="pl.min(a, b) on scalars")
 max = _stub("pl.max", "max", doc="pl.max(a, b) on scalars")
@@ -119,3 +125,4 @@ class OpNamespace:
 tile = OpNamespace("tile")
 tensor = OpNamespace("tensor")
 array = OpNamespace("array")        # on-core arrays of scalars
+system = OpNamespace("system")      # task ids: dummy tasks, explicit dependencies

@@ -10,7 +10,6 @@ NOT_BUILT = {
                     "a2a3 devices; the simulators model no L2 (the reference runs it on devices "
                     "only)", "drop the prefetch: it is a cache hint and changes no value"),
     "pl.spmd": (_STRUCTURE, "write the per-block loop with pl.parallel"),
-    "pl.manual_scope": (_STRUCTURE, "let the compiler derive the dependencies (pl.at regions)"),
     "pl.tile.get_block_idx": (_STRUCTURE, "pass the block index as a loop variable of pl.parallel"),
     "pl.tile.get_block_num": (_STRUCTURE, "pass the block count as a scalar parameter"),
     "pl.matmul_mx": ("MX-scaled matmuls (a5, FP4 / HF8 operands with per-block scales)",

@@ -42,6 +42,8 @@ SCOPE_END_FN = ctypes.CFUNCTYPE(None, ctx_t)
 READ_SCALAR_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctx_t, ctypes.c_int64, ctypes.c_int32, i64p, u64p)
 FAIL_FN = ctypes.CFUNCTYPE(None, ctx_t, ctypes.c_char_p)
 TENSOR_DIM_FN = ctypes.CFUNCTYPE(ctypes.c_int64, ctx_t, ctypes.c_int64, ctypes.c_int32)
+SUBMIT_TASK_FN = ctypes.CFUNCTYPE(ctypes.c_int64, ctx_t, ctypes.c_int32, ctypes.c_int32, i64p,
+                                  i32p, ctypes.c_int32, u64p, ctypes.c_int32, i64p)
 
 
 class PyptoRuntimeApi(ctypes.Structure):
@@ -55,6 +57,7 @@ class PyptoRuntimeApi(ctypes.Structure):
         ("read_scalar", READ_SCALAR_FN),
         ("fail", FAIL_FN),
         ("tensor_dim", TENSOR_DIM_FN),
+        ("submit_task", SUBMIT_TASK_FN),
     ]
 
 

@@ -18,7 +18,7 @@ from collections import deque
 from . import abi
 from .config import CORE_SLOTS
 from .errors import KernelExecutionError, SimulatorError
-from .orchestration import BufferSpec, Graph, TaskSpec
+from .orchestration import DUMMY_KERNEL, BufferSpec, Graph, TaskSpec
 from .records import RunRecord, TaskRecord
 
 
@@ -28,6 +28,14 @@ def host_threads() -> int:
     except (AttributeError, OSError):
         n = os.cpu_count() or 1
     return max(2, n)
+
+
+class _Dummy:
+    """The 'kernel' of a task that runs nothing (pl.system.task_dummy)."""
+    name, core_type, entry = "task_dummy", "aiv", None
+
+
+_DUMMY = _Dummy()
 
 
 class Task:
@@ -188,6 +196,8 @@ class Launch:
         return not self.tasks[index].done
 
     def _make_task(self, spec: TaskSpec) -> Task:
+        if spec.func_id == DUMMY_KERNEL:
+            return Task(self, spec, _DUMMY, None, None)
         kernel = self.chip.kernel(spec.func_id)
         n_t = len(spec.tensors)
         descs = (abi.PyptoTensor * max(n_t, 1))()
@@ -218,8 +228,7 @@ class Launch:
             self.tasks.append(task)
             self._link(task, spec.deps)
             self.remaining += 1
-            if task.pending == 0:
-                self.device.push_ready(task)
+            if task.pending == 0 and self._ready(task):
                 self.device.cond.notify()
 
     def run_graph(self, graph: Graph) -> None:
@@ -232,8 +241,20 @@ class Launch:
             self.remaining += len(tasks)
             for task in tasks:
                 if task.pending == 0:
-                    self.device.push_ready(task)
+                    self._ready(task)
             self.device.cond.notify_all()
+
+    def _ready(self, task: Task) -> bool:
+        """A task whose producers are done: queued for a core (True), or, a task that runs
+        nothing, finished at once (with device.cond held)."""
+        if task.kernel is not _DUMMY:
+            self.device.push_ready(task)
+            return True
+        now = time.perf_counter_ns()
+        task.ready_ns = now
+        self.running += 1
+        self.finished(task, 0, "", now, now, 0, -1)
+        return False
 
     def _link(self, task: Task, deps) -> None:
         live = []
@@ -268,8 +289,7 @@ class Launch:
                 ready = 0
                 for succ in task.successors:
                     succ.pending -= 1
-                    if succ.pending == 0:
-                        self.device.push_ready(succ)
+                    if succ.pending == 0 and self._ready(succ):
                         ready += 1
                 if ready:
                     self.device.cond.notify(ready)

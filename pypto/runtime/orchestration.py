@@ -20,6 +20,7 @@ from . import abi
 from .tensormap import Access, Region, TensorMap
 
 MAX_TENSOR_ARGS = 256
+DUMMY_KERNEL = -1          # submit_task's kernel id of a task that runs nothing
 MAX_SCALAR_ARGS = 128
 
 
@@ -116,6 +117,7 @@ class Recorder:
         self._next_group = max(self._next_group, next_group)
         self.n_tasks = 0
         self.scopes: list[int] = []
+        self.manual: list[bool] = []          # per open scope: is it a manual one
         self._scope_ids = itertools.count(1)
         self.scope_log: list[tuple] = []      # (scope id, parent, manual, first task, end task)
         self.error: str | None = None
@@ -168,9 +170,25 @@ class Recorder:
         return self._new_handle(_Ref(base.buffer, base.dtype, offsets, shape, base.strides, start))
 
     def submit(self, kernel_id: int, n_tensors: int, tensors_ptr, dirs_ptr,
-               n_scalars: int, scalars_ptr) -> None:
+               n_scalars: int, scalars_ptr, n_deps: int = 0, deps_ptr=None) -> int:
+        """Accept one task; returns its id. kernel_id -1 is a task that runs nothing."""
         if self.error is not None:
             raise _Refused(f"submit of kernel {kernel_id} refused after an earlier error")
+        explicit = set()
+        for i in range(n_deps):
+            d = int(deps_ptr[i])
+            if d >= self.n_tasks:
+                raise ValueError(f"submit: dependency {d} names no task submitted before "
+                                 f"(tasks so far: {self.n_tasks})")
+            if d >= 0:
+                explicit.add(d)
+        if kernel_id == DUMMY_KERNEL:
+            index = self.n_tasks
+            spec = TaskSpec(index, DUMMY_KERNEL, (), (), tuple(sorted(explicit)),
+                            self.scopes[-1] if self.scopes else 0)
+            self.n_tasks += 1
+            self.on_task(spec)
+            return index
         kernel = self.chip.kernel(kernel_id)
         if kernel is None:
             known = ", ".join(str(k) for k in sorted(self.chip.kernels)) or "none"
@@ -195,11 +213,14 @@ class Recorder:
                     accesses.append(Access(region, direction in abi.READS, direction in abi.WRITES))
         scalars = tuple(int(scalars_ptr[i]) for i in range(n_scalars))
         index = self.n_tasks
-        deps = self.tensormap.add(index, accesses, self.alive)
-        spec = TaskSpec(index, kernel_id, tuple(descs), scalars, tuple(deps),
+        derived = self.tensormap.add(index, accesses, self.alive)   # (kept for later tasks)
+        # a manual scope's tasks wait only for what the orchestration names
+        deps = explicit if self.manual[-1:] == [True] else explicit.union(derived)
+        spec = TaskSpec(index, kernel_id, tuple(descs), scalars, tuple(sorted(deps)),
                         self.scopes[-1] if self.scopes else 0)
         self.n_tasks += 1
         self.on_task(spec)
+        return index
 
     def read_scalar(self, handle: int, ndims: int, idx_ptr) -> int:
         """The bits of one element (zero-extended), after its writers so far are done."""
@@ -235,10 +256,12 @@ class Recorder:
         self.scope_log.append([sid, self.scopes[-1] if self.scopes else 0, bool(manual),
                                self.n_tasks, None])
         self.scopes.append(sid)
+        self.manual.append(bool(manual))
 
     def scope_end(self) -> None:
         if not self.scopes:
             raise ValueError("scope_end without a matching scope_begin")
+        self.manual.pop()
         sid = self.scopes.pop()
         self.scope_log[sid - 1][4] = self.n_tasks      # scope ids count from 1 in log order
 
@@ -333,6 +356,11 @@ def _c_fail(ctx, message):
     _guard(ctx, "fail", call, None)
 
 
+def _c_submit_task(ctx, kernel_id, n_tensors, tensors, dirs, n_scalars, scalars, n_deps, deps):
+    return _guard(ctx, "submit", lambda r: r.submit(kernel_id, n_tensors, tensors, dirs, n_scalars,
+                                                      scalars, n_deps, deps), -1)
+
+
 def _c_tensor_dim(ctx, tensor, axis):
     return _guard(ctx, "tensor_dim", lambda r: r.tensor_dim(tensor, axis), -1)
 
@@ -349,7 +377,7 @@ def _c_scope_end(ctx):
 _CALLBACKS = (abi.ALLOC_FN(_c_alloc), abi.VIEW_FN(_c_view), abi.SUBMIT_FN(_c_submit),
               abi.SCOPE_BEGIN_FN(_c_scope_begin), abi.SCOPE_END_FN(_c_scope_end),
               abi.READ_SCALAR_FN(_c_read_scalar), abi.FAIL_FN(_c_fail),
-              abi.TENSOR_DIM_FN(_c_tensor_dim))
+              abi.TENSOR_DIM_FN(_c_tensor_dim), abi.SUBMIT_TASK_FN(_c_submit_task))
 
 
 def run_orchestration(recorder: Recorder, scalars: list[int]) -> int:

@@ -53,6 +53,12 @@ static void fake_end(void*) { printf("end\n"); }
 static int32_t fake_read(void*, int64_t, int32_t, const int64_t*, uint64_t*) { return 1; }
 static void fake_fail(void*, const char*) {}
 static int64_t fake_dim(void*, int64_t, int32_t) { return -1; }
+static int64_t tasks = 0;
+static int64_t fake_submit_task(void* ctx, int32_t k, int32_t n, const int64_t* t, const int32_t* d,
+                                int32_t ns, const uint64_t* s, int32_t nd, const int64_t* deps) {
+    for (int i = 0; i < nd; ++i) printf("dep %lld\n", (long long)deps[i]);
+    return fake_submit(ctx, k, n, t, d, ns, s) == 0 ? tasks++ : -1;
+}
 
 int main(int argc, char** argv) {
     fail_at = atoi(argv[1]);
@@ -60,7 +66,7 @@ int main(int argc, char** argv) {
     for (int i = 2; i < argc; ++i) scalars[i - 2] = strtoull(argv[i], 0, 16);
     int64_t tensors[8] = {1, 2, 3, 4, 5, 6, 7, 8};
     PyptoRuntimeApi api = {0, fake_alloc, fake_view, fake_submit, fake_begin, fake_end,
-                           fake_read, fake_fail, fake_dim};
+                           fake_read, fake_fail, fake_dim, fake_submit_task};
     int rc = pypto_orchestration_entry(&api, tensors, scalars);
     printf("rc %d\n", rc);
     return 0;
@@ -360,4 +366,4 @@ def test_signature_only_callee_uses_the_written_argument():
     k = prog.get("add_incore_0")
     k.body = []
     cpp = generate_orchestration(prog, "add", {"add_incore_0": 0})
-    assert "submit(api->ctx, 0, 3, args, dirs, 0, nullptr)" in cpp
+    assert "submit_task(api->ctx, 0, 3, args, dirs, 0, nullptr, 0, nullptr)" in cpp

@@ -9,7 +9,7 @@ import torch
 
 import pypto.language as pl
 from pypto import ir
-from pypto.errors import NotBuiltError, TypeCheckError
+from pypto.errors import TypeCheckError
 from pypto.runtime.errors import KernelExecutionError
 
 ROUTE = """
@@ -104,12 +104,39 @@ def test_misuse_is_a_typed_error(line, err, msg):
         pl.parse(ROUTE.format(SHIFT=2).replace("arr[1] = arr[0] + 2", line), filename="/u/r.py")
 
 
-def test_arrays_in_an_orchestration_are_refused_as_not_built():
-    src = ROUTE.format(SHIFT=2).replace("        dst = self.k(index_t, src, dst)\n",
-                                        "        a = pl.array.create(2, pl.INT32)\n"
-                                        "        dst = self.k(index_t, src, dst)\n")
-    with pytest.raises(NotBuiltError, match=r"arrays in an orchestration are not supported"):
-        pl.parse(src, filename="/u/r.py")
+HOST = """
+import pypto.language as pl
+
+@pl.program
+class Host:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[4, 32], pl.FP32], row: pl.Scalar[pl.INT32],
+          out: pl.Out[pl.Tensor[[4, 32], pl.FP32]]) -> pl.Tensor[[4, 32], pl.FP32]:
+        t = pl.load(x, [row, 0], [1, 32])
+        out = pl.store(pl.muls(t, 2.0), [row, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[4, 32], pl.FP32],
+             out: pl.Out[pl.Tensor[[4, 32], pl.FP32]]) -> pl.Tensor[[4, 32], pl.FP32]:
+        rows = pl.array.create(2, pl.INT32)        # a host array: the orchestration's own
+        rows[0] = 3
+        rows[1] = rows[0] - 2
+        for i in pl.range(2):
+            out = self.k(x, rows[i], out)
+        return out
+"""
+
+
+def test_an_array_in_an_orchestration_lives_on_the_host(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    run = ir.compile(pl.parse(HOST, filename="/u/h.py"), output_dir=tmp_path / "out", platform="a2a3sim")
+    assert "std::array<int32_t, 2>" in next((tmp_path / "out" / "orchestration").glob("*.cpp")).read_text()
+    x, out = torch.randn(4, 32), torch.zeros(4, 32)
+    run(x, out)
+    want = torch.zeros(4, 32)
+    want[[3, 1]] = 2 * x[[3, 1]]
+    assert torch.equal(out, want)
 
 
 def test_both_branches_of_an_if_write_the_array(tmp_path, monkeypatch):

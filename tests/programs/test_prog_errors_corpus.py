@@ -653,17 +653,7 @@ def test_pl_at_with_a_role(w):
           r"pl\.at\(\) got an unsupported argument 'role'", "frontend")
 
 
-@pl.jit
-def at_as_task_id(a: pl.Tensor, o: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP) as tid:  # BAD-C32
-        o[:] = pl.exp(a)
-    return o
-
-
-def test_pl_at_bound_with_as(w):
-    with pytest.raises(E.ParserError) as e:
-        w.jit(at_as_task_id, A, O)
-    check(w, e, E.ParserError, "BAD-C32", r"drop the `as \.\.\.` part", r"as tid` is not supported", "frontend")
+# (BAD-C32, `with pl.at(...) as tid`, is valid now: test_prog_task_graph.py)
 
 
 @pl.jit

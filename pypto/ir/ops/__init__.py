@@ -16,7 +16,8 @@ from pypto.ir.ops.elementwise import (BINARY, SCALAR_FORM, SCALAR_ONLY, UNARY, F
                                       PRECISION)
 from pypto.ir.ops.reduction import ARG_REDUCE, ROW_REDUCE, COL_REDUCE, ROW_EXPAND, COL_EXPAND
 from pypto.ir.ops import (indexing as _indexing, matmul as _matmul, memory as _memory,  # noqa: F401
-                          shape as _shape, sort as _sort, array as _array)   # (register their ops)
+                          shape as _shape, sort as _sort, array as _array,  # (register their ops)
+                          system as _system)
 
 # Names a user may write as pl.<name>, and which namespaces they exist in.
 TILE_ONLY = {"load": "tile.load", "store": "tile.store", "move": "tile.move",

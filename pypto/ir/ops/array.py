@@ -9,7 +9,7 @@ from pypto.ir.nodes import ArrayType, Const, ScalarType
 from pypto.ir.ops.base import _err, _tname, reg
 
 ARRAY_DTYPES = (dt.INT8, dt.INT16, dt.INT32, dt.INT64, dt.UINT8, dt.UINT16, dt.UINT32, dt.UINT64,
-                dt.INDEX, dt.BOOL, dt.FP16, dt.BF16, dt.FP32)
+                dt.INDEX, dt.BOOL, dt.FP16, dt.BF16, dt.FP32, dt.TASK_ID)
 
 
 def _array(op, a, span) -> ArrayType:
@@ -56,7 +56,8 @@ def _update(args, kw, span):
 
 
 reg("array.create", (1, 1), _create, ("dtype",), params=("extent",),
-    sig="pl.array.create(4, pl.INT32)  (an on-core array of that many scalars, zeros; in kernels)")
+    sig="pl.array.create(4, pl.INT32)  (an array of that many scalars, zeros; on the core in "
+        "kernels, on the host in an orchestration, where pl.TASK_ID arrays start unset)")
 reg("array.get_element", (2, 2), _get, params=("array", "index"),
     sig="pl.array.get_element(arr, i)  (or arr[i]: one element, a scalar)")
 reg("array.update_element", (3, 3), _update, pure=False, params=("array", "index", "value"),

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 PAGE = Path(__file__).with_name("OPERATORS.md")
-FAMILIES = ("memory", "elementwise", "reduction", "matmul", "shape", "indexing", "sort", "array")
+FAMILIES = ("memory", "elementwise", "reduction", "matmul", "shape", "indexing", "sort", "array",
+            "system")
 
 
 def render() -> str:

@@ -266,11 +266,8 @@ class CallsMixin:
         # (pl.create_tensor in a kernel is a tensor the kernel keeps on chip: a Vec tile)
         if c is None or c.sig.func_type is not FunctionType.Orchestration or c.incore:
             return
-        if op.startswith("array."):
-            from pypto.errors import NotBuiltError
-            raise NotBuiltError(f"{display}: arrays in an orchestration are not supported by this "
-                                f"pypto yet (on-core arrays in kernels are)", self.span(node),
-                                "use the array inside `with pl.at(...)` or an InCore function")
+        if op.startswith("array.") or op.startswith("system."):
+            return            # host arrays (task ids, counters) and task ids live in the orchestration
         if op in ("tensor.full", "tensor.ci", "tensor.random"):
             raise MisplacedTensorOpError(
                 f"misplaced tensor op: {display} fills a tensor on the device; it cannot run in the "

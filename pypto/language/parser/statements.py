@@ -91,6 +91,8 @@ class StatementsMixin:
             if not isinstance(s.value, ast.Call):
                 self.error(f"the expression `{ast.unparse(s.value)}` has no effect", s,
                            "assign its value to a name, or remove it")
+            if self.is_submit(s.value):
+                return self.submit(None, s.value, span)
             e = self.expr(s.value)
             return [Eval(e, span)]
         if isinstance(s, ast.Return):
@@ -121,7 +123,7 @@ class StatementsMixin:
         if isinstance(s, ast.If):
             return [self.if_(s, span)]
         if isinstance(s, ast.With):
-            return [self.with_(s, span)]
+            return self.with_(s, span)
         if isinstance(s, ast.Pass):
             return []
         name = type(s).__name__
@@ -164,10 +166,20 @@ class StatementsMixin:
                        "assign the result of an operator or of a function that returns a value")
         return self.define(name, t, span)
 
+    def is_submit(self, node) -> bool:
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            return False
+        try:
+            return _kind(self.static(node.func, "a function")) == "submit"
+        except PyptoError:
+            return False
+
     def assign(self, s: ast.Assign, span):
         if len(s.targets) != 1:
             self.error("chained assignment `a = b = ...` is not supported", s, "assign each name on its own line")
         t = s.targets[0]
+        if self.is_submit(s.value):
+            return self.submit(t, s.value, span)
         if isinstance(t, ast.Subscript):
             return self.region_write(t, s.value, span)
         if isinstance(t, ast.Name):
@@ -648,16 +660,20 @@ class StatementsMixin:
         if not isinstance(ce, ast.Call):
             self.error(f"`with {ast.unparse(ce)}` is not supported", s, _unsupported("With"))
         k = _kind(self.static(ce.func, "the with context"))
-        if item.optional_vars is not None:
-            self.error(f"`with {ast.unparse(ce)} as {ast.unparse(item.optional_vars)}` is not supported",
-                       s, "drop the `as ...` part")
+        task = item.optional_vars
+        if task is not None and (k != "at" or not isinstance(task, ast.Name)):
+            self.error(f"`with {ast.unparse(ce)} as {ast.unparse(task)}` is not supported", s,
+                       "only `with pl.at(...) as tid:` binds a name (the region's task id)")
         if k == "at":
-            opts = {}
+            opts, deps = {}, None
             if len(ce.args) > 1:
                 self.error("pl.at takes the level as its only positional argument", s)
             if ce.args:
                 opts["level"] = self.static(ce.args[0], "pl.at level")
             for kw in ce.keywords:
+                if kw.arg == "deps":
+                    deps = kw.value
+                    continue
                 if kw.arg not in ("level", "name_hint"):
                     self.error(f"pl.at() got an unsupported argument {kw.arg!r}", s,
                                "pl.at(level=pl.Level.CORE_GROUP, name_hint=\"stage1\")")
@@ -678,12 +694,17 @@ class StatementsMixin:
             if self.ctx.sig.func_type in (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV):
                 self.error(f"pl.at inside the kernel {self.ctx.sig.name!r}: a kernel's body already runs "
                            f"on the device", s, "remove the `with pl.at(...)` line and keep its body")
+            before = [self.task_deps(deps, span)] if deps is not None else []
             self.ctx.incore += 1
             try:
                 body, _ = self.block(s.body, allow_yield=False)
             finally:
                 self.ctx.incore -= 1
-            return InCoreScope(body, hint, span)
+            return before + [InCoreScope(body, hint, span)] + self.task_id(task, span)
+        if k == "manual_scope":
+            if ce.args or ce.keywords:
+                self.error("pl.manual_scope() takes no arguments", s, "with pl.manual_scope():")
+            k, ce = "scope", ast.Call(ce.func, [], [ast.keyword("mode", ast.Constant("MANUAL"))])
         if k == "scope":
             if self.ctx.incore or self.ctx.sig.func_type in (FunctionType.InCore, FunctionType.AIC,
                                                              FunctionType.AIV):
@@ -697,13 +718,81 @@ class StatementsMixin:
             for kw in ce.keywords:
                 if kw.arg != "mode":
                     self.error(f"pl.scope() got an unsupported argument {kw.arg!r}", s)
+                if isinstance(kw.value, ast.Constant) and kw.value.value == "MANUAL":
+                    manual = True          # (pl.manual_scope())
+                    continue
                 mode = self.static(kw.value, "pl.scope mode=")
                 if getattr(mode, "name", None) not in ("AUTO", "MANUAL"):
                     self.error(f"pl.scope mode must be pl.ScopeMode.AUTO or MANUAL, got {mode!r}", s)
                 manual = mode.name == "MANUAL"
             body, _ = self.block(s.body, allow_yield=False)
-            return RuntimeScope(body, manual, span)
+            return [RuntimeScope(body, manual, span)]
         self.error(f"`with {ast.unparse(ce)}` is not supported", s, _unsupported("With"))
+
+    # ------------------------------------------------------------------ task ids
+    def task_deps(self, node, span):
+        """`deps=[...]` of pl.at / pl.submit: pl.system.after(deps), the statement before
+        the launch that makes it wait for those tasks."""
+        if not isinstance(node, (ast.List, ast.Tuple)):
+            self.error(f"deps= takes a list, got `{ast.unparse(node)}`", node, "deps=[tid, tids]")
+        if self.ctx.sig.func_type is not FunctionType.Orchestration or self.ctx.incore:
+            self.error("deps= names tasks of an orchestration; it has no meaning inside a kernel", node,
+                       "give deps= on the pl.at / pl.submit in the orchestration body")
+        items = [self.expr(e) for e in node.elts]
+        return Eval(self.op_call_values("after", "system", [TupleExpr(items, span)], {}, node,
+                                        "deps="), span)
+
+    def task_id(self, target, span) -> list:
+        """`as tid` / the last name of `..., tid = pl.submit(...)`: the launch's task id."""
+        if target is None:
+            return []
+        val = self.op_call_values("task_id", "system", [], {}, target, "the task id")
+        if target.id == "_":
+            return []
+        return [Assign(self.bind_value(target.id, val, target, span), val, span)]
+
+    def submit(self, targets, call: ast.Call, span) -> list:
+        """`outs..., tid = pl.submit(self.kernel, *args, deps=[...])`: the kernel's call with
+        its outputs bound to all names but the last, the task id to the last."""
+        if not call.args:
+            self.error("pl.submit needs the kernel to launch: pl.submit(self.kernel, *args)", call)
+        fn, rest = call.args[0], call.args[1:]
+        deps = [kw.value for kw in call.keywords if kw.arg == "deps"]
+        extra = [kw.arg for kw in call.keywords if kw.arg != "deps"]
+        if extra:
+            self.error(f"pl.submit() got an unsupported argument {extra[0]!r}", call,
+                       "pl.submit(self.kernel, *args, deps=[tid])")
+        out = [self.task_deps(deps[0], span)] if deps else []
+        kcall = ast.copy_location(ast.Call(fn, rest, []), call)
+        val = self.expr(kcall)
+        if not (isinstance(val, Call) and val.callee):
+            self.error(f"pl.submit launches a kernel (self.<kernel> or a @pl.function), got "
+                       f"`{ast.unparse(fn)}`", call)
+        if targets is None:
+            return out + [Eval(val, span)] + self.task_id(None, span)
+        names = targets.elts if isinstance(targets, (ast.Tuple, ast.List)) else [targets]
+        if not all(isinstance(n, ast.Name) for n in names):
+            self.error("unpack pl.submit(...) into plain names: out, tid = pl.submit(...)", call)
+        results, tid = names[:-1], names[-1]
+        vt = getattr(val, "type", None)
+        n = len(vt.types) if isinstance(vt, TupleType) else (0 if vt is None else 1)
+        if len(results) != n:
+            self.error(f"pl.submit of `{ast.unparse(fn)}` gives {n} result(s) and its task id: "
+                       f"{n + 1} names, got {len(names)}", call,
+                       "out, tid = pl.submit(self.kernel, ...) (one name per result, then the id)")
+        if n == 0:
+            out.append(Eval(val, span))
+        elif n == 1:
+            self.check_out_rebind(results[0].id, val, call)
+            out.append(Assign(self.bind_value(results[0].id, val, call, span), val, span))
+        else:
+            tup = self.define("_".join(r.id for r in results) + "__ret", vt, span)
+            out.append(Assign(tup, val, span))
+            for i, r in enumerate(results):
+                item = ops.tuple_get(tup, i, span)
+                if r.id != "_":
+                    out.append(Assign(self.bind_value(r.id, item, call, span), item, span))
+        return out + self.task_id(tid, span)
 
 
 def _yields_last(body) -> bool:

@@ -8,7 +8,8 @@ import types
 import enum
 import operator
 
-from pypto.language.parser.common import (ArrayType, BinOp, Const, DynDim, Expr, ScalarType, TensorType,
+from pypto.language.parser.common import (ArrayType, BinOp, Const, DynDim, Expr, FunctionType,
+                                          ScalarType, TensorType,
                                           TileType, TupleExpr, TupleType, TypeCheckError, UnknownOpError,
                                           _CMP_OPS, _FOLD, _SCALAR_OPS, INT_ONLY_SCALAR_OPS, _SHAPED_OPS, _adoptable,
                                           _coerce, _is_number, _kind, _lang, _opsym, _unsupported,
@@ -138,6 +139,8 @@ class ValuesMixin:
         if isinstance(v, Expr):
             return v
         span = self.span(node)
+        if v is None and self.ctx is not None and self.ctx.sig.func_type is FunctionType.Orchestration:
+            return self.lit(Const(-1, dt.TASK_ID, span))     # `prev = None`: a task id naming no task
         if isinstance(v, bool):
             return self.lit(Const(v, dt.BOOL, span))
         if isinstance(v, int):

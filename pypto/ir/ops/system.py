@@ -1,0 +1,49 @@
+"""The system family: task ids in an orchestration. `pl.submit(...)` and
+`with pl.at(...) as tid` keep the id of the task they launch; `deps=[...]` makes a
+launch wait for the tasks named (ids, or arrays of ids: pl.array.create(n, pl.TASK_ID),
+whose unset entries name no task). In the IR a launch with deps is preceded by
+`pl.system.after(deps)` and its id read right after it with `pl.system.task_id()`;
+`pl.system.task_dummy(deps=[...])` is a task that runs nothing and finishes once those
+have (a fan-in point to wait for)."""
+from __future__ import annotations
+
+from pypto import dtype as dt
+from pypto.ir.nodes import ArrayType, ScalarType, TupleExpr
+from pypto.ir.ops.base import _err, _tname, reg
+
+
+def task_deps(op, x, span) -> list:
+    """The deps operand: a list of task ids and arrays of task ids."""
+    items = x.items if isinstance(x, TupleExpr) else [x]
+    for i in items:
+        t = getattr(i, "type", None)
+        if not (isinstance(t, (ScalarType, ArrayType)) and t.dtype == dt.TASK_ID):
+            _err(f"{op}: deps are task ids (a pl.submit's or `pl.at(...) as tid`'s) or arrays of "
+                 f"them, got {_tname(t)}", span,
+                 "deps=[tid, tids] with tids = pl.array.create(n, pl.TASK_ID)")
+    return items
+
+
+def _after(args, kw, span):
+    task_deps("system.after", args[0], span)
+    return None
+
+
+def _task_id(args, kw, span):
+    return ScalarType(dt.TASK_ID)
+
+
+def _dummy(args, kw, span):
+    task_deps("system.task_dummy", args[0], span)
+    return ScalarType(dt.TASK_ID)
+
+
+reg("system.after", (1, 1), _after, pure=False, params=("deps",),
+    sig="pl.system.after([tid, tids])  (the next kernel launched waits for these tasks; what "
+        "deps=[...] of pl.submit / pl.at is in the IR)")
+reg("system.task_id", (0, 0), _task_id, pure=False,
+    sig="pl.system.task_id()  (the id of the task the kernel call just before launched; what "
+        "`as tid` is in the IR)")
+reg("system.task_dummy", (1, 1), _dummy, pure=False, params=("deps",),
+    sig="pl.system.task_dummy(deps=[tid, tids])  (a task that runs nothing, done once those are: "
+        "its id)")
