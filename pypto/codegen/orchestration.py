@@ -218,6 +218,7 @@ class _Orch:
         self.indent = 1
         self.scopes = 0           # runtime scopes open at this point
         self.pending_deps: list[str] | None = None   # pl.system.after: for the next launch
+        self.pending_blocks: tuple | None = None     # pl.system.blocks: (count, sync_start)
         self.sites: list[list[str]] = []   # per open manual scope: its calls' latest task ids
         self.site_at: list[int] = []       # per open manual scope: calls met so far
 
@@ -421,6 +422,11 @@ class _Orch:
             if isinstance(c, Call) and c.op == "system.after":
                 self.out(f"// {_loc(span)}: the next launch waits for its deps")
                 self.pending_deps = self.dep_items(c.args[0], span)
+                return False
+            if isinstance(c, Call) and c.op == "system.blocks":
+                n, _ = self.scalar(c.args[0], span)
+                self.out(f"// {_loc(span)}: the next launch runs as {n} blocks")
+                self.pending_blocks = (f"(int32_t)({n})", "1" if c.kwargs.get("sync_start") else "0")
                 return False
             if isinstance(c, Call) and c.op == "system.task_dummy":
                 self.dummy(c, span)
@@ -633,8 +639,10 @@ class _Orch:
         elif deps:
             self.out(f"const int64_t deps[{len(deps)}] = {{{', '.join(deps)}}};")
             dargs = f"{len(deps)}, deps"
+        blocks, sync = self.pending_blocks or ("1", "0")
+        self.pending_blocks = None
         self.out(f"pypto_last_task = api->submit_task(api->ctx, {fid}, {len(handles)}, {targ}, "
-                 f"{darg}, {len(scal)}, {sarg}, {dargs});  // {c.callee}")
+                 f"{darg}, {len(scal)}, {sarg}, {dargs}, {blocks}, {sync});  // {c.callee}")
         self.out(f"if (pypto_last_task < 0) {self.fail_return(2)}")
         if site is not None:
             self.out(f"{site} = pypto_last_task;")
@@ -666,7 +674,8 @@ class _Orch:
         if deps:
             self.out(f"const int64_t deps[{len(deps)}] = {{{', '.join(deps)}}};")
             dargs = f"{len(deps)}, deps"
-        self.out(f"{name} = api->submit_task(api->ctx, -1, 0, nullptr, nullptr, 0, nullptr, {dargs});")
+        self.out(f"{name} = api->submit_task(api->ctx, -1, 0, nullptr, nullptr, 0, nullptr, {dargs}, "
+                 f"1, 0);")
         self.out(f"if ({name} < 0) {self.fail_return(2)}")
         self.out("pypto_last_task = " + name + ";")
         self.indent -= 1

@@ -84,6 +84,7 @@ from pypto.codegen.tileops import EMITTERS
 from pypto.codegen.values import _Array, _Scalar, _Tensor, _Tile, _const_int, _mlir_name, _same_storage
 from pypto.ir import layout as _layout
 from pypto.ir.layout import tile_rows_cols
+from pypto.ir.ops.system import BLOCK_IDENTITY
 from pypto.ir.nodes import (ArrayType, Assign, BinOp, Call, Const, DynDim, Eval, For, FunctionType, If,
                             MemorySpace, Program, PtrType, Return, ScalarType, TensorType,
                             TileType, TupleExpr, TupleType, Var, While, Yield)
@@ -97,7 +98,8 @@ from pypto.codegen.tile_types import tile_buf_type
 # assigns, evaluates or reads them; scatter_update, which ConvertTensorToTileOps lowers to
 # tile.scatter before any kernel reaches codegen)
 SUPPORTED_OPS = tuple(sorted(set(EMITTERS) | {"tile.store", "tile.alloc", "tile.read", "tile.write",
-                                              "tile.mscatter", "tile.scatter_update"}))
+                                              "tile.mscatter", "tile.scatter_update"}
+                             | set(BLOCK_IDENTITY)))   # (scalars: the hidden SPMD arguments)
 
 PLANNERS = ("PYPTO", "DSA_RP", "PTOAS")
 
@@ -195,6 +197,7 @@ class _Kernel(ControlFlow, GmAccess):
         self.ptrs: dict[int, MemorySpace] = {}           # id(Ptr var) -> space
         self.tensors: list[_Tensor] = []
         self.dyn_args: list[tuple[DynDim, str]] = []
+        self.spmd_used: set[str] = set()     # block identity ops the body reads
         self.lines: list[str] = []
         self.depth = 2
         self.span_stack = [func.span]
@@ -284,6 +287,8 @@ class _Kernel(ControlFlow, GmAccess):
         self.block(body)
         self.check_return(ret)
         body_lines = self.lines
+        # hidden arguments last, in a fixed order, each only if the body reads it
+        sig += [f"%{BLOCK_IDENTITY[op]}: i32" for op in BLOCK_IDENTITY if op in self.spmd_used]
 
         # views of the used tensors (and of the first carrier of each dynamic dim)
         self.lines = []
@@ -550,6 +555,9 @@ class _Kernel(ControlFlow, GmAccess):
             r = self.tmp()
             self.emit(f"{r} = pto.load_scalar {pview} : {pty} -> {ty}", span)
             return self.convert(_Scalar(r, ty), want, span)
+        if isinstance(e, Call) and e.op in BLOCK_IDENTITY:    # a hidden argument (SPMD)
+            self.spmd_used.add(e.op)
+            return self.convert(_Scalar("%" + BLOCK_IDENTITY[e.op], "i32"), want, span)
         if isinstance(e, Call) and e.op == "tensor.dim":     # a dynamic extent, run time
             src = self.tensor(e.args[0], span)
             d = src.param.type.shape[e.args[1].value]

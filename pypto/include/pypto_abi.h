@@ -30,7 +30,8 @@ typedef struct {
 } PyptoTensor;
 
 // Every kernel .so exports this. args[0..T) are (int64_t)(const PyptoTensor*),
-// args[T..T+S) are scalar bit patterns (uint64 reinterpret). Returns 0 on success;
+// args[T..T+S) are scalar bit patterns (uint64 reinterpret), then three more: the task's
+// block index, its block count (SPMD launches) and the vector core's index in its group. Returns 0 on success;
 // otherwise writes a NUL-terminated message into err (errlen bytes) and returns 1.
 typedef int (*pypto_kernel_entry_fn)(const int64_t* args, char* err, int32_t errlen);
 
@@ -58,10 +59,12 @@ typedef struct {
     // submit, also waiting for the tasks `deps` names (an id < 0 names none), returning the
     // task's id (or -1 when refused). kernel_id -1: a task that runs nothing. In a manual
     // scope a task waits only for its deps; elsewhere for its deps and what the tensors
-    // it touches imply.
+    // it touches imply. An SPMD launch runs the kernel as `block_num` blocks (each sees
+    // its index); with sync_start they all start at once.
     int64_t (*submit_task)(void* ctx, int32_t kernel_id, int32_t n_tensors, const int64_t* tensors,
                            const int32_t* dirs, int32_t n_scalars, const uint64_t* scalars,
-                           int32_t n_deps, const int64_t* deps);
+                           int32_t n_deps, const int64_t* deps, int32_t block_num,
+                           int32_t sync_start);
 } PyptoRuntimeApi;
 
 // Every orchestration .so exports this (extern "C"): tensors are the program's tensor

@@ -52,6 +52,13 @@ scope = _stub("pl.scope", "scope", doc="with pl.scope([mode=pl.ScopeMode.MANUAL]
 manual_scope = _stub("pl.manual_scope", "manual_scope",
                      doc="with pl.manual_scope(): a runtime scope whose tasks wait only for the "
                          "tasks named in deps=[...] and those the compiler derives in one iteration")
+spmd = _stub("pl.spmd", "spmd",
+             doc="with pl.spmd(n[, sync_start=True, deps=[...]]) [as tid]: the kernels launched in "
+                 "it run as n blocks (pl.tile.get_block_idx() tells a block its index); "
+                 "for i in pl.spmd(n): a region run as n blocks, i its block index")
+spmd_submit = _stub("pl.spmd_submit", "spmd_submit",
+                    doc="outs..., tid = pl.spmd_submit(self.kernel, *args, core_num=n, deps=[...]): "
+                        "pl.submit as n blocks")
 submit = _stub("pl.submit", "submit",
                doc="outs..., tid = pl.submit(self.kernel, *args, deps=[tid, ...]): launch a kernel "
                    "and keep its task id")

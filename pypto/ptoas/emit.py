@@ -467,22 +467,36 @@ def dim_args(f: Func) -> dict:
         for i, v in enumerate(op.group("shape")):
             if v in dims and v not in out:
                 out[v] = (op.group("source")[0], i)
-    # only a trailing run of arguments can be dims; a scalar parameter before them stays one
+    # only a trailing run of arguments (before the hidden ones) can be dims; a scalar
+    # parameter before them stays one
     k = len(f.args)
+    while k and f.args[k - 1].name in HIDDEN:
+        k -= 1
+    end = k
     while k and f.args[k - 1] in out:
         k -= 1
-    return {a: out[a] for a in f.args[k:]}
+    return {a: out[a] for a in f.args[k:end]}
+
+
+# hidden arguments (the reference's SPMD identity) -> their place after the tensors and
+# scalars in the runtime's args: the runtime appends block index, block count and the
+# vector core's index in its group to every task's arguments
+HIDDEN = {"__pypto_spmd_block_idx": 0, "__pypto_spmd_block_num": 1, "__pypto_spmd_subblock_idx": 2}
 
 
 def _entry(f: Func, symbol: str) -> list[str]:
     dims = dim_args(f)
     tensors = [a for a in f.args if isinstance(a.type, PtrType)]
-    scalars = [a for a in f.args if not isinstance(a.type, PtrType) and a not in dims]
+    scalars = [a for a in f.args if not isinstance(a.type, PtrType) and a not in dims
+               and a.name not in HIDDEN]
     slot = {a: k for k, a in enumerate(tensors)}
     slot.update({a: len(tensors) + k for k, a in enumerate(scalars)})
+    base = len(tensors) + len(scalars)
     call_args = []
     for a in f.args:
-        if isinstance(a.type, PtrType):
+        if a.name in HIDDEN:
+            call_args.append(f"pto::scalar_arg<{SCALAR_CXX[a.type.name]}>(args[{base + HIDDEN[a.name]}])")
+        elif isinstance(a.type, PtrType):
             d = BY_MLIR[a.type.elem]
             label = c_string(f"@{f.name} tensor argument %{a.name} (args[{slot[a]}])")
             call_args.append(f"pto::gm_arg<{d.cpp}>(args[{slot[a]}], {d.code}, {label})")
@@ -516,7 +530,8 @@ def kernel_info(module: Module, arch: Arch, usage: dict) -> dict:
         "kernel_kind": f.kernel_kind,
         "arch": arch.name,
         "tensor_params": sum(isinstance(a.type, PtrType) for a in f.args),
-        "scalar_params": sum(not isinstance(a.type, PtrType) for a in f.args) - len(dim_args(f)),
+        "scalar_params": sum(not isinstance(a.type, PtrType) and a.name not in HIDDEN
+                             for a in f.args) - len(dim_args(f)),
         "bytes_used": dict(sorted(usage.get(f.name, {}).items())),
         "functions": [g.name for g in module.funcs],
     }

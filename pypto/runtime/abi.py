@@ -43,7 +43,11 @@ READ_SCALAR_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctx_t, ctypes.c_int64, ctypes.
 FAIL_FN = ctypes.CFUNCTYPE(None, ctx_t, ctypes.c_char_p)
 TENSOR_DIM_FN = ctypes.CFUNCTYPE(ctypes.c_int64, ctx_t, ctypes.c_int64, ctypes.c_int32)
 SUBMIT_TASK_FN = ctypes.CFUNCTYPE(ctypes.c_int64, ctx_t, ctypes.c_int32, ctypes.c_int32, i64p,
-                                  i32p, ctypes.c_int32, u64p, ctypes.c_int32, i64p)
+                                  i32p, ctypes.c_int32, u64p, ctypes.c_int32, i64p, ctypes.c_int32,
+                                  ctypes.c_int32)
+# every kernel's args end with its place in its launch: block index, block count, and the
+# vector core's index in its core group (read by kernels that use pl.tile.get_block_idx ...)
+HIDDEN_ARGS = 3
 
 
 class PyptoRuntimeApi(ctypes.Structure):

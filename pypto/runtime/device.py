@@ -30,6 +30,47 @@ def host_threads() -> int:
     return max(2, n)
 
 
+ALL_BLOCKS = -1        # a ready-queue entry running every block of a sync_start task
+
+
+def _call(task, block: int, err=None) -> tuple:
+    """Run one block of a task: (status, message, start ns, end ns)."""
+    err = err if err is not None else ctypes.create_string_buffer(abi.ERR_LEN)
+    err[0] = b"\0"
+    message = ""
+    start = time.perf_counter_ns()
+    try:
+        status = int(task.kernel.entry(task.args[block], err, abi.ERR_LEN))
+    except BaseException as e:  # a ctypes-level failure, not a kernel status
+        status, message = -1, f"{type(e).__name__}: {e}"
+    end = time.perf_counter_ns()
+    if status != 0 and not message:
+        message = err.value.decode("utf-8", "replace")
+    return status, message, start, end
+
+
+def _gang(task) -> list:
+    """Every block of a sync_start task, each on a thread of its own, released together
+    (ctypes drops the GIL in the kernel call, so they run at once)."""
+    n = task.spec.blocks
+    gate = threading.Barrier(n)
+    results = [None] * n
+
+    def one(b):
+        try:
+            gate.wait()
+        except threading.BrokenBarrierError:
+            pass
+        results[b] = _call(task, b)
+
+    threads = [threading.Thread(target=one, args=(b,), name=f"pypto-block-{b}") for b in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
 class _Dummy:
     """The 'kernel' of a task that runs nothing (pl.system.task_dummy)."""
     name, core_type, entry = "task_dummy", "aiv", None
@@ -39,18 +80,27 @@ _DUMMY = _Dummy()
 
 
 class Task:
+    """One submitted task; an SPMD task runs as `blocks` instances, one argument array each
+    (they differ in the hidden block index), and is done when all of them are."""
     __slots__ = ("launch", "spec", "kernel", "pending", "successors", "done", "started",
-                 "descs", "args", "deps", "ready_ns")
+                 "descs", "args", "deps", "ready_ns", "left", "first_start", "last_end",
+                 "status", "message", "slot", "thread", "active", "times")
 
     def __init__(self, launch: "Launch", spec: TaskSpec, kernel, descs, args):
         self.launch, self.spec, self.kernel = launch, spec, kernel
-        self.descs, self.args = descs, args
+        self.descs, self.args = descs, args      # args: one ctypes array per block
         self.pending = 0
         self.successors: list[Task] = []
         self.done = False
         self.started = False
         self.deps: tuple = ()
         self.ready_ns = 0
+        self.left = spec.blocks                 # blocks not finished yet
+        self.first_start = self.last_end = 0
+        self.status, self.message = 0, ""
+        self.slot = self.thread = 0
+        self.active = 0                         # blocks running now
+        self.times: dict = {}                   # block -> (start, end)
 
 
 class Device:
@@ -94,12 +144,17 @@ class Device:
 
     # -- scheduling (call with self.cond held) -------------------------------------------
     def push_ready(self, task: Task) -> None:
+        """Queue a task's blocks (a sync_start task as one entry: its blocks start together)."""
         task.ready_ns = time.perf_counter_ns()
-        self._ready[task.kernel.core_type].append(task)
+        q = self._ready[task.kernel.core_type]
+        if task.spec.sync_start and task.spec.blocks > 1:
+            q.append((task, ALL_BLOCKS))
+        else:
+            q.extend((task, b) for b in range(task.spec.blocks))
 
     def purge(self, launch: "Launch") -> None:
         for q in self._ready.values():
-            kept = [t for t in q if t.launch is not launch]
+            kept = [e for e in q if e[0].launch is not launch]
             q.clear()
             q.extend(kept)
 
@@ -107,6 +162,7 @@ class Device:
         return any(q and self._free[t] for t, q in self._ready.items())
 
     def _take(self):
+        """(queue entry, core slot): an entry is (task, block index | ALL_BLOCKS)."""
         types = list(self._ready)
         self._turn = (self._turn + 1) % len(types)
         for ctype in types[self._turn:] + types[:self._turn]:
@@ -126,24 +182,22 @@ class Device:
                     if got is not None:
                         break
                     self.cond.wait()
-                task, slot = got
-                task.started = True
-                task.launch.running += 1
+                (task, block), slot = got
+                if not task.started:
+                    task.started = True
+                    task.launch.running += 1
+                task.active += task.spec.blocks if block == ALL_BLOCKS else 1
                 if self._takeable():        # pass the baton: more work than this thread
                     self.cond.notify()
-            err[0] = b"\0"
-            message = ""
-            start = time.perf_counter_ns()
-            try:
-                status = int(task.kernel.entry(task.args, err, abi.ERR_LEN))
-            except BaseException as e:  # a ctypes-level failure, not a kernel status
-                status, message = -1, f"{type(e).__name__}: {e}"
-            end = time.perf_counter_ns()
-            if status != 0 and not message:
-                message = err.value.decode("utf-8", "replace")
+            if block == ALL_BLOCKS:
+                results = list(enumerate(_gang(task)))
+            else:
+                results = [(block, _call(task, block, err))]
             with self.cond:
                 heapq.heappush(self._free[task.kernel.core_type], slot)
-                task.launch.finished(task, status, message, start, end, slot, index)
+                for b, (status, message, start, end) in results:
+                    task.times[b] = (start, end)
+                    task.launch.block_finished(task, status, message, start, end, slot, index)
 
 
 class Launch:
@@ -209,14 +263,20 @@ class Launch:
             for i, (n, s) in enumerate(zip(t.shape, t.strides)):
                 d.shape[i] = n
                 d.strides[i] = s
-        args = (ctypes.c_int64 * max(n_t + len(spec.scalars), 1))()
+        n = n_t + len(spec.scalars)
+        args = (ctypes.c_int64 * (n + abi.HIDDEN_ARGS))()
         base = ctypes.addressof(descs)
         size = ctypes.sizeof(abi.PyptoTensor)
         for i in range(n_t):
             args[i] = base + i * size
         for j, bits in enumerate(spec.scalars):
             args[n_t + j] = bits - (1 << 64) if bits >= (1 << 63) else bits
-        return Task(self, spec, kernel, descs, args)
+        per_block = []
+        for b in range(spec.blocks):     # the hidden arguments: block index, count, subblock
+            a = (ctypes.c_int64 * len(args))(*args)
+            a[n], a[n + 1], a[n + 2] = b, spec.blocks, 0
+            per_block.append(a)
+        return Task(self, spec, kernel, descs, per_block)
 
     def submit(self, spec: TaskSpec) -> None:
         """TENSORMAP_AND_RINGBUFFER: add a task while the orchestration is running; it
@@ -266,9 +326,25 @@ class Launch:
                 task.pending += 1
         task.deps = tuple(live)
 
+    def block_finished(self, task: Task, status: int, message: str, start: int, end: int,
+                       slot: int, thread: int) -> None:
+        """One block of a task is done (device.cond held); the task, once all are (or, the
+        launch having failed, once none of its blocks still runs: the rest were dropped)."""
+        task.active -= 1
+        if task.left == task.spec.blocks:
+            task.first_start, task.slot, task.thread = start, slot, thread
+        task.first_start = min(task.first_start, start)
+        task.last_end = max(task.last_end, end)
+        if status != 0 and task.status == 0:
+            task.status, task.message = status, message
+        task.left -= 1
+        if not task.done and (task.left == 0 or (self.error is not None and task.active == 0)):
+            self.finished(task, task.status, task.message, task.first_start, task.last_end,
+                          task.slot, task.thread)
+
     def finished(self, task: Task, status: int, message: str, start: int, end: int,
                  slot: int, thread: int) -> None:
-        """Called by a pool thread with device.cond held."""
+        """A whole task is done (device.cond held)."""
         task.done = True
         self.running -= 1
         self.remaining -= 1
@@ -281,7 +357,8 @@ class Launch:
             self.records[spec.index] = TaskRecord(
                 spec.index, spec.func_id, task.kernel.name, task.kernel.core_type, slot, start,
                 end, task.deps, thread, spec.scope, status, tensors,
-                spec.scalars if self.keep_tensors else (), task.ready_ns)
+                spec.scalars if self.keep_tensors else (), task.ready_ns,
+                tuple(task.times[b] for b in sorted(task.times)) if spec.blocks > 1 else ())
             if status != 0:
                 self.fail(KernelExecutionError(task.kernel.name, spec.func_id, spec.index, status,
                                                message, task.kernel.core_type))

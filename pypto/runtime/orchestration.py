@@ -21,6 +21,7 @@ from .tensormap import Access, Region, TensorMap
 
 MAX_TENSOR_ARGS = 256
 DUMMY_KERNEL = -1          # submit_task's kernel id of a task that runs nothing
+MAX_BLOCKS = 4096          # blocks of one SPMD launch
 MAX_SCALAR_ARGS = 128
 
 
@@ -50,6 +51,8 @@ class TaskSpec(NamedTuple):
     scalars: tuple             # uint64 bit patterns
     deps: tuple                # indices of earlier tasks
     scope: int                 # id of the innermost scope at submit (0: none)
+    blocks: int = 1            # an SPMD task runs as this many blocks (pl.spmd(n))
+    sync_start: bool = False   # its blocks start together
 
 
 @dataclass
@@ -170,10 +173,13 @@ class Recorder:
         return self._new_handle(_Ref(base.buffer, base.dtype, offsets, shape, base.strides, start))
 
     def submit(self, kernel_id: int, n_tensors: int, tensors_ptr, dirs_ptr,
-               n_scalars: int, scalars_ptr, n_deps: int = 0, deps_ptr=None) -> int:
+               n_scalars: int, scalars_ptr, n_deps: int = 0, deps_ptr=None,
+               blocks: int = 1, sync_start: int = 0) -> int:
         """Accept one task; returns its id. kernel_id -1 is a task that runs nothing."""
         if self.error is not None:
             raise _Refused(f"submit of kernel {kernel_id} refused after an earlier error")
+        if not 1 <= blocks <= MAX_BLOCKS:
+            raise ValueError(f"submit: {blocks} blocks (an SPMD launch runs 1 .. {MAX_BLOCKS})")
         explicit = set()
         for i in range(n_deps):
             d = int(deps_ptr[i])
@@ -217,7 +223,7 @@ class Recorder:
         # a manual scope's tasks wait only for what the orchestration names
         deps = explicit if self.manual[-1:] == [True] else explicit.union(derived)
         spec = TaskSpec(index, kernel_id, tuple(descs), scalars, tuple(sorted(deps)),
-                        self.scopes[-1] if self.scopes else 0)
+                        self.scopes[-1] if self.scopes else 0, int(blocks), bool(sync_start))
         self.n_tasks += 1
         self.on_task(spec)
         return index
@@ -356,9 +362,10 @@ def _c_fail(ctx, message):
     _guard(ctx, "fail", call, None)
 
 
-def _c_submit_task(ctx, kernel_id, n_tensors, tensors, dirs, n_scalars, scalars, n_deps, deps):
+def _c_submit_task(ctx, kernel_id, n_tensors, tensors, dirs, n_scalars, scalars, n_deps, deps,
+                   blocks, sync_start):
     return _guard(ctx, "submit", lambda r: r.submit(kernel_id, n_tensors, tensors, dirs, n_scalars,
-                                                      scalars, n_deps, deps), -1)
+                                                      scalars, n_deps, deps, blocks, sync_start), -1)
 
 
 def _c_tensor_dim(ctx, tensor, axis):

@@ -23,6 +23,7 @@ class TaskRecord:
     tensors: tuple = ()     # (addr, start_offset, shape, strides, dtype code, direction)
     scalars: tuple = ()
     ready_ns: int = 0       # when its last producer finished (it entered the ready queue)
+    blocks: tuple = ()      # an SPMD task's blocks: (start_ns, end_ns) each, in block order
 
     @property
     def duration_ns(self) -> int:

@@ -55,7 +55,9 @@ static void fake_fail(void*, const char*) {}
 static int64_t fake_dim(void*, int64_t, int32_t) { return -1; }
 static int64_t tasks = 0;
 static int64_t fake_submit_task(void* ctx, int32_t k, int32_t n, const int64_t* t, const int32_t* d,
-                                int32_t ns, const uint64_t* s, int32_t nd, const int64_t* deps) {
+                                int32_t ns, const uint64_t* s, int32_t nd, const int64_t* deps,
+                                int32_t blocks, int32_t) {
+    if (blocks != 1) printf("blocks %d\n", (int)blocks);
     for (int i = 0; i < nd; ++i) printf("dep %lld\n", (long long)deps[i]);
     return fake_submit(ctx, k, n, t, d, ns, s) == 0 ? tasks++ : -1;
 }
@@ -366,4 +368,4 @@ def test_signature_only_callee_uses_the_written_argument():
     k = prog.get("add_incore_0")
     k.body = []
     cpp = generate_orchestration(prog, "add", {"add_incore_0": 0})
-    assert "submit_task(api->ctx, 0, 3, args, dirs, 0, nullptr, 0, nullptr)" in cpp
+    assert "submit_task(api->ctx, 0, 3, args, dirs, 0, nullptr, 0, nullptr, 1, 0)" in cpp

@@ -25,6 +25,7 @@ KERNELS = {
     3: ("probe_kernel", "probe", "aiv"),
     4: ("scale_kernel", "scale", "aiv"),
     5: ("sleep_cube", "sleep", "aic"),
+    6: ("rendezvous", "rendezvous", "aiv"),
 }
 
 

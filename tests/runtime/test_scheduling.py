@@ -5,7 +5,7 @@ import torch
 from pypto.runtime import ChipWorker, KernelExecutionError, RunConfig
 from pypto.runtime.device import host_threads
 
-from runtime_helpers import tensor
+from runtime_helpers import scalar, tensor
 
 MS = 1_000_000
 SLEEP2 = [tensor("x", [8, 8]), tensor("y1", [8, 8], "Out"), tensor("y2", [8, 8], "Out")]
@@ -193,3 +193,23 @@ def test_no_dep_arguments_are_not_tracked(programs):
         c(torch.zeros(8, 8))
         t0, t1 = w.last_run.tasks
     assert t1.deps == () and overlap(t0, t1)
+
+
+@pytest.mark.parametrize("sync", [1, 0])
+def test_sync_start_runs_every_block_of_a_launch_at_once(programs, sync):
+    """Four blocks that wait for each other: with sync_start all four run at once and meet;
+    without it the pool's threads (fewer than four here) take blocks as they free up, and
+    the first ones give up waiting."""
+    from pypto.runtime.device import host_threads
+    params = [tensor("counter", [1], "InOut", "int32"), tensor("met", [4], "Out", "int32"),
+              scalar("sync", "int32")]
+    c = programs("rendezvous", params)
+    counter, met = torch.zeros(1, dtype=torch.int32), torch.zeros(4, dtype=torch.int32)
+    with ChipWorker(RunConfig()) as w:
+        c(counter, met, sync)
+        (task,) = w.last_run.tasks
+    assert len(task.blocks) == 4 and int(counter[0]) == 4
+    if sync:
+        assert met.tolist() == [1, 1, 1, 1]
+    elif host_threads() < 4:
+        assert met.tolist() != [1, 1, 1, 1]

@@ -8,8 +8,13 @@ have (a fan-in point to wait for)."""
 from __future__ import annotations
 
 from pypto import dtype as dt
-from pypto.ir.nodes import ArrayType, ScalarType, TupleExpr
+from pypto.ir.nodes import ArrayType, Const, ScalarType, TupleExpr
 from pypto.ir.ops.base import _err, _tname, reg
+
+# a kernel's place in an SPMD launch (pl.spmd(n)): op -> the hidden kernel argument
+BLOCK_IDENTITY = {"tile.get_block_idx": "__pypto_spmd_block_idx",
+                  "tile.get_block_num": "__pypto_spmd_block_num",
+                  "tile.get_subblock_idx": "__pypto_spmd_subblock_idx"}
 
 
 def task_deps(op, x, span) -> list:
@@ -47,3 +52,31 @@ reg("system.task_id", (0, 0), _task_id, pure=False,
 reg("system.task_dummy", (1, 1), _dummy, pure=False, params=("deps",),
     sig="pl.system.task_dummy(deps=[tid, tids])  (a task that runs nothing, done once those are: "
         "its id)")
+
+
+def _identity(args, kw, span):
+    return ScalarType(dt.INDEX)
+
+
+for _op in BLOCK_IDENTITY:
+    reg(_op, (0, 0), _identity, pure=False,
+        sig=f"pl.{_op}()  (in a kernel launched by pl.spmd(n): "
+            + {"tile.get_block_idx": "this block's index, 0 .. n-1",
+               "tile.get_block_num": "n, the number of blocks",
+               "tile.get_subblock_idx": "this vector core's index in its core group"}[_op] + ")")
+
+
+def _blocks(args, kw, span):
+    n = args[0]
+    t = getattr(n, "type", None)
+    if not (isinstance(t, ScalarType) and not t.dtype.is_float and t.dtype != dt.BOOL):
+        _err(f"system.blocks: the block count is an integer, got {_tname(t)}", span,
+             "pl.spmd(4)")
+    if isinstance(n, Const) and n.value <= 0:
+        _err(f"system.blocks: the block count must be positive, got {n.value}", span)
+    return None
+
+
+reg("system.blocks", (1, 1), _blocks, ("sync_start",), pure=False, params=("core_num",),
+    sig="pl.system.blocks(n, sync_start=False)  (the next kernel launched runs as n blocks; what "
+        "pl.spmd(n) is in the IR)")

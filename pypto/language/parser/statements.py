@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import copy
 
+from pypto.ir.visit import bodies as bodies_of
 from pypto.language.parser.continues import first_break, has_break, without_break, without_continue
 from pypto.language.parser.common import (ArrayType, Assign, Call, Const, Eval, For, ForKind, FunctionType,
                                           If, InCoreScope, IterArg, Level, PtrType, PyptoError,
@@ -108,6 +109,8 @@ class StatementsMixin:
                     self.error(f"cannot return `{ast.unparse(n)}`", n,
                                "return tensors, tiles or scalars: return a, b")
             return [Return(vals, span)]
+        if isinstance(s, ast.For) and self.is_spmd_loop(s):
+            return self.for_(s, span)
         if isinstance(s, ast.For):
             if has_break(s.body):
                 if _yields_last(s.body):
@@ -170,7 +173,16 @@ class StatementsMixin:
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             return False
         try:
-            return _kind(self.static(node.func, "a function")) == "submit"
+            return _kind(self.static(node.func, "a function")) in ("submit", "spmd_submit")
+        except PyptoError:
+            return False
+
+    def is_spmd_loop(self, s: ast.For) -> bool:
+        it = s.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute)):
+            return False
+        try:
+            return _kind(self.static(it.func, "the loop iterable")) == "spmd"
         except PyptoError:
             return False
 
@@ -400,6 +412,8 @@ class StatementsMixin:
         kname = _kind(fobj)
         if kname == "while_":
             return self.while_loop(s, it, span)
+        if kname == "spmd":
+            return self.spmd_loop(s, it, span)
         if kname not in _LOOP_KINDS:
             self.error(f"`for ... in {ast.unparse(it.func)}(...)` is not supported", s,
                        "loop with pl.range, pl.parallel or pl.unroll")
@@ -661,9 +675,10 @@ class StatementsMixin:
             self.error(f"`with {ast.unparse(ce)}` is not supported", s, _unsupported("With"))
         k = _kind(self.static(ce.func, "the with context"))
         task = item.optional_vars
-        if task is not None and (k != "at" or not isinstance(task, ast.Name)):
+        if task is not None and (k not in ("at", "spmd") or not isinstance(task, ast.Name)):
             self.error(f"`with {ast.unparse(ce)} as {ast.unparse(task)}` is not supported", s,
-                       "only `with pl.at(...) as tid:` binds a name (the region's task id)")
+                       "only `with pl.at(...) as tid:` / `with pl.spmd(...) as tid:` bind a name "
+                       "(the task id)")
         if k == "at":
             opts, deps = {}, None
             if len(ce.args) > 1:
@@ -701,6 +716,8 @@ class StatementsMixin:
             finally:
                 self.ctx.incore -= 1
             return before + [InCoreScope(body, hint, span)] + self.task_id(task, span)
+        if k == "spmd":
+            return self.spmd_scope(s, ce, task, span)
         if k == "manual_scope":
             if ce.args or ce.keywords:
                 self.error("pl.manual_scope() takes no arguments", s, "with pl.manual_scope():")
@@ -751,18 +768,99 @@ class StatementsMixin:
             return []
         return [Assign(self.bind_value(target.id, val, target, span), val, span)]
 
+    # ------------------------------------------------------------------ SPMD
+    def blocks(self, n_node, sync_node, node, span) -> Eval:
+        """pl.system.blocks(n): the next launch runs as n blocks."""
+        if self.ctx.sig.func_type is not FunctionType.Orchestration or self.ctx.incore:
+            self.error("pl.spmd launches kernels: it belongs in the orchestration", node,
+                       "put `with pl.spmd(n):` in the orchestration, around the kernel calls")
+        sync = bool(self.static(sync_node, "sync_start=")) if sync_node is not None else False
+        n = self.expr(n_node)
+        kw = {"sync_start": True} if sync else {}
+        return Eval(self.op_call_values("blocks", "system", [n], kw, node, "pl.spmd"), span)
+
+    def no_predicate(self, pred, node) -> None:
+        if pred is not None:
+            from pypto.errors import NotBuiltError
+            raise NotBuiltError("predicate=: a launch the runtime skips when a tensor element read "
+                                "at dispatch is false is not supported by this pypto yet",
+                                self.span(node), "launch it under an `if` on a pl.tensor.read value")
+
+    def spmd_args(self, ce: ast.Call, allowed: tuple) -> dict:
+        args = {}
+        if len(ce.args) > 1:
+            self.error("pl.spmd takes the block count as its only positional argument", ce,
+                       "pl.spmd(4) or pl.spmd(core_num=4)")
+        if ce.args:
+            args["core_num"] = ce.args[0]
+        for kw in ce.keywords:
+            if kw.arg not in allowed:
+                self.error(f"pl.spmd() got an unsupported argument {kw.arg!r}", ce,
+                           f"pl.spmd(n, {', '.join(a + '=...' for a in allowed if a != 'core_num')})")
+            args[kw.arg] = kw.value
+        if "core_num" not in args:
+            self.error("pl.spmd needs the number of blocks", ce, "pl.spmd(4)")
+        self.no_predicate(args.get("predicate"), ce)
+        if "optimizations" in args:
+            from pypto.errors import NotBuiltError
+            raise NotBuiltError("pl.spmd(optimizations=[...]): splitting a region between the "
+                                "vector cores of a core group is not supported by this pypto yet",
+                                self.span(ce), "drop optimizations=")
+        return args
+
+    def spmd_scope(self, s: ast.With, ce: ast.Call, task, span) -> list:
+        """`with pl.spmd(n[, sync_start=, deps=]) [as tid]:` every kernel launched in it runs
+        as n blocks."""
+        a = self.spmd_args(ce, ("core_num", "sync_start", "deps", "name_hint", "predicate",
+                                "optimizations"))
+        marks = [self.blocks(a["core_num"], a.get("sync_start"), ce, span)]
+        if "deps" in a:
+            marks.insert(0, self.task_deps(a["deps"], span))
+        body, _ = self.block(s.body, allow_yield=False)
+        if not _mark_launches(body, marks):
+            self.error("pl.spmd(...) launches nothing: put the kernel calls (self.kernel(...)) "
+                       "in it", s, "with pl.spmd(4):\n    out = self.kernel(a, out)")
+        return body + self.task_id(task, span)
+
+    def spmd_loop(self, s: ast.For, it: ast.Call, span):
+        """`for i in pl.spmd(n[, name_hint=, sync_start=]):` the body is a kernel run as n
+        blocks, i its block index (a pl.at region whose first line reads it)."""
+        a = self.spmd_args(it, ("core_num", "name_hint", "sync_start", "optimizations"))
+        if not isinstance(s.target, ast.Name):
+            self.error("for i in pl.spmd(n): binds one name, the block index", s)
+        hint = self.static(a["name_hint"], "name_hint=") if "name_hint" in a else ""
+        mark = self.blocks(a["core_num"], a.get("sync_start"), it, span)
+        if self.ctx.incore:
+            self.error("pl.spmd regions cannot be nested in a pl.at region", s)
+        self.ctx.incore += 1
+        try:
+            val = self.op_call_values("get_block_idx", "tile", [], {}, s, "the block index")
+            idx = Assign(self.bind_value(s.target.id, val, s, span), val, span)
+            body, _ = self.block(s.body, allow_yield=False)
+        finally:
+            self.ctx.incore -= 1
+        return [mark, InCoreScope([idx] + body, hint or "", span)]
+
     def submit(self, targets, call: ast.Call, span) -> list:
         """`outs..., tid = pl.submit(self.kernel, *args, deps=[...])`: the kernel's call with
         its outputs bound to all names but the last, the task id to the last."""
         if not call.args:
             self.error("pl.submit needs the kernel to launch: pl.submit(self.kernel, *args)", call)
         fn, rest = call.args[0], call.args[1:]
-        deps = [kw.value for kw in call.keywords if kw.arg == "deps"]
-        extra = [kw.arg for kw in call.keywords if kw.arg != "deps"]
-        if extra:
-            self.error(f"pl.submit() got an unsupported argument {extra[0]!r}", call,
-                       "pl.submit(self.kernel, *args, deps=[tid])")
+        spmd = _kind(self.static(call.func, "a function")) == "spmd_submit"
+        kws = {kw.arg: kw.value for kw in call.keywords}
+        deps = [kws.pop("deps")] if "deps" in kws else []
         out = [self.task_deps(deps[0], span)] if deps else []
+        if spmd:
+            if "core_num" not in kws:
+                self.error("pl.spmd_submit needs core_num=: the number of blocks", call,
+                           "pl.spmd_submit(self.kernel, *args, core_num=4)")
+            out.append(self.blocks(kws.pop("core_num"), kws.pop("sync_start", None), call, span))
+            self.no_predicate(kws.pop("predicate", None), call)
+        if kws:
+            name = "pl.spmd_submit" if spmd else "pl.submit"
+            self.error(f"{name}() got an unsupported argument {next(iter(kws))!r}", call,
+                       f"{name}(self.kernel, *args, " + ("core_num=4, " if spmd else "") + "deps=[tid])")
         kcall = ast.copy_location(ast.Call(fn, rest, []), call)
         val = self.expr(kcall)
         if not (isinstance(val, Call) and val.callee):
@@ -793,6 +891,24 @@ class StatementsMixin:
                 if r.id != "_":
                     out.append(Assign(self.bind_value(r.id, item, call, span), item, span))
         return out + self.task_id(tid, span)
+
+
+def _mark_launches(body: list, marks: list) -> int:
+    """Put `marks` (pl.system.* statements for the next launch) before every kernel launch
+    in `body` (through loops and ifs); how many there were."""
+    n, i = 0, 0
+    while i < len(body):
+        s = body[i]
+        e = s.value if isinstance(s, Assign) else s.expr if isinstance(s, Eval) else None
+        if isinstance(s, InCoreScope) or (isinstance(e, Call) and e.callee):
+            body[i:i] = [copy.copy(m) for m in marks]
+            i += len(marks)
+            n += 1
+        else:
+            for b in bodies_of(s):
+                n += _mark_launches(b, marks)
+        i += 1
+    return n
 
 
 def _yields_last(body) -> bool:

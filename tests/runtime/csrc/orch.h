@@ -4,7 +4,8 @@
 #include <unistd.h>
 #include "pypto_abi.h"
 
-enum { K_ADD = 0, K_SLEEP = 1, K_FAIL = 2, K_PROBE = 3, K_SCALE = 4, K_SLEEP_CUBE = 5 };
+enum { K_ADD = 0, K_SLEEP = 1, K_FAIL = 2, K_PROBE = 3, K_SCALE = 4, K_SLEEP_CUBE = 5,
+       K_RENDEZVOUS = 6 };
 enum { IN = PYPTO_DIR_INPUT, OUT = PYPTO_DIR_OUTPUT, INOUT = PYPTO_DIR_INOUT };
 
 #define ENTRY extern "C" int32_t pypto_orchestration_entry( \

@@ -1,0 +1,126 @@
+"""SPMD launches (issue 12.2): `with pl.spmd(n)` around kernel calls, `for i in pl.spmd(n)`
+regions, pl.spmd_submit; each launch runs as n blocks on the simulated cores, a block
+learns its index and the count from pl.tile.get_block_idx / get_block_num (hidden
+kernel arguments), sync_start releases all blocks at once (tests/runtime/test_scheduling.py
+shows blocks that wait for each other meeting); the numbers match torch."""
+import pytest
+import torch
+
+import pypto.errors as E
+import pypto.language as pl
+from pypto import ir
+from pypto.runtime import ChipWorker, RunConfig
+
+from prog_helpers import close, randn
+
+ROWS, COLS, TILE = 512, 64, 64
+
+
+@pl.function(type=pl.FunctionType.InCore)
+def strided_scale(x: pl.Tensor[[ROWS, COLS], pl.FP32], s: pl.Scalar[pl.FP32],
+                  y: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]]) -> pl.Tensor[[ROWS, COLS], pl.FP32]:
+    me = pl.tile.get_block_idx()
+    n = pl.tile.get_block_num()
+    for r in pl.range(me, ROWS // TILE, n):        # block b takes tiles b, b+n, ...
+        t = pl.load(x, [r * TILE, 0], [TILE, COLS])
+        y = pl.store(pl.muls(t, s), [r * TILE, 0], y)
+    return y
+
+
+@pl.program
+class Scoped:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[ROWS, COLS], pl.FP32], mid: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]],
+             y: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]]) -> pl.Tensor[[ROWS, COLS], pl.FP32]:
+        with pl.spmd(3):                             # 8 tiles over 3 blocks
+            mid = strided_scale(x, 2.0, mid)
+        with pl.spmd(core_num=4, sync_start=True) as t:
+            y = strided_scale(mid, 3.0, y)
+        return y
+
+
+@pl.program
+class Looped:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[ROWS, COLS], pl.FP32],
+             y: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]]) -> pl.Tensor[[ROWS, COLS], pl.FP32]:
+        for b in pl.spmd(ROWS // TILE, name_hint="rows"):     # one block per tile
+            t = pl.load(x, [b * TILE, 0], [TILE, COLS])
+            y = pl.store(pl.exp(t), [b * TILE, 0], y)
+        return y
+
+
+@pl.program
+class Submitted:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[ROWS, COLS], pl.FP32], mid: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]],
+             y: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]]) -> pl.Tensor[[ROWS, COLS], pl.FP32]:
+        with pl.manual_scope():
+            mid, t1 = pl.spmd_submit(strided_scale, x, 5.0, mid, core_num=2)
+            y, _ = pl.spmd_submit(strided_scale, mid, 0.5, y, core_num=8, deps=[t1])
+        return y
+
+
+def _run(prog, tmp_path, *args):
+    c = ir.compile(prog, output_dir=str(tmp_path / prog.name), platform="a2a3sim")
+    with ChipWorker(RunConfig(platform="a2a3sim", enable_dep_gen=True)) as w:
+        c(*args)
+        return c, w.last_run.tasks
+
+
+def test_a_scope_runs_each_launch_as_its_blocks(tmp_path):
+    x = randn(ROWS, COLS, seed=1)
+    mid, y = torch.zeros(ROWS, COLS), torch.zeros(ROWS, COLS)
+    c, tasks = _run(Scoped, tmp_path, x, mid, y)
+    close(y, 6 * x, 1e-6, 1e-6)
+    assert len(tasks) == 2 and tasks[1].deps == (tasks[0].task_id,)
+    pto = next((tmp_path / "Scoped" / "ptoas").glob("strided_scale.pto")).read_text()
+    assert "%__pypto_spmd_block_idx: i32, %__pypto_spmd_block_num: i32" in pto
+
+
+def test_a_loop_form_region_gets_its_block_index(tmp_path):
+    x = randn(ROWS, COLS, seed=2)
+    y = torch.zeros(ROWS, COLS)
+    c, tasks = _run(Looped, tmp_path, x, y)
+    close(y, torch.exp(x), 1e-6, 1e-6)
+    assert [t.kernel for t in tasks] == ["rows"]
+
+
+def test_spmd_submit_in_a_manual_scope(tmp_path):
+    x = randn(ROWS, COLS, seed=3)
+    c, tasks = _run(Submitted, tmp_path, x, torch.zeros(ROWS, COLS), y := torch.zeros(ROWS, COLS))
+    close(y, 2.5 * x, 1e-6, 1e-6)
+    assert tasks[1].deps == (tasks[0].task_id,)
+
+
+def test_a_block_index_outside_an_spmd_launch_is_zero_of_one(tmp_path):
+    @pl.program
+    class Plain:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[ROWS, COLS], pl.FP32],
+                 y: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]]) -> pl.Tensor[[ROWS, COLS], pl.FP32]:
+            y = strided_scale(x, 4.0, y)          # one block: it takes every tile
+            return y
+
+    x = randn(ROWS, COLS, seed=4)
+    c, tasks = _run(Plain, tmp_path, x, y := torch.zeros(ROWS, COLS))
+    close(y, 4 * x, 1e-6, 1e-6)
+
+
+def test_spmd_needs_a_kernel_launch_and_a_count():
+    with pytest.raises(E.ParserError, match=r"launches nothing"):
+        @pl.program
+        class Empty:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, x: pl.Tensor[[ROWS, COLS], pl.FP32]) -> pl.Tensor[[ROWS, COLS], pl.FP32]:
+                with pl.spmd(2):
+                    n = 3
+                return x
+    with pytest.raises(E.ParserError, match=r"pl.spmd_submit needs core_num="):
+        @pl.program
+        class NoCount:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, x: pl.Tensor[[ROWS, COLS], pl.FP32],
+                     y: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]]) -> pl.Tensor[[ROWS, COLS], pl.FP32]:
+                y, _ = pl.spmd_submit(strided_scale, x, 1.0, y)
+                return y
