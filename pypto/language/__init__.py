@@ -17,7 +17,7 @@ from pypto.ir.nodes import (AtomicType, DynDim, ForKind, FunctionType, Level, Me
                             Role)
 from pypto.language import dsl
 from pypto.language.dsl import (DSLCallError, OPERATORS, at, cast, const, manual_scope, max, min,
-                                parallel, range, scope, spmd, spmd_submit, submit, system, tensor,
+                                parallel, pipeline, range, scope, spmd, spmd_submit, submit, system, tensor,
                                 tile, array, unroll, while_, cond, yield_)
 from pypto.language.parser import function, loads, parse, program
 from pypto.language.typing import (Annotation, Array, InOut, MemRef, Out, Ptr, Scalar, ScopeMode,
@@ -33,7 +33,7 @@ __all__ = sorted(
      "DataType", "Tensor", "Tile", "Scalar", "Array", "Out", "InOut", "Ptr", "MemRef", "TileView", "TensorView", "TensorLayout",
      "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "Level", "Role", "ScopeMode", "ForKind",
      "ParamDirection", "DynDim", "Annotation", "adir", "dynamic", "program", "function", "at",
-     "scope", "manual_scope", "submit", "spmd", "spmd_submit", "system", "range", "parallel", "unroll", "array", "while_", "cond", "yield_", "const", "cast", "min", "max", "parse",
+     "scope", "pipeline", "manual_scope", "submit", "spmd", "spmd_submit", "system", "range", "parallel", "unroll", "array", "while_", "cond", "yield_", "const", "cast", "min", "max", "parse",
      "loads", "tile", "tensor", "DSLCallError"] + list(OPERATORS)
     + (["jit"] if importlib.util.find_spec("pypto.jit") is not None else []))
 

@@ -43,6 +43,9 @@ def _stub(display: str, kind: str, op: tuple[str, str | None] | None = None, doc
 range = _stub("pl.range", "range", doc="for i in pl.range(stop | start, stop[, step][, init_values=(...)]):")
 parallel = _stub("pl.parallel", "parallel", doc="for i in pl.parallel(...): iterations are independent")
 unroll = _stub("pl.unroll", "unroll", doc="for i in pl.unroll(start, stop, step): expanded at compile time")
+pipeline = _stub("pl.pipeline", "pipeline",
+                 doc="for i in pl.pipeline(start, stop, step, stage=k): a loop the reference's "
+                     "scheduler overlaps k stages of; its iterations run in order here")
 while_ = _stub("pl.while_", "while_", doc="for (x,) in pl.while_(init_values=(x0,)): pl.cond(x < n) first, "
                                           "x2 = pl.yield_(...) last (the printed form of `while x < n:`)")
 cond = _stub("pl.cond", "cond", doc="pl.cond(x < n): the first statement of a pl.while_ loop")

@@ -124,3 +124,27 @@ def test_spmd_needs_a_kernel_launch_and_a_count():
                      y: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]]) -> pl.Tensor[[ROWS, COLS], pl.FP32]:
                 y, _ = pl.spmd_submit(strided_scale, x, 1.0, y)
                 return y
+
+
+def test_a_pipeline_loop_runs_its_iterations_in_order(tmp_path):
+    @pl.program
+    class Piped:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[ROWS, COLS], pl.FP32],
+                 y: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]]) -> pl.Tensor[[ROWS, COLS], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP):
+                acc = pl.load(x, [0, 0], [TILE, COLS])
+                for r in pl.pipeline(1, ROWS // TILE, stage=2):
+                    acc = pl.add(acc, pl.load(x, [r * TILE, 0], [TILE, COLS]))
+                y = pl.store(acc, [0, 0], y)
+            return y
+
+    x = randn(ROWS, COLS, seed=5)
+    c = ir.compile(Piped, output_dir=str(tmp_path / "p"), platform="a2a3sim")
+    c(x, y := torch.zeros(ROWS, COLS))
+    close(y[:TILE], x.reshape(-1, TILE, COLS).sum(0), 1e-5, 1e-5)
+    with pytest.raises(E.ParserError, match=r"pl.pipeline needs stage="):
+        pl.parse("import pypto.language as pl\n@pl.program\nclass Q:\n"
+                 "    @pl.function(type=pl.FunctionType.InCore)\n"
+                 "    def k(self, x: pl.Tensor[[16, 16], pl.FP32]) -> pl.Tensor[[16, 16], pl.FP32]:\n"
+                 "        for i in pl.pipeline(4):\n            pass\n        return x\n")

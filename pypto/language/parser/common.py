@@ -25,7 +25,10 @@ from pypto.ir.visit import walk
 from pypto.language.parser.source import Source
 from pypto.language.signatures import signature
 
-_LOOP_KINDS = {"range": ForKind.Sequential, "parallel": ForKind.Parallel, "unroll": ForKind.Unroll}
+# pl.pipeline(..., stage=k) asks the reference's scheduler to overlap k stages of the loop;
+# its iterations run in order here, which gives the same values
+_LOOP_KINDS = {"range": ForKind.Sequential, "parallel": ForKind.Parallel, "unroll": ForKind.Unroll,
+               "pipeline": ForKind.Sequential}
 _SCALAR_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
                ast.Mod: "%", ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&", ast.BitOr: "|",
                ast.BitXor: "^"}

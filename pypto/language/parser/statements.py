@@ -423,9 +423,17 @@ class StatementsMixin:
         for kw in it.keywords:
             if kw.arg == "init_values":
                 init_node = kw.value
+            elif kw.arg == "stage" and kname == "pipeline":
+                stage = self.static(kw.value, "stage=")
+                if not isinstance(stage, int) or isinstance(stage, bool) or stage < 1:
+                    self.error(f"pl.pipeline stage= is a positive integer, got {stage!r}", s,
+                               "pl.pipeline(0, n, stage=2)")
             else:
                 self.error(f"pl.{kname}() got an unexpected keyword argument {kw.arg!r}", s,
                            f"pl.{kname}(start, stop, step, init_values=(...))")
+        if kname == "pipeline" and not any(kw.arg == "stage" for kw in it.keywords):
+            self.error("pl.pipeline needs stage=: how many stages the loop overlaps", s,
+                       "for i in pl.pipeline(0, n, stage=2):")
         if not 1 <= len(bounds) <= 3:
             self.error(f"pl.{kname} takes 1 to 3 bounds, got {len(bounds)}", s,
                        f"pl.{kname}(stop) or pl.{kname}(start, stop[, step])")
