@@ -279,6 +279,12 @@ class _Body:
             shape = node.args[0] if node.args else kw.get("shape")
             dtype = node.args[1] if len(node.args) > 1 else kw.get("dtype")
             return self._tensor_meta(shape, dtype)
+        # ops that write into a tensor argument and return it: that tensor's meta
+        written = {"assemble": 0, "write": 0, "store": 2}.get(name)
+        if written is not None and len(node.args) > written:
+            target = self.meta(node.args[written])
+            if target is not None and target[0] == "tensor":
+                return target
         if name in ("reshape", "slice") and node.args:
             src = self.meta(node.args[0])
             shape = node.args[1] if len(node.args) > 1 else kw.get("shape")

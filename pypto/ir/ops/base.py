@@ -124,9 +124,30 @@ def _ints(op, x, span, what):
     _err(f"{op}: {what} must be a list like {like}, got {got}", span)
 
 
+_INT_FOLD = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+             "//": lambda a, b: a // b if b else None, "%": lambda a, b: a % b if b else None}
+
+
+def const_int(e):
+    """The integer value of a constant expression (a literal, or literals joined by
+    + - * // %: a printed `16 - 8` stays a BinOp), or None."""
+    if isinstance(e, Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
+        return e.value
+    if isinstance(e, BinOp) and e.op in _INT_FOLD:
+        a, b = const_int(e.lhs), const_int(e.rhs)
+        if a is not None and b is not None:
+            return _INT_FOLD[e.op](a, b)
+    return None
+
+
+def _folded(items, span):
+    return [Const(v, dt.INDEX, getattr(i, "span", span)) if not isinstance(i, Const)
+            and (v := const_int(i)) is not None else i for i in items]
+
+
 def _static(op, items, span, what):
     out = []
-    for i in items:
+    for i in _folded(items, span):
         if isinstance(i, Call) and i.op == "tensor.dim":
             _err(f"{op}: {what} must be integer constants, but dim {i.args[1].value} of "
                  f"{getattr(i.args[0], 'name', 'the tensor')!r} is dynamic (known only at run time)",
@@ -187,9 +208,9 @@ def _expr_text(e) -> str:
 def _dims_at_run_time(op, x, span, what="shape"):
     """A shape whose extents are positive integer constants or integer scalars computed
     at run time (those become dynamic dims of the type)."""
-    items = _ints(op, x, span, what)
+    items = _folded(_ints(op, x, span, what), span)
     if all(isinstance(i, Const) for i in items):
-        return _dims(op, x, span, what)
+        return _dims(op, TupleExpr(items, span), span, what)
     out = []
     for i in items:
         if isinstance(i, Const) and isinstance(i.value, int) and not isinstance(i.value, bool):

@@ -377,13 +377,12 @@ class StatementsMixin:
         """Static width of a slice when it can be seen: `a:b` with constants, `:b`, `i:i+c`."""
         if sl.upper is None:
             return None
-        if isinstance(sl.upper, ast.BinOp) and isinstance(sl.upper.op, ast.Add) and sl.lower is not None \
-                and ast.dump(sl.upper.left) == ast.dump(sl.lower):
-            try:
-                c = self.static(sl.upper.right)
-                return c if isinstance(c, int) else None
-            except PyptoError:
-                return None
+        if sl.lower is not None:      # affine in the same values: i*c + a : (i+1)*c + b
+            lo, hi = self.linear(sl.lower), self.linear(sl.upper)
+            if lo is not None and hi is not None:
+                terms = {k: hi[0].get(k, 0) - lo[0].get(k, 0) for k in set(hi[0]) | set(lo[0])}
+                if not any(terms.values()):
+                    return hi[1] - lo[1]
         try:
             hi = self.static(sl.upper)
             lo_v = 0 if sl.lower is None else self.static(sl.lower)
@@ -392,6 +391,34 @@ class StatementsMixin:
         if isinstance(hi, int) and isinstance(lo_v, int):
             return hi - lo_v
         return None
+
+    def linear(self, node):
+        """`node` as ({dump of a non-constant term: its coefficient}, constant) when it is
+        affine with integer coefficients (i, i + 64, (i + 1) * 128, 2 * i - j); else None."""
+        try:
+            v = self.static(node)
+        except PyptoError:
+            v = None
+        if isinstance(v, int) and not isinstance(v, bool):
+            return {}, v
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+            a, b = self.linear(node.left), self.linear(node.right)
+            if a is None or b is None:
+                return None
+            if isinstance(node.op, ast.Mult):
+                if a[0] and b[0]:
+                    return None                       # a product of two values
+                (k, (t, c)) = (a[1], b) if not a[0] else (b[1], a)
+                return {x: k * y for x, y in t.items()}, k * c
+            sign = 1 if isinstance(node.op, ast.Add) else -1
+            terms = dict(a[0])
+            for x, y in b[0].items():
+                terms[x] = terms.get(x, 0) + sign * y
+            return terms, a[1] + sign * b[1]
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            a = self.linear(node.operand)
+            return None if a is None else ({x: -y for x, y in a[0].items()}, -a[1])
+        return {ast.dump(node): 1}, 0
 
     # ---------------------------------------------------------------- for / if / with
     def for_(self, s: ast.For, span):

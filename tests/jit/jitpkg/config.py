@@ -1,0 +1,4 @@
+ROWS = 16
+COLS = 256
+CHUNK = 64
+PAD = 24
