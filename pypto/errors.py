@@ -27,15 +27,30 @@ class PyptoError(Exception):
         super().__init__(text)
 
 
-class ParserError(PyptoError):
+class ProgramRejected(PyptoError):
+    """The program breaks a rule of the language, of its types or of code generation: the
+    compiler refuses it (no artifact, no cache entry). The reference's name for it is
+    pypto.backend.pto_backend.PartialCodegenError."""
+
+
+class ParserError(ProgramRejected):
     """The DSL source uses syntax or a construct the language does not have."""
+
+
+class TextHoldsNoProgram(ParserError, ValueError):
+    """pl.parse text that defines no program or function, or several (a ValueError too, as
+    the reference raises)."""
+
+
+class DSLSyntaxError(ParserError, SyntaxError):
+    """pl.parse text that is not Python (a SyntaxError too)."""
 
 
 class UnknownOpError(ParserError):
     """A `pl.<name>` call that is not an operator of the language."""
 
 
-class TypeCheckError(PyptoError):
+class TypeCheckError(ProgramRejected):
     """Wrong arity, shapes or dtypes for an operator."""
 
 
@@ -44,19 +59,19 @@ class NotBuiltError(TypeCheckError):
     refused with what to write instead, never accepted and ignored."""
 
 
-class MisplacedTensorOpError(PyptoError):
+class MisplacedTensorOpError(ProgramRejected):
     """A tensor/tile op written in an Orchestration body outside `pl.at`."""
 
 
-class MemoryOverflowError(PyptoError):
+class MemoryOverflowError(ProgramRejected):
     """Tiles of a kernel do not fit an on-chip memory space."""
 
 
-class VerificationError(PyptoError):
+class VerificationError(ProgramRejected):
     """An IR invariant broke after a pass (a compiler bug, reported with the pass name)."""
 
 
-class CodegenError(PyptoError):
+class CodegenError(ProgramRejected):
     """The program cannot be expressed in PTO for the chosen backend."""
 
 

@@ -9,7 +9,19 @@ __all__ = ["Program", "Function", "FunctionType", "Level", "Role", "MemorySpace"
            "ParamDirection", "ArgDir", "PassDumpLevel", "VerificationLevel", "MemoryPlanner",
            "RuntimeKind", "OptimizationStrategy", "DiagnosticPhase", "DiagnosticCheck",
            "python_print", "compile", "CompiledProgram", "assert_structural_equal",
-           "structural_equal"]
+           "structural_equal", "serialize", "deserialize"]
+
+
+def serialize(node) -> bytes:
+    """A Program or Function as bytes: its DSL text (what pass dumps and the build graph's
+    objects hold), UTF-8. deserialize(serialize(x)) is structurally equal to x."""
+    return node.as_python().encode("utf-8")
+
+
+def deserialize(data: bytes):
+    """The Program or Function serialize() wrote."""
+    from pypto.language import parse
+    return parse(bytes(data).decode("utf-8"), filename="<serialized>")
 
 
 def __getattr__(name):

@@ -413,6 +413,11 @@ class Function:
     def is_kernel(self) -> bool:
         return self.func_type in KERNEL_TYPES
 
+    def as_python(self, **kw) -> str:
+        """The function as DSL text: a lone `@pl.function` def."""
+        from pypto.ir.printer import print_function
+        return print_function(self, **kw)
+
     def signature_only(self) -> "Function":
         """This function with no body and no location: what its callers need, and
         nothing that changes when only its body (or its place in the file) does."""

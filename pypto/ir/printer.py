@@ -23,6 +23,24 @@ def print_program(prog: Program, *, locs: bool = True, explicit: bool = False) -
     return _Printer(locs, explicit).program(prog)
 
 
+def print_function(f, *, locs: bool = True) -> str:
+    """A function as a lone `@pl.function` def (what pl.parse reads back)."""
+    p = _Printer(locs, False)
+    lines: list[str] = []
+    p.function(f, lines)
+    lines = [ln[len(_INDENT):] if ln.startswith(_INDENT) else ln for ln in lines]
+    for i, ln in enumerate(lines):             # a lone function has no `self`
+        if ln.startswith(f"def {f.name}(self"):
+            lines[i] = ln.replace(f"def {f.name}(self, ", f"def {f.name}(", 1).replace(
+                f"def {f.name}(self)", f"def {f.name}()", 1)
+            break
+    head = ["import pypto.language as pl", ""]
+    head += [f'{d} = pl.dynamic("{d}")' for d in sorted(p.dyns)]
+    if p.dyns:
+        head.append("")
+    return "\n".join(head + lines) + "\n"
+
+
 def print_type(t) -> str:
     return _Printer(False, False).type(t)
 

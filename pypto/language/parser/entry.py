@@ -9,7 +9,7 @@ import linecache
 import sys
 from typing import Any
 
-from pypto.errors import ParserError, PyptoError, Span
+from pypto.errors import DSLSyntaxError, ParserError, PyptoError, Span, TextHoldsNoProgram
 from pypto.ir.nodes import Function, Program
 from pypto.language.parser.ast_parser import Parser, _kind
 from pypto.language.parser.source import (Source, basename, dedent, scan_markers)
@@ -228,7 +228,7 @@ def parse(text: str, filename: str = "<string>") -> Program | Function:
     try:
         tree = pyast.parse(body, filename=file)
     except SyntaxError as e:
-        raise ParserError(f"syntax error: {e.msg}", Span(file, e.lineno or 1, (e.offset or 1) + indent),
+        raise DSLSyntaxError(f"syntax error: {e.msg}", Span(file, e.lineno or 1, (e.offset or 1) + indent),
                           "the text must be valid Python syntax") from None
     src = Source(file, body, 0, indent, scan_markers(body))
     return _guard(lambda: _parse_module(tree, src))
@@ -288,10 +288,10 @@ def _parse_module(tree: ast.Module, src: Source):
                           "the text holds imports, module constants (M = pl.dynamic(\"M\")) and one "
                           "@pl.program class")
     if not results:
-        raise ParserError("no @pl.program class or @pl.function def found", Span(src.file, 1, 1),
+        raise TextHoldsNoProgram("no @pl.program class or @pl.function def found", Span(src.file, 1, 1),
                           "the text must define a program: @pl.program class P: ...")
     if len(results) > 1:
-        raise ParserError(f"the text defines {len(results)} programs/functions; pl.parse expects one",
+        raise TextHoldsNoProgram(f"the text defines {len(results)} programs/functions; pl.parse expects one",
                           Span(src.file, 1, 1), "parse each program separately")
     return results[0]
 
