@@ -148,3 +148,20 @@ def test_a_pipeline_loop_runs_its_iterations_in_order(tmp_path):
                  "    @pl.function(type=pl.FunctionType.InCore)\n"
                  "    def k(self, x: pl.Tensor[[16, 16], pl.FP32]) -> pl.Tensor[[16, 16], pl.FP32]:\n"
                  "        for i in pl.pipeline(4):\n            pass\n        return x\n")
+
+
+def test_an_spmd_region_in_an_opaque_function(tmp_path):
+    @pl.program
+    class Opaque:
+        @pl.function                       # becomes the orchestration once its region is outlined
+        def main(self, x: pl.Tensor[[ROWS, COLS], pl.FP32],
+                 y: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]]) -> pl.Tensor[[ROWS, COLS], pl.FP32]:
+            for b in pl.spmd(ROWS // TILE):
+                t = pl.load(x, [b * TILE, 0], [TILE, COLS])
+                y = pl.store(pl.neg(t), [b * TILE, 0], y)
+            return y
+
+    x = randn(ROWS, COLS, seed=6)
+    c = ir.compile(Opaque, output_dir=str(tmp_path / "o"), platform="a2a3sim")
+    c(x, y := torch.zeros(ROWS, COLS))
+    close(y, -x, 0, 0)

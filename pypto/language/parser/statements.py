@@ -787,7 +787,8 @@ class StatementsMixin:
         the launch that makes it wait for those tasks."""
         if not isinstance(node, (ast.List, ast.Tuple)):
             self.error(f"deps= takes a list, got `{ast.unparse(node)}`", node, "deps=[tid, tids]")
-        if self.ctx.sig.func_type is not FunctionType.Orchestration or self.ctx.incore:
+        if self.ctx.sig.func_type not in (FunctionType.Orchestration, FunctionType.Opaque) \
+                or self.ctx.incore:
             self.error("deps= names tasks of an orchestration; it has no meaning inside a kernel", node,
                        "give deps= on the pl.at / pl.submit in the orchestration body")
         items = [self.expr(e) for e in node.elts]
@@ -806,7 +807,8 @@ class StatementsMixin:
     # ------------------------------------------------------------------ SPMD
     def blocks(self, n_node, sync_node, node, span) -> Eval:
         """pl.system.blocks(n): the next launch runs as n blocks."""
-        if self.ctx.sig.func_type is not FunctionType.Orchestration or self.ctx.incore:
+        if self.ctx.sig.func_type not in (FunctionType.Orchestration, FunctionType.Opaque) \
+                or self.ctx.incore:
             self.error("pl.spmd launches kernels: it belongs in the orchestration", node,
                        "put `with pl.spmd(n):` in the orchestration, around the kernel calls")
         sync = bool(self.static(sync_node, "sync_start=")) if sync_node is not None else False
