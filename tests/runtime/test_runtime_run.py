@@ -125,6 +125,8 @@ def test_orchestration_errors(programs):
         programs("status", two)(torch.zeros(8, 8))
     with pytest.raises(OrchestrationError, match="scope"):
         programs("unbalanced", two)(torch.zeros(8, 8))
+    with pytest.raises(OrchestrationError, match="block table entry 7 is past the cache"):
+        programs("says_why", two)(torch.zeros(8, 8))      # its reason, not just a status
 
 
 def test_int64_probe_sees_caller_memory(programs):
