@@ -265,7 +265,39 @@ class _Body:
             return ("tuple", metas) if all(metas) else None
         if isinstance(node, ast.Call):
             return self.call_meta(node)
+        if isinstance(node, ast.Subscript):
+            return self.view_meta(node)
         return None
+
+    def view_meta(self, node: ast.Subscript):
+        """`t[a:b, ...]` of a tensor of known shape: the window's shape (each dim's slice,
+        an open bound at the dim's end, dims not sliced kept whole)."""
+        src = self.meta(node.value)
+        if src is None or src[0] != "tensor":
+            return None
+        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if len(items) > len(src[1]) or not all(isinstance(i, ast.Slice) and i.step is None
+                                               for i in items):
+            return None
+        dims = list(src[1])
+        for k, sl in enumerate(items):
+            full = dims[k]
+            lo = 0 if sl.lower is None else self.sp.eval_dim(self.fn, sl.lower, self.consts)
+            if sl.upper is None:
+                hi = full
+            elif (isinstance(sl.upper, ast.BinOp) and isinstance(sl.upper.op, ast.Add)
+                    and sl.lower is not None and ast.dump(sl.upper.left) == ast.dump(sl.lower)):
+                step = self.sp.eval_dim(self.fn, sl.upper.right, self.consts)   # i : i + c
+                dims[k] = step if isinstance(step, int) else None
+                continue
+            else:
+                hi = self.sp.eval_dim(self.fn, sl.upper, self.consts)
+            if not (isinstance(lo, int) and isinstance(hi, int)):
+                return None
+            dims[k] = hi - lo
+        if any(not isinstance(d, int) or d <= 0 for d in dims):
+            return None
+        return ("tensor", tuple(dims), src[2])
 
     def call_meta(self, node: ast.Call):
         f = node.func
