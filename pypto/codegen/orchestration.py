@@ -431,6 +431,9 @@ class _Orch:
             if isinstance(c, Call) and c.op == "system.task_dummy":
                 self.dummy(c, span)
                 return False
+            if isinstance(c, Call) and c.op == "system.predicate":
+                self.predicate(c, span)
+                return False
             if not (isinstance(c, Call) and c.callee):
                 what = c.op if isinstance(c, Call) else type(c).__name__
                 fail(f"cannot generate orchestration code for the expression statement {what}", span)
@@ -650,6 +653,20 @@ class _Orch:
         self.indent -= 1
         self.out("}")
         return self.result(c, callee, written, span)
+
+    def predicate(self, c: Call, span) -> None:
+        """pl.system.predicate: the next launch runs only if the element compares true."""
+        from pypto.ir.ops.system import CMP_CODES
+        t = self.handle(c.args[0], span)
+        idx = c.args[1].items if isinstance(c.args[1], TupleExpr) else [c.args[1]]
+        exprs = [f"(int64_t)({self.scalar(i, span)[0]})" for i in idx]
+        value, _ = self.scalar(c.args[2], span)
+        name = self.cname("pred_at")
+        self.out(f"// {_loc(span)}: the next launch runs only if "
+                 f"{getattr(c.args[0], 'name', 't')}[...] {c.kwargs['cmp']} {value} when dispatched")
+        self.out(f"const int64_t {name}[{len(exprs)}] = {{{', '.join(exprs)}}};")
+        self.out(f"api->predicate_next(api->ctx, {t}, {len(exprs)}, {name}, "
+                 f"{CMP_CODES[c.kwargs['cmp']]}, (double)({value}));")
 
     def dep_items(self, e, span) -> list[str]:
         """The C expressions of the task ids a deps list names (arrays element by element)."""

@@ -65,6 +65,11 @@ typedef struct {
                            const int32_t* dirs, int32_t n_scalars, const uint64_t* scalars,
                            int32_t n_deps, const int64_t* deps, int32_t block_num,
                            int32_t sync_start);
+    // The next task submitted runs only if element `indices` of `tensor` compares (cmp:
+    // 0 ==, 1 !=, 2 <, 3 <=, 4 >, 5 >=) true with `value`, read when the task is dispatched
+    // (after its deps and the element's writers); otherwise it is skipped, done at once.
+    void (*predicate_next)(void* ctx, int64_t tensor, int32_t ndims, const int64_t* indices,
+                           int32_t cmp, double value);
 } PyptoRuntimeApi;
 
 // Every orchestration .so exports this (extern "C"): tensors are the program's tensor

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import ctypes
 import heapq
+import struct
 import os
 import threading
 import time
 from collections import deque
+
+from pypto import dtype as _dt
 
 from . import abi
 from .config import CORE_SLOTS
@@ -71,6 +74,19 @@ def _gang(task) -> list:
     return results
 
 
+def _element_value(raw: bytes, d) -> float:
+    """One tensor element's value, from its bytes."""
+    if d.name == "FP32":
+        return struct.unpack("<f", raw)[0]
+    if d.name == "FP16":
+        return struct.unpack("<e", raw)[0]
+    if d.name == "BF16":
+        return struct.unpack("<f", b"\0\0" + raw)[0]
+    if d.name == "BOOL":
+        return float(raw != b"\0")
+    return float(int.from_bytes(raw, "little", signed=not (d.name.startswith("UINT") or d.is_float)))
+
+
 class _Dummy:
     """The 'kernel' of a task that runs nothing (pl.system.task_dummy)."""
     name, core_type, entry = "task_dummy", "aiv", None
@@ -84,7 +100,7 @@ class Task:
     (they differ in the hidden block index), and is done when all of them are."""
     __slots__ = ("launch", "spec", "kernel", "pending", "successors", "done", "started",
                  "descs", "args", "deps", "ready_ns", "left", "first_start", "last_end",
-                 "status", "message", "slot", "thread", "active", "times")
+                 "status", "message", "slot", "thread", "active", "times", "skipped")
 
     def __init__(self, launch: "Launch", spec: TaskSpec, kernel, descs, args):
         self.launch, self.spec, self.kernel = launch, spec, kernel
@@ -101,6 +117,7 @@ class Task:
         self.slot = self.thread = 0
         self.active = 0                         # blocks running now
         self.times: dict = {}                   # block -> (start, end)
+        self.skipped = False                    # its predicate was false at dispatch
 
 
 class Device:
@@ -306,8 +323,10 @@ class Launch:
 
     def _ready(self, task: Task) -> bool:
         """A task whose producers are done: queued for a core (True), or, a task that runs
-        nothing, finished at once (with device.cond held)."""
-        if task.kernel is not _DUMMY:
+        nothing or whose predicate is false now, finished at once (with device.cond held)."""
+        if task.spec.predicate is not None and not self._holds(task.spec.predicate):
+            task.skipped = True
+        elif task.kernel is not _DUMMY:
             self.device.push_ready(task)
             return True
         now = time.perf_counter_ns()
@@ -315,6 +334,13 @@ class Launch:
         self.running += 1
         self.finished(task, 0, "", now, now, 0, -1)
         return False
+
+    def _holds(self, predicate) -> bool:
+        buffer, offset, dtype, cmp, value = predicate
+        d = _dt.BY_CODE[dtype]
+        raw = ctypes.string_at(self.addrs[buffer] + offset, d.nbytes)
+        x = _element_value(raw, d)
+        return (x == value, x != value, x < value, x <= value, x > value, x >= value)[cmp]
 
     def _link(self, task: Task, deps) -> None:
         live = []
@@ -358,7 +384,8 @@ class Launch:
                 spec.index, spec.func_id, task.kernel.name, task.kernel.core_type, slot, start,
                 end, task.deps, thread, spec.scope, status, tensors,
                 spec.scalars if self.keep_tensors else (), task.ready_ns,
-                tuple(task.times[b] for b in sorted(task.times)) if spec.blocks > 1 else ())
+                tuple(task.times[b] for b in sorted(task.times)) if spec.blocks > 1 else (),
+                task.skipped)
             if status != 0:
                 self.fail(KernelExecutionError(task.kernel.name, spec.func_id, spec.index, status,
                                                message, task.kernel.core_type))

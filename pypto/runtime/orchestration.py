@@ -53,6 +53,7 @@ class TaskSpec(NamedTuple):
     scope: int                 # id of the innermost scope at submit (0: none)
     blocks: int = 1            # an SPMD task runs as this many blocks (pl.spmd(n))
     sync_start: bool = False   # its blocks start together
+    predicate: tuple | None = None   # (buffer, byte offset, dtype code, cmp, value): run only if
 
 
 @dataclass
@@ -110,6 +111,7 @@ class Recorder:
         self.on_task, self.on_alloc, self.alive = on_task, on_alloc, alive
         self.on_read = on_read
         self.reads = 0                  # elements the orchestration read
+        self.pending_predicate = None   # predicate_next's, for the next submit
         self.tensormap = TensorMap({slot: tuple(b.shape) for slot, b in enumerate(buffers)})
         self.refs: dict[int, _Ref] = {}
         for slot, b in enumerate(buffers):
@@ -180,6 +182,7 @@ class Recorder:
             raise _Refused(f"submit of kernel {kernel_id} refused after an earlier error")
         if not 1 <= blocks <= MAX_BLOCKS:
             raise ValueError(f"submit: {blocks} blocks (an SPMD launch runs 1 .. {MAX_BLOCKS})")
+        predicate, self.pending_predicate = self.pending_predicate, None
         explicit = set()
         for i in range(n_deps):
             d = int(deps_ptr[i])
@@ -222,11 +225,41 @@ class Recorder:
         derived = self.tensormap.add(index, accesses, self.alive)   # (kept for later tasks)
         # a manual scope's tasks wait only for what the orchestration names
         deps = explicit if self.manual[-1:] == [True] else explicit.union(derived)
+        pred = None
+        if predicate is not None:        # the element is read at dispatch: after its writers
+            buffer, offset, dtype, cmp, value, writers = predicate
+            deps = deps.union(writers)
+            pred = (buffer, offset, dtype, cmp, value)
         spec = TaskSpec(index, kernel_id, tuple(descs), scalars, tuple(sorted(deps)),
-                        self.scopes[-1] if self.scopes else 0, int(blocks), bool(sync_start))
+                        self.scopes[-1] if self.scopes else 0, int(blocks), bool(sync_start),
+                        pred)
         self.n_tasks += 1
         self.on_task(spec)
         return index
+
+    def predicate_next(self, handle: int, ndims: int, idx_ptr, cmp: int, value: float) -> None:
+        """The next task runs only if the element compares true with value at dispatch."""
+        if not 0 <= cmp <= 5:
+            raise ValueError(f"predicate_next: unknown comparison {cmp}")
+        ref, elem, region = self._element(handle, ndims, idx_ptr, "predicate_next")
+        writers = self.tensormap.writers(region, self.alive) if region is not None else []
+        esize = _dt.BY_CODE[ref.dtype].nbytes
+        self.pending_predicate = (ref.buffer, elem * esize, ref.dtype, cmp, float(value), writers)
+
+    def _element(self, handle: int, ndims: int, idx_ptr, what: str):
+        """(ref, element offset, region) of one element of a handle's window."""
+        ref = self._ref(handle, what)
+        if ndims != len(ref.shape):
+            raise ValueError(f"{what}: tensor {handle} has {len(ref.shape)} dims, got {ndims} indices")
+        idx = tuple(int(idx_ptr[i]) for i in range(ndims))
+        for d, (i, n) in enumerate(zip(idx, ref.shape)):
+            if not 0 <= i < n:
+                raise ValueError(f"{what}: index {list(idx)} is outside the tensor's shape "
+                                 f"{list(ref.shape)} (dim {d})")
+        elem = ref.start + sum(i * st for i, st in zip(idx, ref.strides))
+        one = _Ref(ref.buffer, ref.dtype, tuple(o + i for o, i in zip(ref.offsets, idx)),
+                   (1,) * ndims, ref.strides, elem)
+        return ref, elem, self._region(one)
 
     def read_scalar(self, handle: int, ndims: int, idx_ptr) -> int:
         """The bits of one element (zero-extended), after its writers so far are done."""
@@ -368,6 +401,10 @@ def _c_submit_task(ctx, kernel_id, n_tensors, tensors, dirs, n_scalars, scalars,
                                                       scalars, n_deps, deps, blocks, sync_start), -1)
 
 
+def _c_predicate(ctx, tensor, ndims, indices, cmp, value):
+    _guard(ctx, "predicate", lambda r: r.predicate_next(tensor, ndims, indices, cmp, value), None)
+
+
 def _c_tensor_dim(ctx, tensor, axis):
     return _guard(ctx, "tensor_dim", lambda r: r.tensor_dim(tensor, axis), -1)
 
@@ -384,7 +421,8 @@ def _c_scope_end(ctx):
 _CALLBACKS = (abi.ALLOC_FN(_c_alloc), abi.VIEW_FN(_c_view), abi.SUBMIT_FN(_c_submit),
               abi.SCOPE_BEGIN_FN(_c_scope_begin), abi.SCOPE_END_FN(_c_scope_end),
               abi.READ_SCALAR_FN(_c_read_scalar), abi.FAIL_FN(_c_fail),
-              abi.TENSOR_DIM_FN(_c_tensor_dim), abi.SUBMIT_TASK_FN(_c_submit_task))
+              abi.TENSOR_DIM_FN(_c_tensor_dim), abi.SUBMIT_TASK_FN(_c_submit_task),
+              abi.PREDICATE_FN(_c_predicate))
 
 
 def run_orchestration(recorder: Recorder, scalars: list[int]) -> int:

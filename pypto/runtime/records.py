@@ -24,6 +24,7 @@ class TaskRecord:
     scalars: tuple = ()
     ready_ns: int = 0       # when its last producer finished (it entered the ready queue)
     blocks: tuple = ()      # an SPMD task's blocks: (start_ns, end_ns) each, in block order
+    skipped: bool = False   # its predicate was false when it was dispatched: it did not run
 
     @property
     def duration_ns(self) -> int:

@@ -183,3 +183,51 @@ def test_submit_names_a_result_per_output_and_the_id():
                      s: pl.Out[pl.Tensor[[R, C], pl.FP32]]) -> pl.Tensor[[R, C], pl.FP32]:
                 (s,) = pl.submit(double, x, s, 0, 0)
                 return s
+
+
+@pl.function(type=pl.FunctionType.InCore)
+def fill(o: pl.Out[pl.Tensor[[R, C], pl.FP32]], v: pl.Scalar[pl.FP32]) -> pl.Tensor[[R, C], pl.FP32]:
+    o = pl.store(pl.tile.full([R, C], dtype=pl.FP32, value=0.0) + v, [0, 0], o)
+    return o
+
+
+@pl.function(type=pl.FunctionType.InCore)
+def set_gate(g: pl.Out[pl.Tensor[[1, 8], pl.INT32]], v: pl.Scalar[pl.INT32]) -> pl.Tensor[[1, 8], pl.INT32]:
+    g = pl.tensor.write(g, [0, 3], v)
+    return g
+
+
+@pl.program
+class Predicated:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Out[pl.Tensor[[R, C], pl.FP32]], gate: pl.Tensor[[1, 8], pl.INT32],
+             flag: pl.Scalar[pl.INT32]) -> pl.Tensor[[R, C], pl.FP32]:
+        g = pl.create_tensor([1, 8], dtype=pl.INT32)
+        g = set_gate(g, flag)                          # a kernel writes the element read below
+        x, t0 = pl.spmd_submit(fill, x, 1.0, core_num=1)
+        x, t1 = pl.spmd_submit(fill, x, 5.0, core_num=1, deps=[t0], predicate=(g[0, 3] > 0))
+        with pl.spmd(1, deps=[t1], predicate=(gate[0, 0] == 7)):
+            x = fill(x, 9.0)
+        return x
+
+
+@pytest.mark.parametrize("flag, gate, want", [(1, 7, 9.0), (0, 7, 9.0), (1, 0, 5.0), (0, 0, 1.0)])
+def test_a_predicated_launch_runs_only_if_its_element_holds_at_dispatch(tmp_path, flag, gate, want):
+    x, g = torch.zeros(R, C), torch.zeros(1, 8, dtype=torch.int32)
+    g[0, 0] = gate
+    tasks = _run(Predicated, tmp_path, x, g, flag)
+    close(x, torch.full((R, C), want), 0, 0)
+    setter, first, second, third = sorted(tasks, key=lambda t: t.task_id)
+    assert (first.skipped, second.skipped, third.skipped) == (False, flag == 0, gate != 7)
+    assert setter.task_id in second.deps           # the element's writer ran before the read
+
+
+def test_a_predicate_compares_one_element():
+    with pytest.raises(E.ParserError, match=r"predicate= compares one element of a tensor"):
+        @pl.program
+        class Bad:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, x: pl.Out[pl.Tensor[[R, C], pl.FP32]],
+                     n: pl.Scalar[pl.INT32]) -> pl.Tensor[[R, C], pl.FP32]:
+                x, _ = pl.spmd_submit(fill, x, 1.0, core_num=1, predicate=(n > 0))
+                return x

@@ -27,7 +27,8 @@ def test_abi_layout_matches_header(built):
     assert lines["PyptoRuntimeApi"] == [ctypes.sizeof(A), A.ctx.offset, A.alloc_tensor.offset,
                                         A.view.offset, A.submit.offset, A.scope_begin.offset,
                                         A.scope_end.offset, A.read_scalar.offset, A.fail.offset,
-                                        A.tensor_dim.offset, A.submit_task.offset]
+                                        A.tensor_dim.offset, A.submit_task.offset,
+                                        A.predicate_next.offset]
 
 
 def test_members(programs):

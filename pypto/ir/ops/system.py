@@ -80,3 +80,29 @@ def _blocks(args, kw, span):
 reg("system.blocks", (1, 1), _blocks, ("sync_start",), pure=False, params=("core_num",),
     sig="pl.system.blocks(n, sync_start=False)  (the next kernel launched runs as n blocks; what "
         "pl.spmd(n) is in the IR)")
+
+
+CMP_CODES = {"==": 0, "!=": 1, "<": 2, "<=": 3, ">": 4, ">=": 5}
+
+
+def _predicate(args, kw, span):
+    from pypto.ir.nodes import TensorType
+    t = getattr(args[0], "type", None)
+    if not isinstance(t, TensorType):
+        _err(f"system.predicate reads an element of a tensor, got {_tname(t)}", span)
+    idx = args[1].items if isinstance(args[1], TupleExpr) else [args[1]]
+    if len(idx) != len(t.shape):
+        _err(f"system.predicate: {len(idx)} indices for a rank-{len(t.shape)} tensor", span)
+    rt = getattr(args[2], "type", None)
+    if not isinstance(rt, ScalarType):
+        _err(f"system.predicate compares with a scalar, got {_tname(rt)}", span)
+    if kw.get("cmp") not in CMP_CODES:
+        _err(f"system.predicate: cmp is one of {', '.join(CMP_CODES)}, got {kw.get('cmp')!r}", span)
+    return None
+
+
+reg("system.predicate", (3, 3), _predicate, ("cmp",), pure=False,
+    params=("tensor", "indices", "value"),
+    sig="pl.system.predicate(t, [i, j], v, cmp=\">\")  (the next kernel launched runs only if "
+        "t[i, j] cmp v holds when it is dispatched, its deps done; else it is skipped: what "
+        "predicate=(t[i, j] > v) of pl.spmd is in the IR)")

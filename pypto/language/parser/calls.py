@@ -165,7 +165,7 @@ class CallsMixin:
                     raise TypeCheckError(f"{display}: {alias}= and {canon}= name the same option",
                                          span, f"pass only one of them")
                 kwargs[canon] = kwargs.pop(alias)
-        if ns is not None and op not in ("tile.load", "tile.mgather"):      # (they read a tensor)
+        if ns in ("tile", "tensor") and op not in ("tile.load", "tile.mgather"):   # (they read a tensor)
             want = TensorType if ns == "tensor" else TileType
             first = next((getattr(a, "type", None) for a in exprs
                           if isinstance(getattr(a, "type", None), (TensorType, TileType))), None)

@@ -816,12 +816,24 @@ class StatementsMixin:
         kw = {"sync_start": True} if sync else {}
         return Eval(self.op_call_values("blocks", "system", [n], kw, node, "pl.spmd"), span)
 
-    def no_predicate(self, pred, node) -> None:
-        if pred is not None:
-            from pypto.errors import NotBuiltError
-            raise NotBuiltError("predicate=: a launch the runtime skips when a tensor element read "
-                                "at dispatch is false is not supported by this pypto yet",
-                                self.span(node), "launch it under an `if` on a pl.tensor.read value")
+    def predicate(self, node, span) -> Eval:
+        """`predicate=(t[i, j] > v)`: pl.system.predicate(t, [i, j], v, cmp=">"), the
+        launch's condition, read when it is dispatched (its deps done)."""
+        cmp_ops = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">",
+                   ast.GtE: ">="}
+        swapped = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "==", "!=": "!="}
+        elem, value, op = node, ast.Constant(0), "!="
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in cmp_ops:
+            elem, value, op = node.left, node.comparators[0], cmp_ops[type(node.ops[0])]
+            if not isinstance(elem, ast.Subscript) and isinstance(value, ast.Subscript):
+                elem, value, op = value, elem, swapped[op]
+        read = self.expr(elem) if isinstance(elem, ast.Subscript) else None
+        if not (isinstance(read, Call) and read.op == "tensor.read"):
+            self.error(f"predicate= compares one element of a tensor with a value, got "
+                       f"`{ast.unparse(node)}`", node, "predicate=(gate[0, 0] > 0)")
+        rhs = self.expr(value)
+        return Eval(self.op_call_values("predicate", "system", [read.args[0], read.args[1], rhs],
+                                        {"cmp": op}, node, "predicate="), span)
 
     def spmd_args(self, ce: ast.Call, allowed: tuple) -> dict:
         args = {}
@@ -837,7 +849,6 @@ class StatementsMixin:
             args[kw.arg] = kw.value
         if "core_num" not in args:
             self.error("pl.spmd needs the number of blocks", ce, "pl.spmd(4)")
-        self.no_predicate(args.get("predicate"), ce)
         if "optimizations" in args:
             from pypto.errors import NotBuiltError
             raise NotBuiltError("pl.spmd(optimizations=[...]): splitting a region between the "
@@ -853,6 +864,8 @@ class StatementsMixin:
         marks = [self.blocks(a["core_num"], a.get("sync_start"), ce, span)]
         if "deps" in a:
             marks.insert(0, self.task_deps(a["deps"], span))
+        if "predicate" in a:
+            marks.append(self.predicate(a["predicate"], span))
         body, _ = self.block(s.body, allow_yield=False)
         if not _mark_launches(body, marks):
             self.error("pl.spmd(...) launches nothing: put the kernel calls (self.kernel(...)) "
@@ -893,7 +906,8 @@ class StatementsMixin:
                 self.error("pl.spmd_submit needs core_num=: the number of blocks", call,
                            "pl.spmd_submit(self.kernel, *args, core_num=4)")
             out.append(self.blocks(kws.pop("core_num"), kws.pop("sync_start", None), call, span))
-            self.no_predicate(kws.pop("predicate", None), call)
+            if "predicate" in kws:
+                out.append(self.predicate(kws.pop("predicate"), span))
         if kws:
             name = "pl.spmd_submit" if spmd else "pl.submit"
             self.error(f"{name}() got an unsupported argument {next(iter(kws))!r}", call,
