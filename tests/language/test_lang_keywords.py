@@ -85,15 +85,13 @@ def test_an_option_under_both_names():
     check(exc, TypeCheckError, "kern.py", BODY_LINE + 1, r"only one", r"target_type= and dtype=")
 
 
-@pytest.mark.parametrize("call, word", [
-    ("t = pl.load(a, [0, 0], [32, 64])\nv = pl.slice(a, [32, 64], [0, 0], valid_shape=[16, 64])",
-     "valid_shape"),
-])
-def test_keywords_not_built_yet_are_refused_not_ignored(call, word):
-    with pytest.raises(NotBuiltError) as exc:
-        parse(call)
-    line = BODY_LINE + call.count("\n")
-    check(exc, NotBuiltError, "kern.py", line, r".", rf"{word}= is not supported by this pypto yet")
+def test_a_narrower_valid_part_of_an_orchestration_view_is_refused_as_not_built():
+    src = SRC.format(body="        t = pl.load(a, [0, 0], [32, 64])").replace(
+        "        o = self.k(a, o)\n",
+        "        v = pl.slice(a, [32, 64], [0, 0], valid_shape=[16, 64])\n        o = self.k(a, o)\n")
+    with pytest.raises(NotBuiltError, match=r"valid_shape=\.\.\.\) in an orchestration") as exc:
+        pl.parse(src, filename="/u/kern.py")
+    assert "pl.load(..., valid_shape=" in exc.value.hint
 
 
 def test_the_reference_import_paths():

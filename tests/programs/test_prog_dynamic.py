@@ -89,3 +89,29 @@ def test_a_dynamic_dim_read_as_a_value_serves_every_size():
         assert compiled is first                   # one artifact for every M
         compiled(x, y)
         close(y, x, 0, 0)
+
+
+B = pl.dynamic("B")
+
+
+@pl.jit
+def copy_valid_rows(a: pl.Tensor[[B, 64], pl.FP32], out: pl.Out[pl.Tensor[[B, 64], pl.FP32]]):
+    rows = pl.tensor.dim(a, 0)
+    for r0 in pl.parallel(0, 48, 16):                 # up to 48 rows, 16 at a time
+        n = pl.max(pl.min(16, rows - r0), 0)          # the part of this chunk that exists
+        with pl.at(level=pl.Level.CORE_GROUP):
+            chunk = pl.slice(a, [16, 64], [r0, 0], valid_shape=[n, 64])
+            out = pl.assemble(out, pl.mul(chunk, 2.0), [r0, 0])
+    return out
+
+
+def test_a_slice_with_a_valid_part_computed_in_the_kernel():
+    first = None
+    for m in (48, 20):                                # one artifact; 20 rows: a ragged chunk
+        a = randn(m, 64, seed=m)
+        out = torch.full((m, 64), -1.0)
+        compiled = copy_valid_rows.compile(a, out, config=CFG)
+        first = first or compiled
+        assert compiled is first
+        compiled(a, out)
+        close(out, 2 * a, 0, 0)

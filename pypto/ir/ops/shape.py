@@ -169,9 +169,10 @@ reg("tile.slice", (3, 3), _tile_slice, params=("tile", "shape", "offset"), pto="
         "bytes, offsets known when compiling or at run time; matmul_acc may accumulate into an "
         "Acc window)")
 reg("tensor.slice", (3, 3), _slice, params=("tensor", "shape", "offset"),
-    unbuilt={"valid_shape": "slice a window whose whole extent is valid"},
-    sig="pl.slice(tensor, [M, N], [row, col])  (or tensor[row:row+M, col:col+N]; a view: no "
-        "copy, the ops that read it read the tensor's window)")
+    sig="pl.slice(tensor, [M, N], [row, col][, valid_shape=[r, c]])  (or "
+        "tensor[row:row+M, col:col+N]; a view: no copy, the ops that read it read the "
+        "tensor's window; in a kernel valid_shape= marks the part of a 2-D window that holds "
+        "data, r and c known when compiling or at run time)")
 
 
 def _dim(args, kw, span):

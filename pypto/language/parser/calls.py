@@ -106,11 +106,41 @@ class CallsMixin:
     def op_call(self, node: ast.Call, name: str, ns: str | None):
         display = f"pl.{ns}.{name}" if ns else f"pl.{name}"
         name = ops.keyword_form(name, {kw.arg for kw in node.keywords}, len(node.args))
+        if name == "slice" and any(kw.arg == "valid_shape" for kw in node.keywords):
+            view = self.valid_slice(node, ns, display)
+            if view is not None:
+                return view
         args = self.arg_values(node)
         params = _operand_params(name, ns, args)
         args = self.keyword_operands(node, args, params, display)
         kwargs = self.kwarg_values(node, operands=params)
         return self.op_call_values(name, ns, args, kwargs, node, display)
+
+    def valid_slice(self, node: ast.Call, ns, display):
+        """`pl.slice(t, shape, offsets, valid_shape=[r, c])` of a 2-D tensor in a kernel: the
+        window, with only its [r, c] corner valid (r, c may be computed in the kernel):
+        tensor.set_validshape of the tensor.slice. None: not that form (the op decides)."""
+        kw = next(k for k in node.keywords if k.arg == "valid_shape")
+        base = self.expr(node.args[0]) if node.args else None
+        if not isinstance(getattr(base, "type", None), TensorType) or ns == "tile":
+            return None
+        if self.ctx is None or not (self.ctx.incore or self.ctx.sig.func_type in
+                                    (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV)):
+            from pypto.errors import NotBuiltError
+            raise NotBuiltError(f"{display}(..., valid_shape=...) in an orchestration: a view whose "
+                                f"valid part is narrower than its window is not supported by this "
+                                f"pypto yet (in a kernel it is)", self.span(node),
+                                "pass the valid extent to the kernel as a scalar and load with "
+                                "pl.load(..., valid_shape=[...])")
+        if not isinstance(kw.value, (ast.List, ast.Tuple)) or len(kw.value.elts) != 2 \
+                or len(base.type.shape) != 2:
+            self.error(f"{display}(..., valid_shape=[rows, cols]): a 2-D window and two extents",
+                       node, "pl.slice(t, [16, 128], [r, 0], valid_shape=[n, 128])")
+        plain = ast.copy_location(ast.Call(node.func, node.args,
+                                           [k for k in node.keywords if k.arg != "valid_shape"]), node)
+        view = self.call(plain)
+        valid = [self.to_expr(self.value(e), e) for e in kw.value.elts]
+        return self.op_call_values("set_validshape", "tensor", [view] + valid, {}, node, display)
 
     def keyword_operands(self, node: ast.Call, args: list, params: tuple, display: str) -> list:
         """Operands passed by name, as the reference's signatures allow
