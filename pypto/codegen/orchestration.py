@@ -516,6 +516,8 @@ class _Orch:
             return self.create(v, e, span)
         if e.op == "tensor.slice":
             return self.view(v, e, span)
+        if e.op == "tensor.reshape":
+            return self.reshape(v, e, span)
         if e.op == "tuple.get":              # one of the tensors a kernel call returned
             src = self.val(e.args[0], span)
             if src.tuple_of is None or not isinstance(e.args[1], Const) \
@@ -569,6 +571,19 @@ class _Orch:
                  f"{{{', '.join(f'(int64_t)({x})' for x in offs)}}};")
         self.out(f"const int64_t {name} = api->view(api->ctx, {base}, {len(shape)}, {shape_name}, "
                  f"{off_name});")
+        self.out(f"if ({name} <= 0) {self.fail_return(1)}")
+        self.env[id(v)] = _Val(name, v.type)
+
+    def reshape(self, v: Var, e: Call, span):
+        """pl.reshape(t, shape) on the host: the same elements as another shape."""
+        base = self.handle(e.args[0], span)
+        shape = [self.scalar(d, span)[0] for d in e.args[1].items]
+        name, shape_name = self.cname(v.name), self.cname(f"{v.name}_shape")
+        self.out(f"// {_loc(span)}: {v.name} = reshape({getattr(e.args[0], 'name', '?')}, "
+                 f"[{', '.join(shape)}])")
+        self.out(f"const int64_t {shape_name}[{len(shape)}] = "
+                 f"{{{', '.join(f'(int64_t)({x})' for x in shape)}}};")
+        self.out(f"const int64_t {name} = api->reshape(api->ctx, {base}, {len(shape)}, {shape_name});")
         self.out(f"if ({name} <= 0) {self.fail_return(1)}")
         self.env[id(v)] = _Val(name, v.type)
 

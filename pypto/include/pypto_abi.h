@@ -70,6 +70,9 @@ typedef struct {
     // (after its deps and the element's writers); otherwise it is skipped, done at once.
     void (*predicate_next)(void* ctx, int64_t tensor, int32_t ndims, const int64_t* indices,
                            int32_t cmp, double value);
+    // The elements of a contiguous tensor handle, in row-major order, as another shape (a new
+    // handle; 0 when refused).
+    int64_t (*reshape)(void* ctx, int64_t tensor, int32_t ndims, const int64_t* shape);
 } PyptoRuntimeApi;
 
 // Every orchestration .so exports this (extern "C"): tensors are the program's tensor

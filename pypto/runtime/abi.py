@@ -47,6 +47,7 @@ SUBMIT_TASK_FN = ctypes.CFUNCTYPE(ctypes.c_int64, ctx_t, ctypes.c_int32, ctypes.
                                   ctypes.c_int32)
 PREDICATE_FN = ctypes.CFUNCTYPE(None, ctx_t, ctypes.c_int64, ctypes.c_int32, i64p, ctypes.c_int32,
                                 ctypes.c_double)
+VIEW_SHAPE_FN = ctypes.CFUNCTYPE(ctypes.c_int64, ctx_t, ctypes.c_int64, ctypes.c_int32, i64p)
 # every kernel's args end with its place in its launch: block index, block count, and the
 # vector core's index in its core group (read by kernels that use pl.tile.get_block_idx ...)
 HIDDEN_ARGS = 3
@@ -65,6 +66,7 @@ class PyptoRuntimeApi(ctypes.Structure):
         ("tensor_dim", TENSOR_DIM_FN),
         ("submit_task", SUBMIT_TASK_FN),
         ("predicate_next", PREDICATE_FN),
+        ("reshape", VIEW_SHAPE_FN),
     ]
 
 

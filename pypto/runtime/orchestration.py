@@ -74,11 +74,21 @@ class Graph:
 
 
 class _Ref:
-    __slots__ = ("buffer", "dtype", "offsets", "shape", "strides", "start")
+    """A handle's window. `offsets` are in the coordinates of its layout: the buffer's own
+    (layout None), or that of a reshape, whose windows are compared by bytes with others."""
+    __slots__ = ("buffer", "dtype", "offsets", "shape", "strides", "start", "layout")
 
-    def __init__(self, buffer, dtype, offsets, shape, strides, start=0):
+    def __init__(self, buffer, dtype, offsets, shape, strides, start=0, layout=None):
         self.buffer, self.dtype, self.offsets = buffer, dtype, offsets
         self.shape, self.strides, self.start = shape, strides, start
+        self.layout = layout            # None, or (layout key, its full shape)
+
+
+def _count(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
 
 
 def contiguous_strides(shape) -> tuple:
@@ -112,6 +122,7 @@ class Recorder:
         self.on_read = on_read
         self.reads = 0                  # elements the orchestration read
         self.pending_predicate = None   # predicate_next's, for the next submit
+        self._layouts = 0               # reshapes made (each a layout of its own)
         self.tensormap = TensorMap({slot: tuple(b.shape) for slot, b in enumerate(buffers)})
         self.refs: dict[int, _Ref] = {}
         for slot, b in enumerate(buffers):
@@ -172,7 +183,26 @@ class Recorder:
         start = base.start
         for o, st in zip(offs, base.strides):
             start += o * st
-        return self._new_handle(_Ref(base.buffer, base.dtype, offsets, shape, base.strides, start))
+        return self._new_handle(_Ref(base.buffer, base.dtype, offsets, shape, base.strides, start,
+                                     base.layout))
+
+    def reshape(self, handle: int, ndims: int, shape_ptr) -> int:
+        """The same elements, in row-major order, as another shape (a contiguous window)."""
+        base = self._ref(handle, "reshape")
+        if not 1 <= ndims <= abi.MAX_DIMS:
+            raise ValueError(f"reshape: {ndims} dims (1 .. {abi.MAX_DIMS})")
+        shape = tuple(int(shape_ptr[i]) for i in range(ndims))
+        if any(n < 0 for n in shape) or _count(shape) != _count(base.shape):
+            raise ValueError(f"reshape: tensor {handle} of shape {list(base.shape)} has "
+                             f"{_count(base.shape)} elements, not the {_count(shape)} of {list(shape)}")
+        if tuple(base.strides) != contiguous_strides(base.shape):
+            raise ValueError(f"reshape: tensor {handle} is a window with gaps (shape "
+                             f"{list(base.shape)}, strides {list(base.strides)}); reshape a "
+                             f"contiguous tensor")
+        self._layouts += 1
+        return self._new_handle(_Ref(base.buffer, base.dtype, (0,) * ndims, shape,
+                                     contiguous_strides(shape), base.start,
+                                     ((base.buffer, "reshape", self._layouts), shape)))
 
     def submit(self, kernel_id: int, n_tensors: int, tensors_ptr, dirs_ptr,
                n_scalars: int, scalars_ptr, n_deps: int = 0, deps_ptr=None,
@@ -325,9 +355,10 @@ class Recorder:
     def _region(self, ref: _Ref) -> Region | None:
         buf = self.buffers[ref.buffer]
         shape = ref.shape
-        if len(buf.shape) == len(shape) and any(o + n > full for o, n, full in
-                                                zip(ref.offsets, shape, buf.shape)):
-            shape = tuple(max(0, min(n, full - o)) for o, n, full in zip(ref.offsets, shape, buf.shape))
+        root, root_shape = (ref.buffer, buf.shape) if ref.layout is None else ref.layout
+        if len(root_shape) == len(shape) and any(o + n > full for o, n, full in
+                                                 zip(ref.offsets, shape, root_shape)):
+            shape = tuple(max(0, min(n, full - o)) for o, n, full in zip(ref.offsets, shape, root_shape))
         if any(n == 0 for n in shape):
             return None
         esize = _dt.BY_CODE[buf.dtype].nbytes
@@ -337,7 +368,7 @@ class Recorder:
             last += (n - 1) * st
         lo = buf.group_offset + first * esize
         hi = buf.group_offset + (last + 1) * esize
-        return Region(buf.group, ref.buffer, box, lo, hi)
+        return Region(buf.group, root, box, lo, hi)
 
 
 class _Refused(Exception):
@@ -401,6 +432,10 @@ def _c_submit_task(ctx, kernel_id, n_tensors, tensors, dirs, n_scalars, scalars,
                                                       scalars, n_deps, deps, blocks, sync_start), -1)
 
 
+def _c_reshape(ctx, tensor, ndims, shape):
+    return _guard(ctx, "reshape", lambda r: r.reshape(tensor, ndims, shape), 0)
+
+
 def _c_predicate(ctx, tensor, ndims, indices, cmp, value):
     _guard(ctx, "predicate", lambda r: r.predicate_next(tensor, ndims, indices, cmp, value), None)
 
@@ -422,7 +457,7 @@ _CALLBACKS = (abi.ALLOC_FN(_c_alloc), abi.VIEW_FN(_c_view), abi.SUBMIT_FN(_c_sub
               abi.SCOPE_BEGIN_FN(_c_scope_begin), abi.SCOPE_END_FN(_c_scope_end),
               abi.READ_SCALAR_FN(_c_read_scalar), abi.FAIL_FN(_c_fail),
               abi.TENSOR_DIM_FN(_c_tensor_dim), abi.SUBMIT_TASK_FN(_c_submit_task),
-              abi.PREDICATE_FN(_c_predicate))
+              abi.PREDICATE_FN(_c_predicate), abi.VIEW_SHAPE_FN(_c_reshape))
 
 
 def run_orchestration(recorder: Recorder, scalars: list[int]) -> int:

@@ -207,3 +207,51 @@ def test_a_view_smaller_than_the_kernel_reads_stops_the_run(tmp_path):
         c(randn(64, 32), torch.tensor([3], dtype=torch.int64), out)
     c(src := randn(64, 32, seed=9), torch.tensor([8], dtype=torch.int64), out)
     close(out, src[:8], 0, 0)
+
+
+Q = pl.dynamic("Q")
+
+
+@pl.function(type=pl.FunctionType.InCore)
+def add_2d(a: pl.Tensor[[16, 32], pl.FP32], b: pl.Tensor[[16, 32], pl.FP32],
+           c: pl.Out[pl.Tensor[[16, 32], pl.FP32]]) -> pl.Tensor[[16, 32], pl.FP32]:
+    c = pl.store(pl.add(pl.load(a, [0, 0], [16, 32]), pl.load(b, [0, 0], [16, 32])), [0, 0], c)
+    return c
+
+
+@pl.program
+class Reshaped:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[Q], pl.FP32], b: pl.Tensor[[16, 32], pl.FP32],
+             c: pl.Out[pl.Tensor[[16, 32], pl.FP32]]) -> pl.Tensor[[16, 32], pl.FP32]:
+        a2 = pl.reshape(a, [16, 32])                 # a view: the same elements, no copy
+        c = add_2d(a2, b, c)
+        return c
+
+
+@pl.program
+class ReshapedWindow:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[16, 64], pl.FP32], b: pl.Tensor[[16, 32], pl.FP32],
+             c: pl.Out[pl.Tensor[[16, 32], pl.FP32]]) -> pl.Tensor[[16, 32], pl.FP32]:
+        half = pl.slice(a, [16, 32], [0, 0])         # rows with gaps between them
+        flat = pl.reshape(half, [512])
+        back = pl.reshape(flat, [16, 32])
+        c = add_2d(back, b, c)
+        return c
+
+
+def test_an_orchestration_reshapes_a_contiguous_tensor(tmp_path):
+    c = ir.compile(Reshaped, output_dir=str(tmp_path / "r"), platform="a2a3sim")
+    a, b = randn(512, seed=10), randn(16, 32, seed=11)
+    out = torch.zeros(16, 32)
+    c(a, b, out)
+    close(out, a.reshape(16, 32) + b, 0, 0)
+    with pytest.raises(OrchestrationError, match=r"has 500 elements, not the 512"):
+        c(randn(500), b, out)                        # the count is checked when it runs
+
+
+def test_a_window_with_gaps_is_not_reshaped(tmp_path):
+    c = ir.compile(ReshapedWindow, output_dir=str(tmp_path / "w"), platform="a2a3sim")
+    with pytest.raises(OrchestrationError, match=r"reshape: .* window with gaps"):
+        c(randn(16, 64), randn(16, 32), torch.zeros(16, 32))

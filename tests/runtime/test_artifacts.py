@@ -28,7 +28,7 @@ def test_abi_layout_matches_header(built):
                                         A.view.offset, A.submit.offset, A.scope_begin.offset,
                                         A.scope_end.offset, A.read_scalar.offset, A.fail.offset,
                                         A.tensor_dim.offset, A.submit_task.offset,
-                                        A.predicate_next.offset]
+                                        A.predicate_next.offset, A.reshape.offset]
 
 
 def test_members(programs):

@@ -19,7 +19,8 @@ def _reshape(args, kw, span):
     n_new = 1
     for d in shape:
         n_new *= d
-    if n_old != n_new:
+    dynamic = any(not isinstance(d, int) for d in a.shape)      # (the runtime checks the count)
+    if n_old != n_new and not dynamic:
         _err(f"reshape: {list(a.shape)} has {n_old} elements, {shape} has {n_new}", span)
     return _same_kind(a, shape, a.dtype) if isinstance(a, TensorType) else \
         TileType(tuple(shape), a.dtype, a.memory_space)

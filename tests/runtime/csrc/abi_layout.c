@@ -7,12 +7,12 @@ int main(void) {
            offsetof(PyptoTensor, addr), offsetof(PyptoTensor, start_offset),
            offsetof(PyptoTensor, ndims), offsetof(PyptoTensor, dtype),
            offsetof(PyptoTensor, shape), offsetof(PyptoTensor, strides));
-    printf("PyptoRuntimeApi %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu\n", sizeof(PyptoRuntimeApi),
+    printf("PyptoRuntimeApi %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu\n", sizeof(PyptoRuntimeApi),
            offsetof(PyptoRuntimeApi, ctx), offsetof(PyptoRuntimeApi, alloc_tensor),
            offsetof(PyptoRuntimeApi, view), offsetof(PyptoRuntimeApi, submit),
            offsetof(PyptoRuntimeApi, scope_begin), offsetof(PyptoRuntimeApi, scope_end),
            offsetof(PyptoRuntimeApi, read_scalar), offsetof(PyptoRuntimeApi, fail),
            offsetof(PyptoRuntimeApi, tensor_dim), offsetof(PyptoRuntimeApi, submit_task),
-           offsetof(PyptoRuntimeApi, predicate_next));
+           offsetof(PyptoRuntimeApi, predicate_next), offsetof(PyptoRuntimeApi, reshape));
     return 0;
 }
