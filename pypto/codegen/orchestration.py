@@ -324,9 +324,8 @@ class _Orch:
         exprs = [f"(int64_t)({self.scalar(i, span)[0]})" for i in idx]
         d = e.type.dtype
         hint = getattr(e.args[0], "name", "tensor")
-        idx_name, bits = self.cname(f"{hint}_at"), self.cname(f"{hint}_bits")
         self.out(f"// {_loc(span)}: read {hint}[{', '.join(exprs)}]")
-        self.out(f"const int64_t {idx_name}[{len(exprs)}] = {{{', '.join(exprs)}}};")
+        idx_name, bits = self.index_array(f"{hint}_at", exprs), self.cname(f"{hint}_bits")
         self.out(f"uint64_t {bits} = 0;")
         self.out(f"if (api->read_scalar(api->ctx, {t}, {len(exprs)}, {idx_name}, &{bits}) != 0) "
                  f"{self.fail_return(1)}")
@@ -556,34 +555,36 @@ class _Orch:
         self.out(f"if ({name} <= 0) {self.fail_return(1)}")
         self.env[id(v)] = _Val(name, v.type)
 
+    def index_array(self, hint: str, exprs: list[str]) -> str:
+        """A `const int64_t name[n]` of C expressions (shapes, offsets, indices): its name."""
+        name = self.cname(hint)
+        self.out(f"const int64_t {name}[{len(exprs)}] = "
+                 f"{{{', '.join(f'(int64_t)({x})' for x in exprs)}}};")
+        return name
+
     def view(self, v: Var, e: Call, span):
         """pl.slice(t, shape, offsets) on the host: a view of the window, no copy."""
         base = self.handle(e.args[0], span)
         shape = [self.scalar(d, span)[0] for d in e.args[1].items]
         offs = [self.scalar(o, span)[0] for o in e.args[2].items]
-        name = self.cname(v.name)
-        shape_name, off_name = self.cname(f"{v.name}_shape"), self.cname(f"{v.name}_at")
         self.out(f"// {_loc(span)}: {v.name} = slice({getattr(e.args[0], 'name', '?')}, "
                  f"[{', '.join(shape)}], [{', '.join(offs)}])")
-        self.out(f"const int64_t {shape_name}[{len(shape)}] = "
-                 f"{{{', '.join(f'(int64_t)({x})' for x in shape)}}};")
-        self.out(f"const int64_t {off_name}[{len(offs)}] = "
-                 f"{{{', '.join(f'(int64_t)({x})' for x in offs)}}};")
-        self.out(f"const int64_t {name} = api->view(api->ctx, {base}, {len(shape)}, {shape_name}, "
-                 f"{off_name});")
-        self.out(f"if ({name} <= 0) {self.fail_return(1)}")
-        self.env[id(v)] = _Val(name, v.type)
+        shape_name = self.index_array(f"{v.name}_shape", shape)
+        off_name = self.index_array(f"{v.name}_at", offs)
+        self.host_view(v, f"api->view(api->ctx, {base}, {len(shape)}, {shape_name}, {off_name})")
 
     def reshape(self, v: Var, e: Call, span):
         """pl.reshape(t, shape) on the host: the same elements as another shape."""
         base = self.handle(e.args[0], span)
         shape = [self.scalar(d, span)[0] for d in e.args[1].items]
-        name, shape_name = self.cname(v.name), self.cname(f"{v.name}_shape")
         self.out(f"// {_loc(span)}: {v.name} = reshape({getattr(e.args[0], 'name', '?')}, "
                  f"[{', '.join(shape)}])")
-        self.out(f"const int64_t {shape_name}[{len(shape)}] = "
-                 f"{{{', '.join(f'(int64_t)({x})' for x in shape)}}};")
-        self.out(f"const int64_t {name} = api->reshape(api->ctx, {base}, {len(shape)}, {shape_name});")
+        shape_name = self.index_array(f"{v.name}_shape", shape)
+        self.host_view(v, f"api->reshape(api->ctx, {base}, {len(shape)}, {shape_name})")
+
+    def host_view(self, v: Var, call: str) -> None:
+        name = self.cname(v.name)
+        self.out(f"const int64_t {name} = {call};")
         self.out(f"if ({name} <= 0) {self.fail_return(1)}")
         self.env[id(v)] = _Val(name, v.type)
 
@@ -676,10 +677,9 @@ class _Orch:
         idx = c.args[1].items if isinstance(c.args[1], TupleExpr) else [c.args[1]]
         exprs = [f"(int64_t)({self.scalar(i, span)[0]})" for i in idx]
         value, _ = self.scalar(c.args[2], span)
-        name = self.cname("pred_at")
         self.out(f"// {_loc(span)}: the next launch runs only if "
                  f"{getattr(c.args[0], 'name', 't')}[...] {c.kwargs['cmp']} {value} when dispatched")
-        self.out(f"const int64_t {name}[{len(exprs)}] = {{{', '.join(exprs)}}};")
+        name = self.index_array("pred_at", exprs)
         self.out(f"api->predicate_next(api->ctx, {t}, {len(exprs)}, {name}, "
                  f"{CMP_CODES[c.kwargs['cmp']]}, (double)({value}));")
 

@@ -288,24 +288,12 @@ class Recorder:
                                  f"{list(ref.shape)} (dim {d})")
         elem = ref.start + sum(i * st for i, st in zip(idx, ref.strides))
         one = _Ref(ref.buffer, ref.dtype, tuple(o + i for o, i in zip(ref.offsets, idx)),
-                   (1,) * ndims, ref.strides, elem)
+                   (1,) * ndims, ref.strides, elem, ref.layout)
         return ref, elem, self._region(one)
 
     def read_scalar(self, handle: int, ndims: int, idx_ptr) -> int:
         """The bits of one element (zero-extended), after its writers so far are done."""
-        ref = self._ref(handle, "read_scalar")
-        if ndims != len(ref.shape):
-            raise ValueError(f"read_scalar: tensor {handle} has {len(ref.shape)} dims, "
-                             f"the read gives {ndims} indices")
-        idx = tuple(int(idx_ptr[i]) for i in range(ndims))
-        for d, (i, n) in enumerate(zip(idx, ref.shape)):
-            if not 0 <= i < n:
-                raise ValueError(f"read_scalar: index {list(idx)} is outside the tensor's shape "
-                                 f"{list(ref.shape)} (dim {d})")
-        elem = ref.start + sum(i * st for i, st in zip(idx, ref.strides))
-        one = _Ref(ref.buffer, ref.dtype, tuple(o + i for o, i in zip(ref.offsets, idx)),
-                   (1,) * ndims, ref.strides, elem)
-        region = self._region(one)
+        ref, elem, region = self._element(handle, ndims, idx_ptr, "read_scalar")
         writers = self.tensormap.writers(region, self.alive) if region is not None else []
         if self.on_read is None:
             raise ValueError("read_scalar: this run cannot read tensor data")
