@@ -660,6 +660,8 @@ class _Orch:
             dargs = f"{len(deps)}, deps"
         blocks, sync = self.pending_blocks or ("1", "0")
         self.pending_blocks = None
+        if _synchronizes(callee):      # its blocks wait for each other: they must run at once
+            sync = "1"
         self.out(f"pypto_last_task = api->submit_task(api->ctx, {fid}, {len(handles)}, {targ}, "
                  f"{darg}, {len(scal)}, {sarg}, {dargs}, {blocks}, {sync});  // {c.callee}")
         self.out(f"if (pypto_last_task < 0) {self.fail_return(2)}")
@@ -912,6 +914,12 @@ def _decode(d: dt.DataType, src: str) -> str:
     if d.name in ("INT64", "INDEX"):
         return f"(int64_t){src}"
     return f"({_C_TYPE[d.name]})(int64_t){src}"
+
+
+def _synchronizes(f) -> bool:
+    """The kernel's blocks meet at a pl.system.syncall (the parser or OutlineIncoreScopes
+    marks it: the orchestration sees only the kernels' signatures)."""
+    return bool(f.attrs.get("sync_blocks"))
 
 
 def _scope_calls(body, loops: tuple = ()) -> list[tuple]:

@@ -85,6 +85,8 @@ from pypto.codegen.values import _Array, _Scalar, _Tensor, _Tile, _const_int, _m
 from pypto.ir import layout as _layout
 from pypto.ir.layout import tile_rows_cols
 from pypto.ir.ops.system import BLOCK_IDENTITY
+
+BARRIER_ARG = "__pypto_spmd_sync"      # the hidden argument of a hard syncall
 from pypto.ir.nodes import (ArrayType, Assign, BinOp, Call, Const, DynDim, Eval, For, FunctionType, If,
                             MemorySpace, Program, PtrType, Return, ScalarType, TensorType,
                             TileType, TupleExpr, TupleType, Var, While, Yield)
@@ -99,7 +101,7 @@ from pypto.codegen.tile_types import tile_buf_type
 # tile.scatter before any kernel reaches codegen)
 SUPPORTED_OPS = tuple(sorted(set(EMITTERS) | {"tile.store", "tile.alloc", "tile.read", "tile.write",
                                               "tile.mscatter", "tile.scatter_update"}
-                             | set(BLOCK_IDENTITY)))   # (scalars: the hidden SPMD arguments)
+                             | set(BLOCK_IDENTITY) | {"system.syncall"}))   # (the SPMD arguments)
 
 PLANNERS = ("PYPTO", "DSA_RP", "PTOAS")
 
@@ -198,6 +200,7 @@ class _Kernel(ControlFlow, GmAccess):
         self.tensors: list[_Tensor] = []
         self.dyn_args: list[tuple[DynDim, str]] = []
         self.spmd_used: set[str] = set()     # block identity ops the body reads
+        self.barrier_used = False            # a hard syncall: the launch's barrier argument
         self.lines: list[str] = []
         self.depth = 2
         self.span_stack = [func.span]
@@ -289,6 +292,8 @@ class _Kernel(ControlFlow, GmAccess):
         body_lines = self.lines
         # hidden arguments last, in a fixed order, each only if the body reads it
         sig += [f"%{BLOCK_IDENTITY[op]}: i32" for op in BLOCK_IDENTITY if op in self.spmd_used]
+        if self.barrier_used:
+            sig.append(f"%{BARRIER_ARG}: i64")
 
         # views of the used tensors (and of the first carrier of each dynamic dim)
         self.lines = []
@@ -399,6 +404,8 @@ class _Kernel(ControlFlow, GmAccess):
                 self.write(c, span)
             elif isinstance(c, Call) and c.op == "tile.mscatter":
                 self.mscatter(c, span)
+            elif isinstance(c, Call) and c.op == "system.syncall":
+                self.syncall(c, span)
             else:
                 what = c.op if isinstance(c, Call) else type(c).__name__
                 fail(f"cannot generate PTO for the statement-level expression {what}", span)
@@ -576,6 +583,21 @@ class _Kernel(ControlFlow, GmAccess):
             self.emit(f"{r} = pto.tgetval ins({src.ssa}, {off} : {src.ty}, index) outs : {ty}", span)
             return self.convert(_Scalar(r, ty), want, span)
         fail(f"cannot use {type(e).__name__} as a scalar value in a kernel", span)
+
+    def syncall(self, c: Call, span) -> None:
+        """pl.system.syncall: every block of the launch (hard: the runtime's barrier, over
+        the block count; soft: a count in the gm_workspace tensor, over used_cores) waits
+        until all have arrived."""
+        if c.kwargs.get("mode", "hard") == "soft":
+            ws = self.tensor(c.args[0], span)
+            target, ty = ws.arg, f"!pto.ptr<{ws.param.type.dtype.mlir}>"
+            n = self.const(int(c.kwargs["used_cores"]), "i32")
+        else:
+            self.barrier_used = True
+            self.spmd_used.add("tile.get_block_num")
+            target, ty = f"%{BARRIER_ARG}", "i64"
+            n = "%" + BLOCK_IDENTITY["tile.get_block_num"]
+        self.emit(f"pto.syncall ins({target}, {n} : {ty}, i32)", span)
 
     def flat_offset(self, idx, shape, span) -> str:
         """The row-major element offset of indices `idx` in `shape`, as an index SSA value."""

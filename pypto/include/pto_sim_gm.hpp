@@ -1,6 +1,9 @@
 // pto_sim global memory: kernel tensor arguments, tensor views and their partitions.
 // Every access is bounds-checked against the tensor the runtime passed in.
 #pragma once
+#include <atomic>
+#include <chrono>
+#include <thread>
 #include "pto_sim_base.hpp"
 
 namespace pto {
@@ -162,6 +165,41 @@ template <class T, class V> inline void store_scalar(const GmPart<T>& p, V v, co
         if (p.size[i] != 1) fail(site, "store_scalar writes one element, the partition has %lld in dim %d", (long long)p.size[i], i);
     p.check_bounds(site);
     *p.base = T(v);
+}
+
+// pto.syncall: a barrier over the blocks of a launch. `cell` holds two 64-bit words: the
+// blocks arrived in this round and the round. The last to arrive opens the round; the
+// others wait for it (for up to 60 s: a block that never comes is an error, not a hang).
+inline void syncall_at(int64_t* cell, int32_t n, const char* site) {
+    if (n <= 0) fail(site, "syncall over %d blocks", int(n));
+    auto* arrived = reinterpret_cast<std::atomic<int64_t>*>(cell);
+    auto* round = reinterpret_cast<std::atomic<int64_t>*>(cell + 1);
+    const int64_t mine = round->load();
+    if (arrived->fetch_add(1) + 1 == n) {
+        arrived->store(0);
+        round->fetch_add(1);
+        return;
+    }
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (round->load() == mine) {
+        if (std::chrono::steady_clock::now() > until)
+            fail(site, "syncall: waited 60 s for the other blocks of the launch (%d meet)", int(n));
+        std::this_thread::yield();
+    }
+}
+
+// a hard syncall: the barrier the runtime gives the launch (its address)
+inline void syncall(int64_t barrier, int32_t n, const char* site) {
+    if (!barrier) fail(site, "syncall: the launch has no barrier");
+    syncall_at(reinterpret_cast<int64_t*>(barrier), n, site);
+}
+
+// a soft syncall: the count lives in a GM workspace tensor (its first 16 bytes)
+template <class T> inline void syncall(const GmArg<T>& ws, int32_t n, const char* site) {
+    int64_t bytes = int64_t(sizeof(T));
+    for (int i = 0; i < ws.ndims; ++i) bytes *= ws.shape[i];
+    if (bytes < 16) fail(site, "syncall: its gm_workspace holds %lld bytes, it needs 16", (long long)bytes);
+    syncall_at(reinterpret_cast<int64_t*>(ws.base), n, site);
 }
 
 }  // namespace pto

@@ -30,8 +30,9 @@ typedef struct {
 } PyptoTensor;
 
 // Every kernel .so exports this. args[0..T) are (int64_t)(const PyptoTensor*),
-// args[T..T+S) are scalar bit patterns (uint64 reinterpret), then three more: the task's
-// block index, its block count (SPMD launches) and the vector core's index in its group. Returns 0 on success;
+// args[T..T+S) are scalar bit patterns (uint64 reinterpret), then four more: the task's
+// block index, its block count (SPMD launches), the vector core's index in its group and
+// the address of the launch's barrier (two int64 words, zero at the start: pl.system.syncall). Returns 0 on success;
 // otherwise writes a NUL-terminated message into err (errlen bytes) and returns 1.
 typedef int (*pypto_kernel_entry_fn)(const int64_t* args, char* err, int32_t errlen);
 

@@ -128,8 +128,12 @@ class _Outliner(Rewriter):
         outer_names = {id(v): v.name for v in live_out}     # the parent keeps its names
         _renumber_versions([p.var for p in params], kbody)
         level, role = derived_level_role(FunctionType.InCore)
+        # a region whose blocks meet at a syncall: the launch must run them at once
+        attrs = {"sync_blocks": True} if any(
+            isinstance(x, Eval) and isinstance(x.expr, Call) and x.expr.op == "system.syncall"
+            for x in walk(kbody)) else {}
         self.kernels.append(Function(name, params, [r.type for r in rets], kbody,
-                                     FunctionType.InCore, level, role, {}, scope.span))
+                                     FunctionType.InCore, level, role, attrs, scope.span))
         args = [self.expr(v) for v in live_in]
         call = Call("@" + name, args, {}, rets[0].type if len(rets) == 1 else None, {}, scope.span)
         if len(live_out) == 1 and len(rets) == 1:

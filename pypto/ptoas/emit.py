@@ -212,6 +212,9 @@ class FuncEmitter:
             r = op.results[0]
             self.emit(ind, f"const {cxx_type(r.type)} {self.n(r)} = {self.n(op.group('array')[0])}.get("
                            f"{self.n(op.group('index')[0])}, {self.site(op)});")
+        elif name == "pto.syncall":
+            b, count = op.group("ins")
+            self.emit(ind, f"pto::syncall({self.n(b)}, {self.n(count)}, {self.site(op)});")
         elif name == "pto.local_array_set":
             self.emit(ind, f"{self.n(op.group('array')[0])}.set({self.n(op.group('index')[0])}, "
                            f"{self.n(op.group('value')[0])}, {self.site(op)});")
@@ -481,7 +484,8 @@ def dim_args(f: Func) -> dict:
 # hidden arguments (the reference's SPMD identity) -> their place after the tensors and
 # scalars in the runtime's args: the runtime appends block index, block count and the
 # vector core's index in its group to every task's arguments
-HIDDEN = {"__pypto_spmd_block_idx": 0, "__pypto_spmd_block_num": 1, "__pypto_spmd_subblock_idx": 2}
+HIDDEN = {"__pypto_spmd_block_idx": 0, "__pypto_spmd_block_num": 1, "__pypto_spmd_subblock_idx": 2,
+          "__pypto_spmd_sync": 3}   # (the address of the launch's barrier: a hard syncall)
 
 
 def _entry(f: Func, symbol: str) -> list[str]:

@@ -93,7 +93,8 @@ def kind_of(op) -> str:
 # Ops with their own syntax (parser handlers) that are not in TILE_OPS.
 STRUCTURAL_OPS = {"pto.make_tensor_view", "pto.partition_view", "pto.alloc_tile", "pto.treshape",
                   "pto.declare_local_array", "pto.local_array_get", "pto.local_array_set",
-                  "pto.load_scalar", "pto.store_scalar", "pto.tgetval", "pto.tsetval", "pto.subview"}
+                  "pto.load_scalar", "pto.store_scalar", "pto.tgetval", "pto.tsetval", "pto.subview",
+                  "pto.syncall"}
 
 # Matmul element types (acc, left, right).
 MATMUL_DTYPES = {("i32", "i8", "i8"), ("f32", "f16", "f16"), ("f32", "bf16", "bf16"),

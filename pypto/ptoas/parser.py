@@ -645,6 +645,12 @@ class Parser:
         self.expect(":")
         return [self.type()]
 
+    def p_syncall(self, op: Op):
+        """`pto.syncall ins(%barrier, %count : i64 | !pto.ptr<T>, i32)`."""
+        self.expect("ins")
+        self.operand_group("ins", op)
+        return []
+
     HANDLERS = {
         "arith.constant": p_constant,
         "arith.cmpi": p_cmp,
@@ -666,6 +672,7 @@ class Parser:
         "pto.treshape": p_treshape,
         "pto.load_scalar": p_treshape,        # %v = pto.load_scalar %pview : P -> T
         "pto.tgetval": p_getval,
+        "pto.syncall": p_syncall,
         "pto.subview": p_subview,
     }
     HANDLERS.update(dict.fromkeys(CAST_OPS, p_cast))

@@ -110,6 +110,8 @@ def op_body(op: Op) -> str:
                 f"[{', '.join(map(str, op.value))}]{valid} : {op.types['source'][0]} -> {res_t[0]}")
     if n == "pto.tgetval":
         return f"ins({_vs(op.group('ins'))} : {_types(op.types['ins'])}) outs : {res_t[0]}"
+    if n == "pto.syncall":
+        return f"ins({_vs(op.group('ins'))} : {_types(op.types['ins'])})"
     return _dps(op)
 
 

@@ -146,6 +146,8 @@ class Verifier(OpChecks):
             return self.tile_element(op)
         if n in ("pto.declare_local_array", "pto.local_array_get", "pto.local_array_set"):
             return self.local_array(op)
+        if n == "pto.syncall":
+            return self.syncall(op)
         if n in TILE_OPS:
             return self.tile_op(op, kind_of(op))
         raise self.error(op, f"unsupported operation '{n}' (ptoas supports arith/scf scalar ops, "
@@ -203,6 +205,18 @@ class Verifier(OpChecks):
                 raise self.error(op, "tiles cannot be loop-carried: write the tile in place instead")
         self.yields(op, op.regions[0], [r.type for r in op.results], "scf.for body")
         self.region(op.regions[0])
+
+    def syncall(self, op: Op) -> None:
+        """A barrier over the blocks of a launch: its memory (the i64 address the runtime
+        passes, or a GM tensor) and the number of blocks that meet (i32)."""
+        ins = op.group("ins")
+        if len(ins) != 2 or op.results:
+            raise self.error(op, "pto.syncall takes ins(%barrier, %count) and gives nothing")
+        b, count = ins
+        if not (isinstance(b.type, PtrType) or (isinstance(b.type, ScalarType) and b.type.name == "i64")):
+            raise self.error(op, f"pto.syncall: the barrier is an i64 address or a GM pointer, not {b.type}")
+        if not (isinstance(count.type, ScalarType) and count.type.name == "i32"):
+            raise self.error(op, f"pto.syncall: the count is i32, not {count.type}")
 
     def local_array(self, op: Op) -> None:
         """declare: one !pto.local_array result; get/set: an index into it and its element

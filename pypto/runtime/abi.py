@@ -48,9 +48,10 @@ SUBMIT_TASK_FN = ctypes.CFUNCTYPE(ctypes.c_int64, ctx_t, ctypes.c_int32, ctypes.
 PREDICATE_FN = ctypes.CFUNCTYPE(None, ctx_t, ctypes.c_int64, ctypes.c_int32, i64p, ctypes.c_int32,
                                 ctypes.c_double)
 VIEW_SHAPE_FN = ctypes.CFUNCTYPE(ctypes.c_int64, ctx_t, ctypes.c_int64, ctypes.c_int32, i64p)
-# every kernel's args end with its place in its launch: block index, block count, and the
+# every kernel's args end with its place in its launch: block index, block count, the
 # vector core's index in its core group (read by kernels that use pl.tile.get_block_idx ...)
-HIDDEN_ARGS = 3
+# and the address of the launch's barrier (pl.system.syncall)
+HIDDEN_ARGS = 4
 
 
 class PyptoRuntimeApi(ctypes.Structure):

@@ -289,11 +289,13 @@ class Launch:
         for j, bits in enumerate(spec.scalars):
             args[n_t + j] = bits - (1 << 64) if bits >= (1 << 63) else bits
         per_block = []
+        barrier = (ctypes.c_int64 * 2)()   # the launch's syncall barrier: arrived, round
         for b in range(spec.blocks):     # the hidden arguments: block index, count, subblock
             a = (ctypes.c_int64 * len(args))(*args)
-            a[n], a[n + 1], a[n + 2] = b, spec.blocks, 0
+            a[n], a[n + 1], a[n + 2], a[n + 3] = b, spec.blocks, 0, ctypes.addressof(barrier)
             per_block.append(a)
-        return Task(self, spec, kernel, descs, per_block)
+        task = Task(self, spec, kernel, (descs, barrier), per_block)   # (kept alive with it)
+        return task
 
     def submit(self, spec: TaskSpec) -> None:
         """TENSORMAP_AND_RINGBUFFER: add a task while the orchestration is running; it

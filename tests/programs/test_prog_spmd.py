@@ -165,3 +165,65 @@ def test_an_spmd_region_in_an_opaque_function(tmp_path):
     c = ir.compile(Opaque, output_dir=str(tmp_path / "o"), platform="a2a3sim")
     c(x, y := torch.zeros(ROWS, COLS))
     close(y, -x, 0, 0)
+
+
+NB = 4
+
+
+@pl.function(type=pl.FunctionType.InCore)
+def rotate(x: pl.Tensor[[NB * 16, 64], pl.FP32], part: pl.Out[pl.Tensor[[NB * 16, 64], pl.FP32]],
+           y: pl.Out[pl.Tensor[[NB * 16, 64], pl.FP32]]) -> pl.Tensor[[NB * 16, 64], pl.FP32]:
+    me = pl.tile.get_block_idx()
+    t = pl.load(x, [me * 16, 0], [16, 64])
+    part = pl.store(pl.muls(t, 2.0), [me * 16, 0], part)
+    pl.system.syncall(core_type="aiv_only")          # every block's part is written past here
+    u = pl.load(part, [((me + 1) % NB) * 16, 0], [16, 64])
+    y = pl.store(u, [me * 16, 0], y)
+    return y
+
+
+@pl.function(type=pl.FunctionType.InCore)
+def rotate_soft(x: pl.Tensor[[NB * 16, 64], pl.FP32], ws: pl.Tensor[[4], pl.INT32],
+                part: pl.Out[pl.Tensor[[NB * 16, 64], pl.FP32]],
+                y: pl.Out[pl.Tensor[[NB * 16, 64], pl.FP32]]) -> pl.Tensor[[NB * 16, 64], pl.FP32]:
+    me = pl.tile.get_block_idx()
+    t = pl.load(x, [me * 16, 0], [16, 64])
+    part = pl.store(pl.muls(t, 2.0), [me * 16, 0], part)
+    pl.system.syncall(mode="soft", core_type="aiv_only", gm_workspace=ws, used_cores=NB)
+    u = pl.load(part, [((me + 1) % NB) * 16, 0], [16, 64])
+    y = pl.store(u, [me * 16, 0], y)
+    return y
+
+
+@pl.program
+class Barrier:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[NB * 16, 64], pl.FP32], ws: pl.Tensor[[4], pl.INT32],
+             part: pl.Out[pl.Tensor[[NB * 16, 64], pl.FP32]],
+             y: pl.Out[pl.Tensor[[NB * 16, 64], pl.FP32]],
+             y2: pl.Out[pl.Tensor[[NB * 16, 64], pl.FP32]]) -> pl.Tensor[[NB * 16, 64], pl.FP32]:
+        with pl.spmd(NB):                            # no sync_start: the syncall asks for it
+            y = rotate(x, part, y)
+        with pl.spmd(NB):
+            y2 = rotate_soft(x, ws, part, y2)
+        return y2
+
+
+def test_blocks_meet_at_a_syncall_hard_and_soft(tmp_path):
+    x = randn(NB * 16, 64, seed=7)
+    ws = torch.zeros(4, dtype=torch.int32)
+    part, y, y2 = torch.zeros(NB * 16, 64), torch.zeros(NB * 16, 64), torch.zeros(NB * 16, 64)
+    c, tasks = _run(Barrier, tmp_path, x, ws, part, y, y2)
+    want = torch.roll(2 * x, shifts=-16, dims=0)          # block b reads block b+1's part
+    close(y, want, 0, 0)
+    close(y2, want, 0, 0)
+    pto = (tmp_path / "Barrier" / "ptoas" / "rotate.pto").read_text()
+    assert "pto.syncall ins(%__pypto_spmd_sync, %__pypto_spmd_block_num : i64, i32)" in pto
+
+
+def test_a_soft_syncall_needs_its_workspace():
+    with pytest.raises(E.TypeCheckError, match=r"gm_workspace="):
+        @pl.function(type=pl.FunctionType.InCore)
+        def bad(x: pl.Tensor[[16, 64], pl.FP32]) -> pl.Tensor[[16, 64], pl.FP32]:
+            pl.system.syncall(mode="soft", used_cores=2)
+            return x

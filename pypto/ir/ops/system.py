@@ -106,3 +106,33 @@ reg("system.predicate", (3, 3), _predicate, ("cmp",), pure=False,
     sig="pl.system.predicate(t, [i, j], v, cmp=\">\")  (the next kernel launched runs only if "
         "t[i, j] cmp v holds when it is dispatched, its deps done; else it is skipped: what "
         "predicate=(t[i, j] > v) of pl.spmd is in the IR)")
+
+
+def _syncall(args, kw, span):
+    from pypto.ir.nodes import TensorType
+    mode = kw.get("mode", "hard")
+    if mode not in ("hard", "soft"):
+        _err(f"syncall: mode is \"hard\" or \"soft\", got {mode!r}", span)
+    if kw.get("core_type", "aiv_only") not in ("aiv_only", "aic_only", "mix"):
+        _err(f"syncall: core_type is \"aiv_only\", \"aic_only\" or \"mix\", got "
+             f"{kw.get('core_type')!r}", span)
+    if mode == "soft":
+        ws = getattr(args[0], "type", None) if args else None
+        if not isinstance(ws, TensorType):
+            _err("syncall(mode=\"soft\") keeps its count in gm_workspace=, a tensor parameter "
+                 "of the kernel", span, "pl.system.syncall(mode=\"soft\", gm_workspace=ws, "
+                                        "used_cores=4)")
+        n = kw.get("used_cores")
+        if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+            _err(f"syncall(mode=\"soft\"): used_cores is the positive number of blocks that meet, "
+                 f"got {n!r}", span)
+    elif args:
+        _err("syncall: gm_workspace= belongs to mode=\"soft\"", span)
+    return None
+
+
+reg("system.syncall", (0, 1), _syncall, ("core_type", "mode", "used_cores"), pure=False,
+    params=("gm_workspace",),
+    sig="pl.system.syncall(core_type=\"aiv_only\"[, mode=\"soft\", gm_workspace=ws, used_cores=n])  "
+        "(in a kernel of an SPMD launch: wait until every block (or the used_cores blocks of a "
+        "soft barrier, counting in ws) has reached it; the launch's blocks then run at once)")

@@ -232,6 +232,8 @@ class CallsMixin:
                 and isinstance(getattr(pos[3], "type", None), TensorType):
             pos[2], pos[3] = pos[3], pos[2]      # the older order: pl.store(tile, offsets, shapes, out)
         self.check_placement(op, display, node)
+        if op == "system.syncall" and self.ctx is not None and not self.ctx.incore:
+            self.ctx.sig.attrs["sync_blocks"] = True    # its blocks must run at once
         try:
             t = ops.infer_type(op, pos, kw, span)
         except TypeCheckError as e:
