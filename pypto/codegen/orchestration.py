@@ -33,11 +33,12 @@ Equal input gives byte-identical text. Anything else raises CodegenError with a 
 """
 from __future__ import annotations
 
-import math
-
 from pypto import dtype as dt
 from pypto.codegen.common import Names, fail, scalar_bits
-from pypto.ir.visit import bodies
+from pypto.codegen.orch_host import HostValues
+from pypto.codegen.orch_tasks import TaskGraph
+from pypto.codegen.orch_values import (PRELUDE, _C_TYPE, _Val, _c_float, _c_int, _cast, _decode,
+                                       _loc)
 from pypto.ir.nodes import (While, ArgDir, ArrayType, Assign, BinOp, Call, Const, Eval, For,
                             FunctionType, If,
                             InCoreScope, ParamDirection, Program, Return, RuntimeScope,
@@ -45,10 +46,6 @@ from pypto.ir.nodes import (While, ArgDir, ArrayType, Assign, BinOp, Call, Const
 
 ENTRY = "pypto_orchestration_entry"
 
-_C_TYPE = {"FP32": "float", "FP16": "float", "BF16": "float", "INT8": "int8_t",
-           "INT16": "int16_t", "INT32": "int32_t", "INT64": "int64_t", "UINT8": "uint8_t",
-           "UINT16": "uint16_t", "UINT32": "uint32_t", "UINT64": "uint64_t",
-           "BOOL": "bool", "INDEX": "int64_t", "TASK_ID": "int64_t"}
 _DIR = {ArgDir.input: "PYPTO_DIR_INPUT", ArgDir.output: "PYPTO_DIR_OUTPUT",
         ArgDir.inout: "PYPTO_DIR_INOUT", ArgDir.output_existing: "PYPTO_DIR_OUTPUT_EXISTING",
         ArgDir.no_dep: "PYPTO_DIR_NO_DEP"}
@@ -66,103 +63,6 @@ thread_local throw true try typedef typeid typename union unsigned using virtual
 wchar_t while xor xor_eq main api tensors scalars int8_t int16_t int32_t int64_t uint8_t uint16_t
 uint32_t uint64_t NULL""".split())
 
-_PRELUDE = r"""
-namespace {
-
-// Scalar bit patterns (the runtime's convention): fp32 in the low 32 bits, fp16/bf16 in
-// the low 16, integers sign-extended to 64 bits, bool 0/1.
-inline uint64_t pypto_bits_f32(float v) {
-    uint32_t u;
-    memcpy(&u, &v, sizeof u);
-    return u;
-}
-
-inline float pypto_f32_from_bits(uint64_t b) {
-    uint32_t u = (uint32_t)b;
-    float v;
-    memcpy(&v, &u, sizeof v);
-    return v;
-}
-
-inline uint64_t pypto_bits_bf16(float v) {
-    uint32_t u = (uint32_t)pypto_bits_f32(v);
-    if ((u & 0x7F800000u) == 0x7F800000u && (u & 0x007FFFFFu)) return 0x7FC0u;
-    u += 0x7FFFu + ((u >> 16) & 1u);
-    return (u >> 16) & 0xFFFFu;
-}
-
-inline float pypto_f32_from_bf16(uint64_t b) {
-    return pypto_f32_from_bits(((uint32_t)b & 0xFFFFu) << 16);
-}
-
-inline uint64_t pypto_bits_f16(float v) {
-    uint32_t u = (uint32_t)pypto_bits_f32(v);
-    uint32_t sign = (u >> 16) & 0x8000u;
-    uint32_t mag = u & 0x7FFFFFFFu;
-    if (mag >= 0x7F800000u) return sign | (mag > 0x7F800000u ? 0x7E00u : 0x7C00u);
-    if (mag >= 0x477FF000u) return sign | 0x7C00u;            // rounds past 65504: inf
-    if (mag < 0x38800000u) {                                   // subnormal or zero in fp16
-        if (mag < 0x33000000u) return sign;                    // below half the smallest
-        uint32_t exp = mag >> 23;
-        uint32_t man = (mag & 0x7FFFFFu) | 0x800000u;
-        uint32_t shift = 126u - exp;                           // 14..24
-        uint32_t h = man >> shift;
-        uint32_t rem = man & ((1u << shift) - 1u);
-        uint32_t half = 1u << (shift - 1u);
-        if (rem > half || (rem == half && (h & 1u))) ++h;
-        return sign | h;
-    }
-    uint32_t h = ((mag - 0x38000000u) >> 13);
-    uint32_t rem = mag & 0x1FFFu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;
-    return sign | h;
-}
-
-inline float pypto_f32_from_f16(uint64_t b) {
-    uint32_t h = (uint32_t)b & 0xFFFFu;
-    uint32_t sign = (h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1Fu;
-    uint32_t man = h & 0x3FFu;
-    uint32_t u;
-    if (exp == 0x1Fu) {
-        u = sign | 0x7F800000u | (man << 13);
-    } else if (exp != 0) {
-        u = sign | ((exp + 112u) << 23) | (man << 13);
-    } else if (man == 0) {
-        u = sign;
-    } else {                                                   // subnormal: normalise
-        exp = 113u;
-        while (!(man & 0x400u)) { man <<= 1; --exp; }
-        u = sign | (exp << 23) | ((man & 0x3FFu) << 13);
-    }
-    return pypto_f32_from_bits(u);
-}
-
-inline uint64_t pypto_bits_int(int64_t v) { return (uint64_t)v; }
-
-template <typename T> inline T pypto_min(T a, T b) { return b < a ? b : a; }
-template <typename T> inline T pypto_max(T a, T b) { return a < b ? b : a; }
-
-// Python's // and % on integers (floor division).
-inline int64_t pypto_floordiv(int64_t a, int64_t b) {
-    int64_t q = a / b;
-    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
-inline int64_t pypto_floormod(int64_t a, int64_t b) {
-    int64_t r = a % b;
-    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
-
-// Close `open_scopes` runtime scopes, then return `code`.
-inline int32_t pypto_leave(const PyptoRuntimeApi* api, int open_scopes, int32_t code) {
-    for (int i = 0; i < open_scopes; ++i) api->scope_end(api->ctx);
-    return code;
-}
-
-}  // namespace
-"""
-
 
 def generate_orchestration(program: Program, name: str, kernel_ids: dict[str, int]) -> str:
     """The C++ text of orchestration function `name`; `kernel_ids` maps kernel name →
@@ -175,39 +75,7 @@ def generate_orchestration(program: Program, name: str, kernel_ids: dict[str, in
     return _Orch(program, f, dict(kernel_ids)).generate()
 
 
-# ----------------------------------------------------------------------------- values
-class _Val:
-    """A value in the generated C++: an expression and its IR type."""
-
-    def __init__(self, expr: str, type_, *, tuple_of=None, unknown: str | None = None):
-        self.expr = expr
-        self.type = type_
-        self.tuple_of = tuple_of   # for multi-result calls: list of handles
-        self.unknown = unknown     # why the value cannot be used (reported at a use)
-
-
-def _loc(span) -> str:
-    return f"{span.file}:{span.line}" if span is not None else "<unknown>"
-
-
-def _c_float(v: float) -> str:
-    if math.isnan(v):
-        return "__builtin_nanf(\"\")"
-    if math.isinf(v):
-        return "__builtin_inff()" if v > 0 else "(-__builtin_inff())"
-    text = repr(float(v))
-    return f"{text}f"
-
-
-def _c_int(v: int) -> str:
-    if -(1 << 31) < v < (1 << 31):
-        return str(v)
-    if v == -(1 << 63):
-        return "INT64_MIN"
-    return f"INT64_C({v})"
-
-
-class _Orch:
+class _Orch(HostValues, TaskGraph):
     def __init__(self, program: Program, func, kernel_ids):
         self.program = program
         self.f = func
@@ -217,10 +85,7 @@ class _Orch:
         self.lines: list[str] = []
         self.indent = 1
         self.scopes = 0           # runtime scopes open at this point
-        self.pending_deps: list[str] | None = None   # pl.system.after: for the next launch
-        self.pending_blocks: tuple | None = None     # pl.system.blocks: (count, sync_start)
-        self.sites: list[list[str]] = []   # per open manual scope: its calls' latest task ids
-        self.site_at: list[int] = []       # per open manual scope: calls met so far
+        self.init_tasks()
 
     # ------------------------------------------------------------------ helpers
     def out(self, text: str = ""):
@@ -315,22 +180,6 @@ class _Orch:
         what = e.op if isinstance(e, Call) else type(e).__name__
         fail(f"cannot use {what} as a scalar in an orchestration", span)
 
-    def read(self, e: Call, span) -> tuple[str, dt.DataType]:
-        """pl.tensor.read(t, [i, ...]) on the host: the runtime answers once the tasks
-        submitted so far that write the element are done. Emitted as statements before
-        the one that uses the value."""
-        t = self.handle(e.args[0], span)
-        idx = e.args[1].items if isinstance(e.args[1], TupleExpr) else [e.args[1]]
-        exprs = [f"(int64_t)({self.scalar(i, span)[0]})" for i in idx]
-        d = e.type.dtype
-        hint = getattr(e.args[0], "name", "tensor")
-        self.out(f"// {_loc(span)}: read {hint}[{', '.join(exprs)}]")
-        idx_name, bits = self.index_array(f"{hint}_at", exprs), self.cname(f"{hint}_bits")
-        self.out(f"uint64_t {bits} = 0;")
-        self.out(f"if (api->read_scalar(api->ctx, {t}, {len(exprs)}, {idx_name}, &{bits}) != 0) "
-                 f"{self.fail_return(1)}")
-        return f"({_C_TYPE[d.name]})({_decode(d, bits)})", d
-
     def bits(self, e, want: dt.DataType, span) -> str:
         """The uint64 bit pattern of scalar `e` as a `want` value."""
         if isinstance(e, Const):
@@ -396,7 +245,7 @@ class _Orch:
         body = self.lines
         sig = (f'extern "C" int32_t {ENTRY}(const PyptoRuntimeApi* api, const int64_t* tensors,\n'
                f"{' ' * (len(ENTRY) + 19)}const uint64_t* scalars) {{")
-        return "\n".join(head) + "\n" + _PRELUDE + "\n" + sig + "\n" + "\n".join(body) + "\n}\n"
+        return "\n".join(head) + "\n" + PRELUDE + "\n" + sig + "\n" + "\n".join(body) + "\n}\n"
 
     def block(self, stmts) -> bool:
         """Emit statements; True when the block ended with a return."""
@@ -418,20 +267,7 @@ class _Orch:
             self.assign(s)
         elif isinstance(s, Eval):
             c = s.expr
-            if isinstance(c, Call) and c.op == "system.after":
-                self.out(f"// {_loc(span)}: the next launch waits for its deps")
-                self.pending_deps = self.dep_items(c.args[0], span)
-                return False
-            if isinstance(c, Call) and c.op == "system.blocks":
-                n, _ = self.scalar(c.args[0], span)
-                self.out(f"// {_loc(span)}: the next launch runs as {n} blocks")
-                self.pending_blocks = (f"(int32_t)({n})", "1" if c.kwargs.get("sync_start") else "0")
-                return False
-            if isinstance(c, Call) and c.op == "system.task_dummy":
-                self.dummy(c, span)
-                return False
-            if isinstance(c, Call) and c.op == "system.predicate":
-                self.predicate(c, span)
+            if isinstance(c, Call) and self.system_statement(c, span):
                 return False
             if not (isinstance(c, Call) and c.callee):
                 what = c.op if isinstance(c, Call) else type(c).__name__
@@ -448,19 +284,11 @@ class _Orch:
             self.out(f"// {_loc(span)}: with pl.scope({'manual' if s.manual else ''})")
             self.out(f"api->scope_begin(api->ctx, {1 if s.manual else 0});")
             self.scopes += 1
-            if s.manual:     # the tasks of each call of the scope (compiler-derived deps)
-                loops = _scope_calls(s.body)
-                names = [self.cname(f"site_{k}") for k in range(len(loops))]
-                for name in names:   # latest task, and every task (for deps from after a loop)
-                    self.out(f"int64_t {name} = -1;")
-                    self.out(f"std::vector<int64_t> {name}_all;")
-                    self.out(f"(void){name}; (void){name}_all;")
-                self.sites.append((names, loops))
-                self.site_at.append(0)
+            if s.manual:
+                self.open_manual(s.body)
             ended = self.block(s.body)
             if s.manual:
-                self.sites.pop()
-                self.site_at.pop()
+                self.close_manual()
             self.scopes -= 1
             if ended:
                 return True
@@ -555,39 +383,6 @@ class _Orch:
         self.out(f"if ({name} <= 0) {self.fail_return(1)}")
         self.env[id(v)] = _Val(name, v.type)
 
-    def index_array(self, hint: str, exprs: list[str]) -> str:
-        """A `const int64_t name[n]` of C expressions (shapes, offsets, indices): its name."""
-        name = self.cname(hint)
-        self.out(f"const int64_t {name}[{len(exprs)}] = "
-                 f"{{{', '.join(f'(int64_t)({x})' for x in exprs)}}};")
-        return name
-
-    def view(self, v: Var, e: Call, span):
-        """pl.slice(t, shape, offsets) on the host: a view of the window, no copy."""
-        base = self.handle(e.args[0], span)
-        shape = [self.scalar(d, span)[0] for d in e.args[1].items]
-        offs = [self.scalar(o, span)[0] for o in e.args[2].items]
-        self.out(f"// {_loc(span)}: {v.name} = slice({getattr(e.args[0], 'name', '?')}, "
-                 f"[{', '.join(shape)}], [{', '.join(offs)}])")
-        shape_name = self.index_array(f"{v.name}_shape", shape)
-        off_name = self.index_array(f"{v.name}_at", offs)
-        self.host_view(v, f"api->view(api->ctx, {base}, {len(shape)}, {shape_name}, {off_name})")
-
-    def reshape(self, v: Var, e: Call, span):
-        """pl.reshape(t, shape) on the host: the same elements as another shape."""
-        base = self.handle(e.args[0], span)
-        shape = [self.scalar(d, span)[0] for d in e.args[1].items]
-        self.out(f"// {_loc(span)}: {v.name} = reshape({getattr(e.args[0], 'name', '?')}, "
-                 f"[{', '.join(shape)}])")
-        shape_name = self.index_array(f"{v.name}_shape", shape)
-        self.host_view(v, f"api->reshape(api->ctx, {base}, {len(shape)}, {shape_name})")
-
-    def host_view(self, v: Var, call: str) -> None:
-        name = self.cname(v.name)
-        self.out(f"const int64_t {name} = {call};")
-        self.out(f"if ({name} <= 0) {self.fail_return(1)}")
-        self.env[id(v)] = _Val(name, v.type)
-
     # ------------------------------------------------------------------ kernel calls
     def submit(self, c: Call, span) -> _Val:
         callee = self.program.get(c.callee)
@@ -631,116 +426,10 @@ class _Orch:
         if scal:
             self.out(f"const uint64_t scalar_args[{len(scal)}] = {{{', '.join(scal)}}};")
             sarg = "scalar_args"
-        deps = list(self.pending_deps or [])
-        self.pending_deps = None
-        site, every = None, []
-        if self.sites:                 # in a manual scope: the compiler-derived edges too
-            k = self.site_at[-1]
-            self.site_at[-1] += 1
-            names, loops = self.sites[-1]
-            if k < len(names):
-                site = names[k]
-                for d in c.attrs.get("deps", ()):
-                    if d >= len(names):
-                        continue
-                    # a call in a loop that has ended (not one around this call too): all of
-                    # its tasks; one in the same iteration: its latest
-                    if set(loops[d]) <= set(loops[k]):
-                        deps.append(names[d])
-                    else:
-                        every.append(f"{names[d]}_all")
-        dargs = "0, nullptr"
-        if every:
-            self.out(f"std::vector<int64_t> deps = {{{', '.join(deps)}}};")
-            for v in every:
-                self.out(f"deps.insert(deps.end(), {v}.begin(), {v}.end());")
-            dargs = "(int32_t)deps.size(), deps.data()"
-        elif deps:
-            self.out(f"const int64_t deps[{len(deps)}] = {{{', '.join(deps)}}};")
-            dargs = f"{len(deps)}, deps"
-        blocks, sync = self.pending_blocks or ("1", "0")
-        self.pending_blocks = None
-        if _synchronizes(callee):      # its blocks wait for each other: they must run at once
-            sync = "1"
-        self.out(f"pypto_last_task = api->submit_task(api->ctx, {fid}, {len(handles)}, {targ}, "
-                 f"{darg}, {len(scal)}, {sarg}, {dargs}, {blocks}, {sync});  // {c.callee}")
-        self.out(f"if (pypto_last_task < 0) {self.fail_return(2)}")
-        if site is not None:
-            self.out(f"{site} = pypto_last_task;")
-            self.out(f"{site}_all.push_back(pypto_last_task);")
+        self.launch(c, callee, fid, len(handles), targ, darg, len(scal), sarg)
         self.indent -= 1
         self.out("}")
         return self.result(c, callee, written, span)
-
-    def predicate(self, c: Call, span) -> None:
-        """pl.system.predicate: the next launch runs only if the element compares true."""
-        from pypto.ir.ops.system import CMP_CODES
-        t = self.handle(c.args[0], span)
-        idx = c.args[1].items if isinstance(c.args[1], TupleExpr) else [c.args[1]]
-        exprs = [f"(int64_t)({self.scalar(i, span)[0]})" for i in idx]
-        value, _ = self.scalar(c.args[2], span)
-        self.out(f"// {_loc(span)}: the next launch runs only if "
-                 f"{getattr(c.args[0], 'name', 't')}[...] {c.kwargs['cmp']} {value} when dispatched")
-        name = self.index_array("pred_at", exprs)
-        self.out(f"api->predicate_next(api->ctx, {t}, {len(exprs)}, {name}, "
-                 f"{CMP_CODES[c.kwargs['cmp']]}, (double)({value}));")
-
-    def dep_items(self, e, span) -> list[str]:
-        """The C expressions of the task ids a deps list names (arrays element by element)."""
-        out = []
-        for item in (e.items if isinstance(e, TupleExpr) else [e]):
-            if isinstance(getattr(item, "type", None), ArrayType):
-                arr = self.val(item, span)
-                out += [f"{arr.expr}[{k}]" for k in range(item.type.extent)]
-            else:
-                out.append(self.scalar(item, span)[0])
-        return out
-
-    def dummy(self, c: Call, span, name_hint: str = "dummy") -> str:
-        """pl.system.task_dummy(deps=[...]): a task that runs nothing; its id."""
-        deps = self.dep_items(c.args[0], span)
-        name = self.cname(name_hint)
-        self.out(f"// {_loc(span)}: {name_hint} = pl.system.task_dummy(...)")
-        self.out(f"int64_t {name} = -1;")
-        self.out("{")
-        self.indent += 1
-        dargs = "0, nullptr"
-        if deps:
-            self.out(f"const int64_t deps[{len(deps)}] = {{{', '.join(deps)}}};")
-            dargs = f"{len(deps)}, deps"
-        self.out(f"{name} = api->submit_task(api->ctx, -1, 0, nullptr, nullptr, 0, nullptr, {dargs}, "
-                 f"1, 0);")
-        self.out(f"if ({name} < 0) {self.fail_return(2)}")
-        self.out("pypto_last_task = " + name + ";")
-        self.indent -= 1
-        self.out("}")
-        return name
-
-    def array(self, v: Var, e, span):
-        """A host array (pl.array.create in an orchestration): a std::array, copied when an
-        element is set (the IR's arrays are values)."""
-        t = v.type
-        ct = f"std::array<{_C_TYPE[t.dtype.name]}, {t.extent}>"
-        name = self.cname(v.name)
-        if isinstance(e, Var):
-            self.env[id(v)] = self.val(e, span)
-            return
-        if not isinstance(e, Call):
-            fail(f"cannot assign {type(e).__name__} to the array {v.name!r}", span)
-        self.out(f"// {_loc(span)}: {v.name} = {e.op}(...)")
-        if e.op == "array.create":
-            fill = "-1" if t.dtype == dt.TASK_ID else "0"     # unset task ids name no task
-            self.out(f"{ct} {name};")
-            self.out(f"{name}.fill({fill});")
-        elif e.op == "array.update_element":
-            src = self.val(e.args[0], span)
-            i, _ = self.scalar(e.args[1], span)
-            x, _ = self.scalar(e.args[2], span)
-            self.out(f"{ct} {name} = {src.expr};")
-            self.out(f"{name}[(size_t)({i})] = ({_C_TYPE[t.dtype.name]})({x});")
-        else:
-            fail(f"{e.op} cannot make an array in an orchestration", span)
-        self.env[id(v)] = _Val(name, t)
 
     def result(self, c: Call, callee, written, span) -> _Val:
         """What the call's value is: the tensor argument(s) the kernel writes and returns."""
@@ -896,49 +585,6 @@ class _Orch:
 
 
 # ----------------------------------------------------------------------------- helpers
-def _cast(ct: str, expr: str, e) -> str:
-    return expr if isinstance(e, Const) and not e.dtype.is_float else f"({ct})({expr})"
-
-
-def _decode(d: dt.DataType, src: str) -> str:
-    if d.name == "FP32":
-        return f"pypto_f32_from_bits({src})"
-    if d.name == "FP16":
-        return f"pypto_f32_from_f16({src})"
-    if d.name == "BF16":
-        return f"pypto_f32_from_bf16({src})"
-    if d.name == "BOOL":
-        return f"{src} != 0"
-    if d.name.startswith("UINT"):
-        return f"({_C_TYPE[d.name]}){src}"
-    if d.name in ("INT64", "INDEX"):
-        return f"(int64_t){src}"
-    return f"({_C_TYPE[d.name]})(int64_t){src}"
-
-
-def _synchronizes(f) -> bool:
-    """The kernel's blocks meet at a pl.system.syncall (the parser or OutlineIncoreScopes
-    marks it: the orchestration sees only the kernels' signatures)."""
-    return bool(f.attrs.get("sync_blocks"))
-
-
-def _scope_calls(body, loops: tuple = ()) -> list[tuple]:
-    """The kernel calls lexically in a runtime scope (through loops and ifs, not into a
-    nested scope), in the order AutoDeriveTaskDependencies numbers them for its `deps`:
-    for each, the ids of the loops around it inside the scope."""
-    out = []
-    for s in body:
-        if isinstance(s, RuntimeScope):
-            continue
-        for e in ([s.value] if isinstance(s, Assign) else [s.expr] if isinstance(s, Eval) else []):
-            if isinstance(e, Call) and e.callee:
-                out.append(loops)
-        inner = loops + (id(s),) if isinstance(s, (For, While)) else loops
-        for b in bodies(s):
-            out += _scope_calls(b, inner)
-    return out
-
-
 def _used_vars(body) -> set[int]:
     from pypto.ir.visit import stmt_exprs, vars_used, walk
     used = set()

@@ -17,16 +17,7 @@ INCLUDE = ROOT / "pypto" / "include"
 CSRC = Path(__file__).resolve().parent / "csrc"
 CXXFLAGS = ["-std=c++17", "-O1", "-fPIC", "-shared", f"-I{INCLUDE}"]
 
-# func_id -> (kernel name, source stem, core type)
-KERNELS = {
-    0: ("add_kernel", "add", "aiv"),
-    1: ("sleep_kernel", "sleep", "aiv"),
-    2: ("fail_kernel", "fail", "aiv"),
-    3: ("probe_kernel", "probe", "aiv"),
-    4: ("scale_kernel", "scale", "aiv"),
-    5: ("sleep_cube", "sleep", "aic"),
-    6: ("rendezvous", "rendezvous", "aiv"),
-}
+from runtime_helpers import KERNELS  # noqa: E402  (func_id -> kernel name, source, core type)
 
 
 def _sources() -> list[Path]:

@@ -4,6 +4,17 @@ from pathlib import Path
 
 import pytest
 
+# func_id -> (kernel name, source stem, core type)
+KERNELS = {
+    0: ("add_kernel", "add", "aiv"),
+    1: ("sleep_kernel", "sleep", "aiv"),
+    2: ("fail_kernel", "fail", "aiv"),
+    3: ("probe_kernel", "probe", "aiv"),
+    4: ("scale_kernel", "scale", "aiv"),
+    5: ("sleep_cube", "sleep", "aic"),
+    6: ("rendezvous", "rendezvous", "aiv"),
+}
+
 
 def tensor(name, shape, direction="In", dtype="fp32"):
     return {"name": name, "kind": "tensor", "direction": direction, "shape": list(shape), "dtype": dtype}

@@ -10,8 +10,7 @@ from pypto.runtime import ArtifactError, CompiledProgram, DigestMismatchError
 from pypto.runtime import abi
 from pypto.runtime.artifacts import read_kernel_config
 
-from conftest import KERNELS
-from runtime_helpers import tensor
+from runtime_helpers import KERNELS, tensor
 
 
 ADD_PARAMS = [tensor("a", [4, 8]), tensor("b", [4, 8]), tensor("out", [4, 8], "Out")]

@@ -153,7 +153,7 @@ for _ns in ("tensor", "tile"):
 def _prelu(args, kw, span):
     """x if x > 0 else slope * x. The scratch tile is the hardware's: on a2/a3 a UINT8
     bit mask of the comparison (checked when the kernel is generated, where the chip
-    is known); on a5 a placeholder of any dtype."""
+    is known); on a5 any tile, which the instruction does not read."""
     x, slope, tmp = (_shaped("prelu", a, span, (TileType,)) for a in args)
     if not x.dtype.is_float:
         _err(f"prelu needs a floating-point operand, got {x.dtype}", span)

@@ -22,11 +22,12 @@ from pypto.language.parser.calls import CallsMixin
 from pypto.language.parser.common import _kind  # noqa: F401  (entry.py reads it here)
 from pypto.language.parser.functions import SignaturesMixin
 from pypto.language.parser.statements import StatementsMixin
+from pypto.language.parser.tasks import TasksMixin
 from pypto.language.parser.values import ValuesMixin
 
 
 class Parser(SignaturesMixin, AnnotationsMixin, ValuesMixin, CallsMixin,
-             StatementsMixin):
+             StatementsMixin, TasksMixin):
     """Shared by program and standalone-function parsing; one per parse request."""
 
     def __init__(self, source: Source, statics: dict[str, Any]):

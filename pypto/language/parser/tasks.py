@@ -1,0 +1,211 @@
+"""The parser's task-graph constructs: deps=[...] and `as tid` (pl.system.after before a
+launch, pl.system.task_id after it), pl.submit / pl.spmd_submit, `with pl.spmd(...)` and
+`for i in pl.spmd(...)` (pl.system.blocks before each launch), predicate=. A mixin of the
+Parser (pypto.language.parser.ast_parser)."""
+from __future__ import annotations
+
+import ast
+import copy
+
+from pypto.ir.visit import bodies as bodies_of
+from pypto.language.parser.common import (Assign, Call, Eval, FunctionType, InCoreScope,
+                                          PyptoError, TupleExpr, TupleType, _kind, ops)
+
+
+class TasksMixin:
+    def is_submit(self, node) -> bool:
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            return False
+        try:
+            return _kind(self.static(node.func, "a function")) in ("submit", "spmd_submit")
+        except PyptoError:
+            return False
+
+    def is_spmd_loop(self, s: ast.For) -> bool:
+        it = s.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute)):
+            return False
+        try:
+            return _kind(self.static(it.func, "the loop iterable")) == "spmd"
+        except PyptoError:
+            return False
+
+    # ------------------------------------------------------------------ task ids
+    def task_deps(self, node, span):
+        """`deps=[...]` of pl.at / pl.submit: pl.system.after(deps), the statement before
+        the launch that makes it wait for those tasks."""
+        if not isinstance(node, (ast.List, ast.Tuple)):
+            self.error(f"deps= takes a list, got `{ast.unparse(node)}`", node, "deps=[tid, tids]")
+        if self.ctx.sig.func_type not in (FunctionType.Orchestration, FunctionType.Opaque) \
+                or self.ctx.incore:
+            self.error("deps= names tasks of an orchestration; it has no meaning inside a kernel", node,
+                       "give deps= on the pl.at / pl.submit in the orchestration body")
+        items = [self.expr(e) for e in node.elts]
+        return Eval(self.op_call_values("after", "system", [TupleExpr(items, span)], {}, node,
+                                        "deps="), span)
+
+    def task_id(self, target, span) -> list:
+        """`as tid` / the last name of `..., tid = pl.submit(...)`: the launch's task id."""
+        if target is None:
+            return []
+        val = self.op_call_values("task_id", "system", [], {}, target, "the task id")
+        if target.id == "_":
+            return []
+        return [Assign(self.bind_value(target.id, val, target, span), val, span)]
+
+    # ------------------------------------------------------------------ SPMD
+    def blocks(self, n_node, sync_node, node, span) -> Eval:
+        """pl.system.blocks(n): the next launch runs as n blocks."""
+        if self.ctx.sig.func_type not in (FunctionType.Orchestration, FunctionType.Opaque) \
+                or self.ctx.incore:
+            self.error("pl.spmd launches kernels: it belongs in the orchestration", node,
+                       "put `with pl.spmd(n):` in the orchestration, around the kernel calls")
+        sync = bool(self.static(sync_node, "sync_start=")) if sync_node is not None else False
+        n = self.expr(n_node)
+        kw = {"sync_start": True} if sync else {}
+        return Eval(self.op_call_values("blocks", "system", [n], kw, node, "pl.spmd"), span)
+
+    def predicate(self, node, span) -> Eval:
+        """`predicate=(t[i, j] > v)`: pl.system.predicate(t, [i, j], v, cmp=">"), the
+        launch's condition, read when it is dispatched (its deps done)."""
+        cmp_ops = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">",
+                   ast.GtE: ">="}
+        swapped = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "==", "!=": "!="}
+        elem, value, op = node, ast.Constant(0), "!="
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in cmp_ops:
+            elem, value, op = node.left, node.comparators[0], cmp_ops[type(node.ops[0])]
+            if not isinstance(elem, ast.Subscript) and isinstance(value, ast.Subscript):
+                elem, value, op = value, elem, swapped[op]
+        read = self.expr(elem) if isinstance(elem, ast.Subscript) else None
+        if not (isinstance(read, Call) and read.op == "tensor.read"):
+            self.error(f"predicate= compares one element of a tensor with a value, got "
+                       f"`{ast.unparse(node)}`", node, "predicate=(gate[0, 0] > 0)")
+        rhs = self.expr(value)
+        return Eval(self.op_call_values("predicate", "system", [read.args[0], read.args[1], rhs],
+                                        {"cmp": op}, node, "predicate="), span)
+
+    def spmd_args(self, ce: ast.Call, allowed: tuple) -> dict:
+        args = {}
+        if len(ce.args) > 1:
+            self.error("pl.spmd takes the block count as its only positional argument", ce,
+                       "pl.spmd(4) or pl.spmd(core_num=4)")
+        if ce.args:
+            args["core_num"] = ce.args[0]
+        for kw in ce.keywords:
+            if kw.arg not in allowed:
+                self.error(f"pl.spmd() got an unsupported argument {kw.arg!r}", ce,
+                           f"pl.spmd(n, {', '.join(a + '=...' for a in allowed if a != 'core_num')})")
+            args[kw.arg] = kw.value
+        if "core_num" not in args:
+            self.error("pl.spmd needs the number of blocks", ce, "pl.spmd(4)")
+        if "optimizations" in args:
+            from pypto.errors import NotBuiltError
+            raise NotBuiltError("pl.spmd(optimizations=[...]): splitting a region between the "
+                                "vector cores of a core group is not supported by this pypto yet",
+                                self.span(ce), "drop optimizations=")
+        return args
+
+    def spmd_scope(self, s: ast.With, ce: ast.Call, task, span) -> list:
+        """`with pl.spmd(n[, sync_start=, deps=]) [as tid]:` every kernel launched in it runs
+        as n blocks."""
+        a = self.spmd_args(ce, ("core_num", "sync_start", "deps", "name_hint", "predicate",
+                                "optimizations"))
+        marks = [self.blocks(a["core_num"], a.get("sync_start"), ce, span)]
+        if "deps" in a:
+            marks.insert(0, self.task_deps(a["deps"], span))
+        if "predicate" in a:
+            marks.append(self.predicate(a["predicate"], span))
+        body, _ = self.block(s.body, allow_yield=False)
+        if not _mark_launches(body, marks):
+            self.error("pl.spmd(...) launches nothing: put the kernel calls (self.kernel(...)) "
+                       "in it", s, "with pl.spmd(4):\n    out = self.kernel(a, out)")
+        return body + self.task_id(task, span)
+
+    def spmd_loop(self, s: ast.For, it: ast.Call, span):
+        """`for i in pl.spmd(n[, name_hint=, sync_start=]):` the body is a kernel run as n
+        blocks, i its block index (a pl.at region whose first line reads it)."""
+        a = self.spmd_args(it, ("core_num", "name_hint", "sync_start", "optimizations"))
+        if not isinstance(s.target, ast.Name):
+            self.error("for i in pl.spmd(n): binds one name, the block index", s)
+        hint = self.static(a["name_hint"], "name_hint=") if "name_hint" in a else ""
+        mark = self.blocks(a["core_num"], a.get("sync_start"), it, span)
+        if self.ctx.incore:
+            self.error("pl.spmd regions cannot be nested in a pl.at region", s)
+        self.ctx.incore += 1
+        try:
+            val = self.op_call_values("get_block_idx", "tile", [], {}, s, "the block index")
+            idx = Assign(self.bind_value(s.target.id, val, s, span), val, span)
+            body, _ = self.block(s.body, allow_yield=False)
+        finally:
+            self.ctx.incore -= 1
+        return [mark, InCoreScope([idx] + body, hint or "", span)]
+
+    def submit(self, targets, call: ast.Call, span) -> list:
+        """`outs..., tid = pl.submit(self.kernel, *args, deps=[...])`: the kernel's call with
+        its outputs bound to all names but the last, the task id to the last."""
+        if not call.args:
+            self.error("pl.submit needs the kernel to launch: pl.submit(self.kernel, *args)", call)
+        fn, rest = call.args[0], call.args[1:]
+        spmd = _kind(self.static(call.func, "a function")) == "spmd_submit"
+        kws = {kw.arg: kw.value for kw in call.keywords}
+        deps = [kws.pop("deps")] if "deps" in kws else []
+        out = [self.task_deps(deps[0], span)] if deps else []
+        if spmd:
+            if "core_num" not in kws:
+                self.error("pl.spmd_submit needs core_num=: the number of blocks", call,
+                           "pl.spmd_submit(self.kernel, *args, core_num=4)")
+            out.append(self.blocks(kws.pop("core_num"), kws.pop("sync_start", None), call, span))
+            if "predicate" in kws:
+                out.append(self.predicate(kws.pop("predicate"), span))
+        if kws:
+            name = "pl.spmd_submit" if spmd else "pl.submit"
+            self.error(f"{name}() got an unsupported argument {next(iter(kws))!r}", call,
+                       f"{name}(self.kernel, *args, " + ("core_num=4, " if spmd else "") + "deps=[tid])")
+        kcall = ast.copy_location(ast.Call(fn, rest, []), call)
+        val = self.expr(kcall)
+        if not (isinstance(val, Call) and val.callee):
+            self.error(f"pl.submit launches a kernel (self.<kernel> or a @pl.function), got "
+                       f"`{ast.unparse(fn)}`", call)
+        if targets is None:
+            return out + [Eval(val, span)] + self.task_id(None, span)
+        names = targets.elts if isinstance(targets, (ast.Tuple, ast.List)) else [targets]
+        if not all(isinstance(n, ast.Name) for n in names):
+            self.error("unpack pl.submit(...) into plain names: out, tid = pl.submit(...)", call)
+        results, tid = names[:-1], names[-1]
+        vt = getattr(val, "type", None)
+        n = len(vt.types) if isinstance(vt, TupleType) else (0 if vt is None else 1)
+        if len(results) != n:
+            self.error(f"pl.submit of `{ast.unparse(fn)}` gives {n} result(s) and its task id: "
+                       f"{n + 1} names, got {len(names)}", call,
+                       "out, tid = pl.submit(self.kernel, ...) (one name per result, then the id)")
+        if n == 0:
+            out.append(Eval(val, span))
+        elif n == 1:
+            self.check_out_rebind(results[0].id, val, call)
+            out.append(Assign(self.bind_value(results[0].id, val, call, span), val, span))
+        else:
+            tup = self.define("_".join(r.id for r in results) + "__ret", vt, span)
+            out.append(Assign(tup, val, span))
+            for i, r in enumerate(results):
+                item = ops.tuple_get(tup, i, span)
+                if r.id != "_":
+                    out.append(Assign(self.bind_value(r.id, item, call, span), item, span))
+        return out + self.task_id(tid, span)
+
+
+def _mark_launches(body: list, marks: list) -> int:
+    """Put `marks` (pl.system.* statements for the next launch) before every kernel launch
+    in `body` (through loops and ifs); how many there were."""
+    n, i = 0, 0
+    while i < len(body):
+        s = body[i]
+        e = s.value if isinstance(s, Assign) else s.expr if isinstance(s, Eval) else None
+        if isinstance(s, InCoreScope) or (isinstance(e, Call) and e.callee):
+            body[i:i] = [copy.copy(m) for m in marks]
+            i += len(marks)
+            n += 1
+        else:
+            for b in bodies_of(s):
+                n += _mark_launches(b, marks)
+        i += 1
+    return n
