@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pypto import dtype as dt
 from pypto.codegen.common import fail
-from pypto.codegen.values import _Scalar, _const_int
+from pypto.codegen.values import _Scalar
+from pypto.ir.ops.base import const_int
 from pypto.ir.nodes import BinOp, Call, Const, TupleExpr, Var
 from pypto.ir.ops.system import BLOCK_IDENTITY
 
@@ -34,7 +35,7 @@ class Scalars:
                 fail(f"{e.name!r} is not a scalar", span)
             return self.convert(val, want, span)
         if isinstance(e, BinOp):
-            folded = _fold(e)
+            folded = const_int(e)
             if folded is not None:
                 return self.scalar(Const(folded, e.dtype, e.span), want, span)
             ty = e.dtype.mlir
@@ -136,23 +137,6 @@ class Scalars:
     # ------------------------------------------------------------------ tiles
     def index_scalar(self, e, span) -> _Scalar:
         return _Scalar(self.index(e, span), "index")
-
-
-def _fold(e: BinOp):
-    a, b = _const_int(e.lhs), _const_int(e.rhs)
-    if isinstance(e.lhs, BinOp):
-        a = _fold(e.lhs)
-    if isinstance(e.rhs, BinOp):
-        b = _fold(e.rhs)
-    if a is None or b is None or e.dtype.is_float or e.op in _CMPI:
-        return None
-    try:
-        return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
-                "//": lambda: a // b, "%": lambda: a % b, "min": lambda: min(a, b),
-                "max": lambda: max(a, b), "<<": lambda: a << b, ">>": lambda: a >> b,
-                "&": lambda: a & b, "|": lambda: a | b, "^": lambda: a ^ b}[e.op]()
-    except (KeyError, ZeroDivisionError):
-        return None
 
 
 def _common_type(a, b) -> str:

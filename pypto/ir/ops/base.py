@@ -125,15 +125,18 @@ def _ints(op, x, span, what):
 
 
 _INT_FOLD = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-             "//": lambda a, b: a // b if b else None, "%": lambda a, b: a % b if b else None}
+             "//": lambda a, b: a // b if b else None, "%": lambda a, b: a % b if b else None,
+             "min": min, "max": max, "<<": lambda a, b: a << b if b >= 0 else None,
+             ">>": lambda a, b: a >> b if b >= 0 else None, "&": lambda a, b: a & b,
+             "|": lambda a, b: a | b, "^": lambda a, b: a ^ b}
 
 
 def const_int(e):
     """The integer value of a constant expression (a literal, or literals joined by
-    + - * // %: a printed `16 - 8` stays a BinOp), or None."""
+    integer operators: a printed `16 - 8` stays a BinOp), or None."""
     if isinstance(e, Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
         return e.value
-    if isinstance(e, BinOp) and e.op in _INT_FOLD:
+    if isinstance(e, BinOp) and e.op in _INT_FOLD and not e.dtype.is_float:
         a, b = const_int(e.lhs), const_int(e.rhs)
         if a is not None and b is not None:
             return _INT_FOLD[e.op](a, b)
