@@ -23,7 +23,8 @@ from pypto.toolchain import DEFAULT_CXX, compiler_id
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 BASE_FLAGS = ("-std=c++17", "-O1", "-fPIC", "-shared")
 CORE_DEFINES = {"aiv": "-D__DAV_VEC__", "vector": "-D__DAV_VEC__",
-                "aic": "-D__DAV_CUBE__", "cube": "-D__DAV_CUBE__"}
+                "aic": "-D__DAV_CUBE__", "cube": "-D__DAV_CUBE__",
+                "mix": "-D__DAV_MIX__"}     # a Group: its cube and vector halves in one .so
 TIMEOUT_S = 300
 
 

@@ -40,7 +40,10 @@ def signature(func) -> list[str]:
 
 
 def core_type(func) -> str:
-    """"aic" for cube kernels (AIC, or InCore using cube memory), else "aiv"."""
+    """"aic" for cube kernels (AIC, or InCore using cube memory), "mix" for a Group (a
+    mixed kernel: an AIC and its AIVs launched together), else "aiv"."""
+    if func.func_type is FunctionType.Group:
+        return "mix"
     if func.func_type is FunctionType.AIC:
         return "aic"
     if func.func_type is FunctionType.AIV:

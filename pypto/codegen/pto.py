@@ -106,6 +106,8 @@ PLANNERS = ("PYPTO", "DSA_RP", "PTOAS")
 _M = MemorySpace
 
 BARRIER_ARG = "__pypto_spmd_sync"      # the hidden argument of a hard syncall
+PIPE_ARG = "__pypto_group_pipe"        # the hidden argument of a Group's halves: their pipe
+_PEER = {"cube": "aic", "vector": "aiv"}
 
 _KIND = {FunctionType.AIC: "cube", FunctionType.AIV: "vector"}
 
@@ -128,7 +130,16 @@ def generate_kernel(program: Program, name: str, *, arch: str = "a2a3",
              f.span)
     if arch not in _layout.ARCHS:
         fail(f"unknown arch {arch!r}; expected one of {', '.join(_layout.ARCHS)}", f.span)
-    return _Kernel(program, f, arch, emit_loc, ptoas_level(f, memory_planner)).generate()
+    level = ptoas_level(f, memory_planner)
+    if f.func_type is FunctionType.Group:    # one module: the cube half, then the vector half
+        from pypto.passes.expand_mixed_kernel import halves
+        funcs = [_Kernel(program, h, arch, emit_loc, level).function_lines() for h in halves(f)]
+        return _module(arch, [ln for lines in funcs for ln in lines])
+    return _module(arch, _Kernel(program, f, arch, emit_loc, level).function_lines())
+
+
+def _module(arch: str, funcs: list[str]) -> str:
+    return "\n".join([f'module attributes {{pto.target_arch = "{arch}"}} {{', *funcs, "}"]) + "\n"
 
 
 def generate_kernels(program: Program, *, arch: str = "a2a3", emit_loc: bool = True) -> dict[str, str]:
@@ -194,6 +205,7 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
         self.dyn_args: list[tuple[DynDim, str]] = []
         self.spmd_used: set[str] = set()     # block identity ops the body reads
         self.barrier_used = False            # a hard syncall: the launch's barrier argument
+        self.pipe_used = False               # a Group's half: the pipe to the other core
         self.lines: list[str] = []
         self.depth = 2
         self.span_stack = [func.span]
@@ -245,7 +257,8 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
         return tile_buf_type(t, self.arch, static_valid=static_valid, span=span, pad=pad)
 
     # ------------------------------------------------------------------ driver
-    def generate(self) -> str:
+    def function_lines(self) -> list[str]:
+        """The func.func of this kernel, as lines of its module."""
         f = self.f
         tensor_params = [p for p in f.params if isinstance(p.var.type, TensorType)]
         scalar_params = [p for p in f.params if isinstance(p.var.type, ScalarType)]
@@ -287,6 +300,8 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
         sig += [f"%{BLOCK_IDENTITY[op]}: i32" for op in BLOCK_IDENTITY if op in self.spmd_used]
         if self.barrier_used:
             sig.append(f"%{BARRIER_ARG}: i64")
+        if self.pipe_used:
+            sig.append(f"%{PIPE_ARG}: i64")
 
         # views of the used tensors (and of the first carrier of each dynamic dim)
         self.lines = []
@@ -308,8 +323,7 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
 
         kind = _KIND.get(f.func_type)
         attrs = f" attributes {{pto.kernel_kind = #pto.kernel_kind<{kind}>}}" if kind else ""
-        out = [f'module attributes {{pto.target_arch = "{self.arch}"}} {{',
-               f"  func.func @{f.name}({', '.join(sig)}){attrs} {{"]
+        out = [f"  func.func @{f.name}({', '.join(sig)}){attrs} {{"]
         consts = sorted(self.consts.items(),
                         key=lambda kv: (_TYPE_RANK.get(kv[0][0], 99), kv[0][0],
                                         kv[0][1] if not isinstance(kv[0][1], str) else 0,
@@ -320,8 +334,7 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
         out += body_lines
         out.append("    return")
         out.append("  }")
-        out.append("}")
-        return "\n".join(out) + "\n"
+        return out
 
     def check_return(self, ret):
         if ret is None:
@@ -399,6 +412,8 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
                 self.mscatter(c, span)
             elif isinstance(c, Call) and c.op == "system.syncall":
                 self.syncall(c, span)
+            elif isinstance(c, Call) and c.op == "tile.tpush":
+                self.tpush(c, span)
             else:
                 what = c.op if isinstance(c, Call) else type(c).__name__
                 fail(f"cannot generate PTO for the statement-level expression {what}", span)
@@ -520,6 +535,19 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
             target, ty = f"%{BARRIER_ARG}", "i64"
             n = "%" + BLOCK_IDENTITY["tile.get_block_num"]
         self.emit(f"pto.syncall ins({target}, {n} : {ty}, i32)", span)
+
+    def tpush(self, c: Call, span) -> None:
+        """A Group's half sends a tile to the other core (ExpandMixedKernel.halves)."""
+        t = self.tile(c.args[0], span)
+        self.pipe_used = True
+        self.emit(f"pto.tpush_to_{_PEER[c.kwargs['to']]} ins({t.ssa}, %{PIPE_ARG} : {t.ty}, i64)", span)
+
+    def tpop(self, v: Var, c: Call, span) -> None:
+        """... and the other half receives it, into the tile the planner gave it."""
+        self.pipe_used = True
+        dst = self.alloc(v, span)
+        self.emit(f"pto.tpop_from_{_PEER[c.kwargs['from']]} ins(%{PIPE_ARG} : i64) "
+                  f"outs({dst.ssa} : {dst.ty})", span)
 
     def check_tile_type(self, v: Var, span):
         t: TileType = v.type

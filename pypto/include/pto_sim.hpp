@@ -514,6 +514,75 @@ template <class T> inline void ttrans(const Tile<T>& d, const Tile<T>& s, const 
         for (int64_t j = 0; j < s.vc; ++j) d.row(j)[i] = s.row(i)[j];
 }
 
+// ---------------------------------------------------------------- a Group's pipe
+// The cube half and the vector half of a mixed kernel (a Group) pass tiles through a
+// pipe in memory the runtime gives each launch of the group (zeroed, its address a hidden
+// argument). Words 0-2: slot bytes, slots per channel, a stop flag (a half that failed
+// sets it, so the other does not wait for a tile that never comes). Then a channel per
+// direction: a single-producer single-consumer ring of (head, tail) and its slots, each a
+// 64-byte header (valid rows, cols, element bytes) and the tile's valid rows, packed.
+enum { TO_AIV = 0, TO_AIC = 1 };
+constexpr int64_t kPipeHeader = 64, kChannelHeader = 64, kSlotHeader = 64;
+
+inline int64_t* pipe_words(int64_t pipe, const char* site) {
+    if (!pipe) fail(site, "this kernel half runs without its group's pipe (launch it as a Group)");
+    return reinterpret_cast<int64_t*>(pipe);
+}
+inline std::atomic<int64_t>* pipe_counter(int64_t* w, int dir, int which) {
+    return reinterpret_cast<std::atomic<int64_t>*>(reinterpret_cast<char*>(w) + kPipeHeader +
+                                                   dir * kChannelHeader + which * 8);
+}
+inline char* pipe_slot(int64_t* w, int dir, int64_t seq) {
+    const int64_t bytes = w[0], depth = w[1];
+    return reinterpret_cast<char*>(w) + kPipeHeader + 2 * kChannelHeader +
+           (dir * depth + seq % depth) * (kSlotHeader + bytes);
+}
+inline void pipe_stop(int64_t pipe) {
+    if (pipe) reinterpret_cast<std::atomic<int64_t>*>(pipe_words(pipe, "") + 2)->store(1);
+}
+// wait until `ready` holds; a stopped group or 60 s without progress is an error
+template <class F> inline void pipe_wait(int64_t* w, F ready, const char* what, const char* site) {
+    auto* stop = reinterpret_cast<std::atomic<int64_t>*>(w + 2);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (int spins = 0; !ready(); ++spins) {
+        if (stop->load()) fail(site, "%s: the other half of the group stopped", what);
+        if (std::chrono::steady_clock::now() > until)
+            fail(site, "%s: waited 60 s for the other half of the group", what);
+        if (spins < 1000) std::this_thread::yield();
+        else std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+}
+template <class T> inline void tpush(int64_t pipe, int dir, const Tile<T>& t, const char* site) {
+    int64_t* w = pipe_words(pipe, site);
+    const int64_t bytes = int64_t(t.vr) * t.vc * int64_t(sizeof(T));
+    if (bytes > w[0]) fail(site, "tpush of %lld bytes: the pipe's slots hold %lld", (long long)bytes, (long long)w[0]);
+    auto* head = pipe_counter(w, dir, 0);
+    auto* tail = pipe_counter(w, dir, 1);
+    const int64_t seq = head->load(std::memory_order_relaxed);
+    pipe_wait(w, [&] { return seq - tail->load(std::memory_order_acquire) < w[1]; }, "tpush", site);
+    char* slot = pipe_slot(w, dir, seq);
+    int32_t* hdr = reinterpret_cast<int32_t*>(slot);
+    hdr[0] = t.vr; hdr[1] = t.vc; hdr[2] = int32_t(sizeof(T));
+    T* out = reinterpret_cast<T*>(slot + kSlotHeader);
+    for (int64_t i = 0; i < t.vr; ++i) std::memcpy(out + i * t.vc, t.row(i), size_t(t.vc) * sizeof(T));
+    head->store(seq + 1, std::memory_order_release);
+}
+template <class T> inline void tpop(int64_t pipe, int dir, const Tile<T>& d, const char* site) {
+    int64_t* w = pipe_words(pipe, site);
+    auto* head = pipe_counter(w, dir, 0);
+    auto* tail = pipe_counter(w, dir, 1);
+    const int64_t seq = tail->load(std::memory_order_relaxed);
+    pipe_wait(w, [&] { return head->load(std::memory_order_acquire) > seq; }, "tpop", site);
+    const char* slot = pipe_slot(w, dir, seq);
+    const int32_t* hdr = reinterpret_cast<const int32_t*>(slot);
+    if (hdr[0] != d.vr || hdr[1] != d.vc || hdr[2] != int32_t(sizeof(T)))
+        fail(site, "tpop into a %dx%d tile of %d-byte elements: the other half pushed %dx%d of %d-byte elements",
+             d.vr, d.vc, int(sizeof(T)), hdr[0], hdr[1], hdr[2]);
+    const T* in = reinterpret_cast<const T*>(slot + kSlotHeader);
+    for (int64_t i = 0; i < d.vr; ++i) std::memcpy(d.row(i), in + i * d.vc, size_t(d.vc) * sizeof(T));
+    tail->store(seq + 1, std::memory_order_release);
+}
+
 // ---------------------------------------------------------------- GM <-> tile
 template <class T, class G> inline void check_part(const Tile<T>& t, const GmPart<G>& p, const char* site) {
     p.check_bounds(site);

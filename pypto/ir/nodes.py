@@ -81,6 +81,7 @@ class FunctionType(enum.Enum, metaclass=_DslEnum):
     InCore = "InCore"
     AIC = "AIC"
     AIV = "AIV"
+    Group = "Group"      # a mixed kernel: its cube work on an AIC, its vector work on AIVs
     Inline = "Inline"
 
 
@@ -120,7 +121,7 @@ class ForKind(enum.Enum, metaclass=_DslEnum):
     Unroll = "unroll"
 
 
-KERNEL_TYPES = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV)
+KERNEL_TYPES = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV, FunctionType.Group)
 
 
 def derived_level_role(ftype: FunctionType) -> tuple[Level | None, Role | None]:
@@ -129,6 +130,7 @@ def derived_level_role(ftype: FunctionType) -> tuple[Level | None, Role | None]:
         FunctionType.InCore: (Level.CHIP_DIE, Role.SubWorker),
         FunctionType.AIC: (Level.AIC, Role.SubWorker),
         FunctionType.AIV: (Level.AIV, Role.SubWorker),
+        FunctionType.Group: (Level.CORE_GROUP, Role.SubWorker),
     }.get(ftype, (None, None))
 
 

@@ -1,16 +1,26 @@
 """ExpandMixedKernel: an InCore kernel becomes AIC (cube) or AIV (vector) from the
-memory spaces its tiles use. A kernel that needs both is rejected with a way to split
-it: the chip runs cube and vector work on different cores."""
+memory spaces its tiles use; one that needs both becomes a Group -- a mixed kernel,
+launched as one AIC and its AIV(s) together.
+
+A Group keeps one body. `halves` projects it on each core: tiles stay with the core of
+their memory space (Mat/Left/Right/Acc/Bias: cube; Vec: vector), scalar work and control
+flow go to both, and a `tile.move` from one core's space to the other's (Acc -> Vec,
+Vec -> Mat) becomes a push into the group's pipe on one side and a pop on the other.
+Both halves run the same control flow, so pushes and pops meet in program order.
+"""
 from __future__ import annotations
 
 from pypto.errors import CodegenError
-from pypto.ir.nodes import Function, FunctionType, MemorySpace as M, Program, TileType, derived_level_role
-from pypto.ir.visit import defs, walk
+from pypto.ir.nodes import (Assign, Call, Eval, For, Function, FunctionType, If, IterArg,
+                            MemorySpace as M, Program, PtrType, Return, TensorType, TileType, Var,
+                            While, Yield, derived_level_role)
+from pypto.ir.visit import Substitute, defs, stmt_exprs, vars_used, walk
 
 NAME = "ExpandMixedKernel"
 READS = ()
 
-_CUBE = {M.Mat, M.Left, M.Right, M.Acc, M.Bias}
+CUBE_SPACES = {M.Mat, M.Left, M.Right, M.Acc, M.Bias}
+CUBE, VECTOR = "cube", "vector"
 
 
 def run(prog: Program, opts) -> Program:
@@ -24,16 +34,174 @@ def _classify(f: Function) -> Function:
         for v in defs(s):
             t = v.type
             if isinstance(t, TileType) and t.memory_space is not None:
-                if t.memory_space in _CUBE:
+                if t.memory_space in CUBE_SPACES:
                     cube = cube or s
                 else:
                     vec = vec or s
     if cube and vec:
-        raise CodegenError(
-            f"kernel {f.name!r} mixes cube work (line {cube.span.line if cube.span else '?'}) and "
-            f"vector work (line {vec.span.line if vec.span else '?'})", vec.span or f.span,
-            "split it into two pl.at scopes (or two @pl.jit.incore kernels) that pass the matmul "
-            "result through a tensor made with pl.create_tensor")
-    ftype = FunctionType.AIC if cube else FunctionType.AIV
+        ftype = FunctionType.Group
+    else:
+        ftype = FunctionType.AIC if cube else FunctionType.AIV
     level, role = derived_level_role(ftype)
-    return Function(f.name, f.params, f.return_types, f.body, ftype, level, role, dict(f.attrs), f.span)
+    out = Function(f.name, f.params, f.return_types, f.body, ftype, level, role, dict(f.attrs), f.span)
+    if ftype is FunctionType.Group:
+        halves(out)          # refuse here, at the user's line, what cannot be split
+    return out
+
+
+# ----------------------------------------------------------------------------- the halves
+def side_of_space(space) -> str | None:
+    if space is None:
+        return None
+    return CUBE if space in CUBE_SPACES else VECTOR
+
+
+def _side(v) -> str | None:
+    t = getattr(v, "type", None)
+    if isinstance(t, TileType):
+        return side_of_space(t.memory_space)
+    if isinstance(t, PtrType):
+        return None
+    return None
+
+
+def halves(f: Function) -> tuple[Function, Function]:
+    """The cube (AIC) and vector (AIV) functions of a Group, named <f>_aic and <f>_aiv;
+    the pipe ops are `tile.tpush` (kwargs to=the other side) and `tile.tpop` (from=)."""
+    return _Half(f, CUBE).function(), _Half(f, VECTOR).function()
+
+
+class _Half:
+    def __init__(self, f: Function, side: str):
+        self.f = f
+        self.side = side
+        self.subst: dict[int, object] = {}
+        self.owner: dict[int, str] = {}        # id(scalar var) -> the side it was read from
+
+    def function(self) -> Function:
+        f = self.f
+        ftype, suffix = (FunctionType.AIC, "_aic") if self.side == CUBE else (FunctionType.AIV, "_aiv")
+        level, role = derived_level_role(ftype)
+        return Function(f.name + suffix, f.params, f.return_types, self.body(f.body), ftype,
+                        level, role, dict(f.attrs), f.span)
+
+    # expressions with the stores of the other side replaced by their target tensors
+    def e(self, x):
+        return Substitute(self.subst).expr(x) if self.subst else x
+
+    def check_uses(self, exprs, s):
+        for x in exprs:
+            for v in vars_used(x):
+                other = self.owner.get(id(v))
+                if other is not None and other != self.side:
+                    raise CodegenError(
+                        f"{v.name!r} is read from a {other} tile and used by {self.side} work: a "
+                        f"mixed kernel passes tiles between its cores, not scalars", s.span,
+                        "compute the value on the core that uses it, or pass it in as a scalar")
+
+    def body(self, stmts):
+        out = []
+        for s in stmts:
+            out.extend(self.stmt(s))
+        return out
+
+    def stmt(self, s):
+        if isinstance(s, Assign):
+            return self.assign(s)
+        if isinstance(s, Eval):
+            side = self.eval_side(s.expr)
+            if side not in (None, self.side):
+                return []
+            self.check_uses([s.expr], s)
+            return [Eval(self.e(s.expr), s.span)]
+        if isinstance(s, Return):
+            return [Return([self.e(v) for v in s.values], s.span)]
+        if isinstance(s, Yield):
+            return [Yield([self.e(v) for v in s.values], s.span)]
+        if isinstance(s, (For, While)):
+            return [self.loop(s)]
+        if isinstance(s, If):
+            return [self.branch(s)]
+        raise CodegenError(f"{type(s).__name__} in a mixed kernel", s.span)
+
+    def keep(self, v: Var) -> bool:
+        side = _side(v)
+        return side is None or side == self.side
+
+    def assign(self, s: Assign):
+        v, val = s.var, s.value
+        t = v.type
+        if isinstance(t, TileType):
+            if isinstance(val, Call) and val.op == "tile.move":
+                src = _side(val.args[0])
+                dst = side_of_space(t.memory_space)
+                if src is not None and src != dst:
+                    if self.side == src:
+                        return [Eval(Call("tile.tpush", [self.e(val.args[0])], {"to": dst}, None, {},
+                                          val.span), s.span)]
+                    return [Assign(v, Call("tile.tpop", [], {"from": src}, t, {}, val.span), s.span)]
+            if side_of_space(t.memory_space) != self.side:
+                return []
+            self.check_uses([val], s)
+            return [Assign(v, self.e(val), s.span)]
+        if isinstance(t, PtrType):
+            space = val.kwargs.get("target_memory") if isinstance(val, Call) else None
+            if side_of_space(space) not in (None, self.side):
+                return []
+            return [Assign(v, self.e(val), s.span)]
+        if isinstance(t, TensorType) and isinstance(val, Call) and val.op.startswith("tile."):
+            side = self.eval_side(val)
+            if side not in (None, self.side):
+                # the other core writes the tensor: here it is the tensor written into
+                target = next((a for a in reversed(val.args) if isinstance(getattr(a, "type", None),
+                                                                            TensorType)), None)
+                if target is None:
+                    raise CodegenError(f"{val.op} in a mixed kernel: no tensor it writes into",
+                                       s.span)
+                self.subst[id(v)] = self.e(target)
+                return []
+        reads = {_side(x) for x in vars_used(val)} - {None} if isinstance(val, Call) else set()
+        if len(reads) == 1:                  # a scalar read out of one core's tile
+            side = reads.pop()
+            self.owner[id(v)] = side
+            if side != self.side:
+                return []
+        self.check_uses([val], s)
+        return [Assign(v, self.e(val), s.span)]
+
+    def eval_side(self, x) -> str | None:
+        """The core an effect (a store, a scatter) runs on: that of the tile it reads."""
+        if isinstance(x, Call):
+            for a in x.args:
+                side = _side(a)
+                if side is not None:
+                    return side
+        return None
+
+    def mask(self, vars_) -> list[bool]:
+        return [self.keep(v) for v in vars_]
+
+    def loop(self, s):
+        keep = self.mask([a.var for a in s.iter_args])
+        self.check_uses(stmt_exprs(s), s)
+        body = self.filter_yield(self.body(s.body), keep)
+        args = [IterArg(a.var, self.e(a.init)) for a, k in zip(s.iter_args, keep) if k]
+        rets = [r for r, k in zip(s.return_vars, keep) if k]
+        if isinstance(s, For):
+            return For(s.loop_var, self.e(s.start), self.e(s.stop), self.e(s.step), body, args, rets,
+                       s.kind, s.span)
+        return While(self.e(s.cond), body, args, rets, s.span)
+
+    def branch(self, s):
+        keep = self.mask(s.return_vars)
+        self.check_uses([s.cond], s)
+        then = self.filter_yield(self.body(s.then_body), keep)
+        other = self.filter_yield(self.body(s.else_body), keep) if s.else_body else None
+        return If(self.e(s.cond), then, other, [r for r, k in zip(s.return_vars, keep) if k], s.span)
+
+    @staticmethod
+    def filter_yield(body, keep):
+        if body and isinstance(body[-1], Yield):
+            y = body[-1]
+            body = body[:-1] + [Yield([x for x, k in zip(y.values, keep) if k], y.span)]
+        return body

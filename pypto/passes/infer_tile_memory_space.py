@@ -40,12 +40,11 @@ def run(prog: Program, opts) -> Program:
 
 
 def _paths(chip):
-    p = {(M.Mat, M.Left), (M.Mat, M.Right), (M.Mat, M.Bias), (M.Acc, M.Mat), (M.Vec, M.Vec)}
-    if chip.acc_to_vec:
-        p.add((M.Acc, M.Vec))
-    if chip.vec_to_mat:
-        p.add((M.Vec, M.Mat))
-    return p
+    # Acc -> Vec and Vec -> Mat cross from the cube core to a vector core or back: a kernel
+    # holding one becomes a Group (ExpandMixedKernel) whose two halves pass the tile through
+    # a pipe, on every chip (on a2/a3 that is the only way: the cores share no buffer)
+    return {(M.Mat, M.Left), (M.Mat, M.Right), (M.Mat, M.Bias), (M.Acc, M.Mat), (M.Vec, M.Vec),
+            (M.Acc, M.Vec), (M.Vec, M.Mat)}
 
 
 class _Infer(Rewriter):
@@ -163,9 +162,7 @@ class _Infer(Rewriter):
 
     def check_path(self, src, dst, s):
         if src != dst and (src, dst) not in self.paths:
-            hint = ("on Ascend910B cube results reach vector cores only through GM: store the Acc tile "
-                    "to a tensor in one kernel and load it in another" if src == M.Acc else
-                    "only pl.matmul / pl.matmul_acc write Acc: compute into it with pl.matmul(lhs, rhs) "
+            hint = ("only pl.matmul / pl.matmul_acc write Acc: compute into it with pl.matmul(lhs, rhs) "
                     "on Left and Right tiles" if dst == M.Acc else
                     "load the data from GM into the space you need, or move it through Mat")
             raise CodegenError(f"no data path from {src.name} to {dst.name} on {self.chip.arch}",

@@ -15,7 +15,7 @@ from .arch import CXX_SPACE, Arch
 from .errors import op_error
 from .ir import (Func, Module, Op, PartitionType, PtrType, ScalarType, TensorViewType, TileType,
                  Value, walk)
-from .ops import CMP_MODES, TILE_OPS, kind_of, round_mode
+from .ops import CMP_MODES, PIPE_OPS, TILE_OPS, kind_of, round_mode
 from .types import STATUS_VECTOR
 
 SCALAR_CXX = {"index": "int64_t", "i64": "int64_t", "i32": "int32_t", "i16": "int16_t",
@@ -242,6 +242,13 @@ class FuncEmitter:
             vc = t.v_col if t.v_col is not None else t.cols
             self.emit(ind, f"const {cxx_type(t)} {self.n(r)} = pto::treshape<{_elem_cxx(t.dtype)}>("
                            f"{self.n(op.group('source')[0])}, {t.rows}, {t.cols}, {vr}, {vc}, {self.site(op)});")
+        elif name in PIPE_OPS:
+            _, what, _, direction = PIPE_OPS[name]
+            if what == "push":
+                tile, pipe = op.group("ins")
+            else:
+                pipe, tile = op.group("ins")[0], op.group("outs")[0]
+            self.emit(ind, f"pto::t{what}({self.n(pipe)}, {direction}, {self.n(tile)}, {self.site(op)});")
         elif name in TILE_OPS:
             self.tile_op(op, ind)
         else:
@@ -485,7 +492,9 @@ def dim_args(f: Func) -> dict:
 # scalars in the runtime's args: the runtime appends block index, block count and the
 # vector core's index in its group to every task's arguments
 HIDDEN = {"__pypto_spmd_block_idx": 0, "__pypto_spmd_block_num": 1, "__pypto_spmd_subblock_idx": 2,
-          "__pypto_spmd_sync": 3}   # (the address of the launch's barrier: a hard syncall)
+          "__pypto_spmd_sync": 3,   # (the address of the launch's barrier: a hard syncall)
+          "__pypto_group_pipe": 4}  # (the address of a Group's pipe: its halves' tiles pass there)
+PIPE_ARG = "__pypto_group_pipe"
 
 
 def _entry(f: Func, symbol: str) -> list[str]:
@@ -512,6 +521,9 @@ def _entry(f: Func, symbol: str) -> list[str]:
             call_args.append(f"pto::scalar_arg<{SCALAR_CXX[a.type.name]}>(args[{slot[a]}])")
     fname = "k_" + re.sub(r"[^A-Za-z0-9_]", "_", f.name)
     joined = (",\n" + " " * 12).join(call_args)
+    # a Group's half that fails stops its pipe: the other half stops waiting for it
+    stop = ([f"    pto::pipe_stop(args[{base + HIDDEN[PIPE_ARG]}]);"]
+            if any(a.name == PIPE_ARG for a in f.args) else [])
     return [
         f'extern "C" int {symbol}(const int64_t* args, char* err, int32_t errlen) {{',
         "    try {",
@@ -522,6 +534,7 @@ def _entry(f: Func, symbol: str) -> list[str]:
         "    } catch (...) {",
         f"        pto::copy_message(err, errlen, {c_string(f'@{f.name}: unexpected C++ exception')});",
         "    }",
+        *stop,
         "    return 1;",
         "}",
     ]

@@ -90,11 +90,18 @@ def kind_of(op) -> str:
         return "gather_cmp"
     return kind
 
+# The pipe between a Group's halves: op -> (the kernel kind it runs in, what it does, the
+# tile's buffer(s), pto_sim's direction constant).
+PIPE_OPS = {"pto.tpush_to_aiv": ("cube", "push", ("acc", "mat"), "pto::TO_AIV"),
+            "pto.tpop_from_aic": ("vector", "pop", ("vec",), "pto::TO_AIV"),
+            "pto.tpush_to_aic": ("vector", "push", ("vec",), "pto::TO_AIC"),
+            "pto.tpop_from_aiv": ("cube", "pop", ("mat",), "pto::TO_AIC")}
+
 # Ops with their own syntax (parser handlers) that are not in TILE_OPS.
 STRUCTURAL_OPS = {"pto.make_tensor_view", "pto.partition_view", "pto.alloc_tile", "pto.treshape",
                   "pto.declare_local_array", "pto.local_array_get", "pto.local_array_set",
                   "pto.load_scalar", "pto.store_scalar", "pto.tgetval", "pto.tsetval", "pto.subview",
-                  "pto.syncall"}
+                  "pto.syncall"} | set(PIPE_OPS)
 
 # Matmul element types (acc, left, right).
 MATMUL_DTYPES = {("i32", "i8", "i8"), ("f32", "f16", "f16"), ("f32", "bf16", "bf16"),

@@ -10,7 +10,7 @@ from .arch import ALIGN, CUBE_SPACES, Arch
 from .errors import PtoasError, op_error
 from .ir import (Func, LocalArrayType, Module, Op, PartitionType, PtrType, ScalarType, TensorViewType, TileType,
                  Value)
-from .ops import (FLOAT_DTYPES, FP8_DTYPES, kind_of, STRUCTURAL_OPS, TILE_DTYPES, TILE_OPS, round_mode)
+from .ops import (FLOAT_DTYPES, FP8_DTYPES, kind_of, PIPE_OPS, STRUCTURAL_OPS, TILE_DTYPES, TILE_OPS, round_mode)
 from .parser import CAST_OPS
 from .types import STATUS_VECTOR
 from .verify_ops import OpChecks
@@ -148,6 +148,8 @@ class Verifier(OpChecks):
             return self.local_array(op)
         if n == "pto.syncall":
             return self.syncall(op)
+        if n in PIPE_OPS:
+            return self.pipe_op(op)
         if n in TILE_OPS:
             return self.tile_op(op, kind_of(op))
         raise self.error(op, f"unsupported operation '{n}' (ptoas supports arith/scf scalar ops, "
@@ -217,6 +219,28 @@ class Verifier(OpChecks):
             raise self.error(op, f"pto.syncall: the barrier is an i64 address or a GM pointer, not {b.type}")
         if not (isinstance(count.type, ScalarType) and count.type.name == "i32"):
             raise self.error(op, f"pto.syncall: the count is i32, not {count.type}")
+
+    def pipe_op(self, op: Op) -> None:
+        """A Group's halves pass tiles through the pipe the runtime gives the group (an
+        i64 address): a push reads a tile of the sending core, a pop fills one of the
+        receiving core's."""
+        kind, what, locs, _ = PIPE_OPS[op.name]
+        ins, outs = op.group("ins"), op.group("outs")
+        want_ins, want_outs = (2, 0) if what == "push" else (1, 1)
+        if len(ins) != want_ins or len(outs) != want_outs or op.results:
+            form = "ins(%tile, %pipe)" if what == "push" else "ins(%pipe) outs(%tile)"
+            raise self.error(op, f"{op.name} takes {form} and defines no result")
+        if self.f.kernel_kind != kind:
+            raise self.error(op, f"{op.name} runs in a {kind} kernel, not in "
+                                 f"{self.f.kernel_kind or 'an unspecialised'} kernel @{self.f.name}")
+        pipe = ins[-1]
+        if not (isinstance(pipe.type, ScalarType) and pipe.type.name == "i64"):
+            raise self.error(op, f"{op.name}: the pipe is an i64 address, not {pipe.type}")
+        tile = ins[0] if what == "push" else outs[0]
+        t = self.tile(op, tile, "tile")
+        if t.loc not in locs:
+            raise self.error(op, f"{op.name} {'sends' if what == 'push' else 'fills'} a "
+                                 f"{' or '.join(locs)} tile, not a {t.loc} one")
 
     def local_array(self, op: Op) -> None:
         """declare: one !pto.local_array result; get/set: an index into it and its element

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ctypes
+import re
 
 MAX_DIMS = 5
 
@@ -50,8 +51,15 @@ PREDICATE_FN = ctypes.CFUNCTYPE(None, ctx_t, ctypes.c_int64, ctypes.c_int32, i64
 VIEW_SHAPE_FN = ctypes.CFUNCTYPE(ctypes.c_int64, ctx_t, ctypes.c_int64, ctypes.c_int32, i64p)
 # every kernel's args end with its place in its launch: block index, block count, the
 # vector core's index in its core group (read by kernels that use pl.tile.get_block_idx ...)
-# and the address of the launch's barrier (pl.system.syncall)
-HIDDEN_ARGS = 4
+# the address of the launch's barrier (pl.system.syncall) and that of a Group's pipe (the
+# memory its cube and vector halves pass tiles through; 0 for other kernels)
+HIDDEN_ARGS = 5
+# a Group's pipe: a 64-byte header, a 64-byte (head, tail) per direction, then per
+# direction PIPE_DEPTH slots of a 64-byte header and PIPE_SLOT_BYTES of tile data (the
+# largest buffer a tile is pushed from: UB or L0C, 256 KiB at most)
+PIPE_DEPTH = 2
+PIPE_SLOT_BYTES = 256 * 1024
+PIPE_BYTES = 64 + 2 * 64 + 2 * PIPE_DEPTH * (64 + PIPE_SLOT_BYTES)
 
 
 class PyptoRuntimeApi(ctypes.Structure):
@@ -71,8 +79,8 @@ class PyptoRuntimeApi(ctypes.Structure):
     ]
 
 
-def bind_kernel_entry(lib: ctypes.CDLL):
-    fn = getattr(lib, KERNEL_ENTRY)
+def bind_kernel_entry(lib: ctypes.CDLL, symbol: str = KERNEL_ENTRY):
+    fn = getattr(lib, symbol)
     fn.argtypes = [i64p, ctypes.c_char_p, ctypes.c_int32]
     fn.restype = ctypes.c_int
     return fn
@@ -83,3 +91,9 @@ def bind_orchestration_entry(lib: ctypes.CDLL, name: str = ORCHESTRATION_ENTRY):
     fn.argtypes = [ctypes.POINTER(PyptoRuntimeApi), i64p, u64p]
     fn.restype = ctypes.c_int32
     return fn
+
+
+def group_entries(lib: ctypes.CDLL, name: str):
+    """The cube and vector halves of Group `name` (<name>_aic, <name>_aiv)."""
+    base = KERNEL_ENTRY + "__" + re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return bind_kernel_entry(lib, base + "_aic"), bind_kernel_entry(lib, base + "_aiv")

@@ -22,7 +22,7 @@ from .errors import ArtifactError, DigestMismatchError
 KERNEL_CONFIG = "kernel_config.py"
 COMPILED_META = "compiled_meta.json"
 _CONFIG_NAMES = ("RUNTIME_CONFIG", "ORCHESTRATION", "KERNELS")
-CORE_TYPES = ("aic", "aiv")
+CORE_TYPES = ("aic", "aiv", "mix")     # mix: a Group, its halves on an AIC and an AIV
 
 
 def read_kernel_config(path: Path) -> dict[str, Any]:
@@ -150,6 +150,7 @@ class LoadedKernel:
     digest: str
     entry: Any = field(repr=False)   # ctypes function pypto_kernel_entry
     lib: Any = field(repr=False)
+    halves: tuple = field(default=(), repr=False)   # a Group: its (cube, vector) entries
 
 
 @dataclass
@@ -214,11 +215,12 @@ def load_chip_callable(output_dir: Path, config: dict[str, Any]) -> ChipCallable
         try:
             lib = _load_bytes(data, k["name"])
             entry = abi.bind_kernel_entry(lib)
+            halves = abi.group_entries(lib, str(k["name"])) if k["core_type"] == "mix" else ()
         except (OSError, AttributeError) as e:
             raise ArtifactError(f"kernel '{k['name']}': cannot load {path}: {e}") from e
         kernels[int(k["func_id"])] = LoadedKernel(
             int(k["func_id"]), str(k["name"]), k["core_type"], tuple(k.get("signature", ())),
-            path, digest, entry, lib)
+            path, digest, entry, lib, halves)
     if "binary" not in orch:
         raise ArtifactError(f"{output_dir / KERNEL_CONFIG}: ORCHESTRATION has no 'binary'")
     name = str(orch.get("name", "orchestration"))

@@ -36,14 +36,14 @@ def host_threads() -> int:
 ALL_BLOCKS = -1        # a ready-queue entry running every block of a sync_start task
 
 
-def _call(task, block: int, err=None) -> tuple:
+def _call(task, block: int, err=None, entry=None) -> tuple:
     """Run one block of a task: (status, message, start ns, end ns)."""
     err = err if err is not None else ctypes.create_string_buffer(abi.ERR_LEN)
     err[0] = b"\0"
     message = ""
     start = time.perf_counter_ns()
     try:
-        status = int(task.kernel.entry(task.args[block], err, abi.ERR_LEN))
+        status = int((entry or task.kernel.entry)(task.args[block], err, abi.ERR_LEN))
     except BaseException as e:  # a ctypes-level failure, not a kernel status
         status, message = -1, f"{type(e).__name__}: {e}"
     end = time.perf_counter_ns()
@@ -64,7 +64,7 @@ def _gang(task) -> list:
             gate.wait()
         except threading.BrokenBarrierError:
             pass
-        results[b] = _call(task, b)
+        results[b] = _group_call(task, b) if task.kernel.core_type == "mix" else _call(task, b)
 
     threads = [threading.Thread(target=one, args=(b,), name=f"pypto-block-{b}") for b in range(n)]
     for t in threads:
@@ -72,6 +72,30 @@ def _gang(task) -> list:
     for t in threads:
         t.join()
     return results
+
+
+def _group_call(task, block: int) -> tuple:
+    """One block of a Group: its cube half and its vector half at once, each on a thread of
+    its own, passing tiles through the block's pipe; the first failure is the block's."""
+    aic, aiv = task.kernel.halves
+    results = [None, None]
+
+    def one(i, entry):
+        err = ctypes.create_string_buffer(abi.ERR_LEN)
+        results[i] = _call(task, block, err, entry)
+
+    threads = [threading.Thread(target=one, args=(i, e), name=f"pypto-group-{'aic' if i == 0 else 'aiv'}")
+               for i, e in enumerate((aic, aiv))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    failed = [r for r in results if r[0] != 0]
+    # the half that failed first: the other one then stopped because its pipe did
+    status, message = (failed[0][0], failed[0][1]) if failed else (0, "")
+    if len(failed) == 2 and "other half of the group stopped" in failed[0][1]:
+        status, message = failed[1][0], failed[1][1]
+    return status, message, min(r[2] for r in results), max(r[3] for r in results)
 
 
 def _element_value(raw: bytes, d) -> float:
@@ -85,6 +109,16 @@ def _element_value(raw: bytes, d) -> float:
     if d.name == "BOOL":
         return float(raw != b"\0")
     return float(int.from_bytes(raw, "little", signed=not (d.name.startswith("UINT") or d.is_float)))
+
+
+def _new_pipe():
+    """Zeroed memory for one block of a Group (pto_sim's tpush/tpop): its header says the
+    slot size and the slots per direction."""
+    from .tensors import aligned_buffer
+    buf = aligned_buffer(abi.PIPE_BYTES)
+    header = (ctypes.c_int64 * 2).from_address(buf.ctypes.data)
+    header[0], header[1] = abi.PIPE_SLOT_BYTES, abi.PIPE_DEPTH
+    return buf
 
 
 class _Dummy:
@@ -130,7 +164,7 @@ class Device:
         lock = threading.RLock()
         self.cond = threading.Condition(lock)
         self.done = threading.Condition(lock)
-        self._ready = {t: deque() for t in self.slots}
+        self._ready = {t: deque() for t in (*self.slots, "mix")}   # mix: an AIC and an AIV
         self._free = {t: list(range(n)) for t, n in self.slots.items()}
         total = sum(self.slots.values())
         self.n_threads = max(1, min(n_threads or host_threads(), total))
@@ -176,7 +210,7 @@ class Device:
             q.extend(kept)
 
     def _takeable(self) -> bool:
-        return any(q and self._free[t] for t, q in self._ready.items())
+        return any(q and self._has_free(t) for t, q in self._ready.items())
 
     def _take(self):
         """(queue entry, core slot): an entry is (task, block index | ALL_BLOCKS)."""
@@ -184,9 +218,16 @@ class Device:
         self._turn = (self._turn + 1) % len(types)
         for ctype in types[self._turn:] + types[:self._turn]:
             q = self._ready[ctype]
-            if q and self._free[ctype]:
+            if q and self._has_free(ctype):
+                if ctype == "mix":      # a Group: a cube core and a vector core together
+                    return q.popleft(), (heapq.heappop(self._free["aic"]), heapq.heappop(self._free["aiv"]))
                 return q.popleft(), heapq.heappop(self._free[ctype])
         return None
+
+    def _has_free(self, ctype: str) -> bool:
+        if ctype == "mix":
+            return bool(self._free["aic"]) and bool(self._free["aiv"])
+        return bool(self._free[ctype])
 
     def _loop(self, index: int) -> None:
         err = ctypes.create_string_buffer(abi.ERR_LEN)
@@ -208,10 +249,17 @@ class Device:
                     self.cond.notify()
             if block == ALL_BLOCKS:
                 results = list(enumerate(_gang(task)))
+            elif task.kernel.core_type == "mix":
+                results = [(block, _group_call(task, block))]
             else:
                 results = [(block, _call(task, block, err))]
             with self.cond:
-                heapq.heappush(self._free[task.kernel.core_type], slot)
+                if task.kernel.core_type == "mix":
+                    heapq.heappush(self._free["aic"], slot[0])
+                    heapq.heappush(self._free["aiv"], slot[1])
+                    slot = slot[0]
+                else:
+                    heapq.heappush(self._free[task.kernel.core_type], slot)
                 for b, (status, message, start, end) in results:
                     task.times[b] = (start, end)
                     task.launch.block_finished(task, status, message, start, end, slot, index)
@@ -290,11 +338,15 @@ class Launch:
             args[n_t + j] = bits - (1 << 64) if bits >= (1 << 63) else bits
         per_block = []
         barrier = (ctypes.c_int64 * 2)()   # the launch's syncall barrier: arrived, round
+        pipes = []
         for b in range(spec.blocks):     # the hidden arguments: block index, count, subblock
             a = (ctypes.c_int64 * len(args))(*args)
             a[n], a[n + 1], a[n + 2], a[n + 3] = b, spec.blocks, 0, ctypes.addressof(barrier)
+            if kernel.core_type == "mix":
+                pipes.append(_new_pipe())
+                a[n + 4] = pipes[-1].ctypes.data
             per_block.append(a)
-        task = Task(self, spec, kernel, (descs, barrier), per_block)   # (kept alive with it)
+        task = Task(self, spec, kernel, (descs, barrier, pipes), per_block)   # (kept alive with it)
         return task
 
     def submit(self, spec: TaskSpec) -> None:

@@ -36,9 +36,10 @@ DEPS = "deps.json"
 
 # the clock the reference runtime reports cycles in (a2a3: 50 MHz system counter, a5: 1 GHz)
 CLOCK_FREQ_HZ = {"a2a3": 50_000_000, "a5": 1_000_000_000}
-CORE_ORDER = ("aic", "aiv")
-CORE_LABEL = {"aic": "AIC", "aiv": "AIV"}
-PIDS = {"host": 0, "aic": 1, "aiv": 2}
+CORE_ORDER = ("aic", "aiv", "mix")
+# a Group's task (mix) runs on an AIC and an AIV together; its lane is its AIC's index
+CORE_LABEL = {"aic": "AIC", "aiv": "AIV", "mix": "AIC+AIV"}
+PIDS = {"host": 0, "aic": 1, "aiv": 2, "mix": 3}
 
 
 # -- what to write ---------------------------------------------------------------------

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 
 from pypto.backend import BackendType
-from pypto.codegen.config import meta_params, signature
+from pypto.codegen.config import core_type, meta_params, signature
 from pypto.diagnostics import perf_hints, render
 from pypto.ir.nodes import FunctionType, Program
 from pypto.stages.text import parse_bytes, print_bytes, remember, warnings_bytes
@@ -26,7 +26,7 @@ def layout_stage(inputs: dict, options: dict) -> dict:
     alone = Program(part.name, [f], part.source)
     orch = f.func_type is FunctionType.Orchestration
     info = {"name": f.name, "kernel": f.is_kernel, "orchestration": orch,
-            "core": "aic" if f.func_type is FunctionType.AIC else "aiv",
+            "core": core_type(f) if f.is_kernel else "aiv",
             "signature": signature(f)}
     if orch:                       # what compiled_meta.json says of the caller's side
         info.update(params=meta_params(f), num_return_types=len(f.return_types))

@@ -1,10 +1,13 @@
-"""ExpandMixedKernel: an InCore kernel becomes AIV (vector) or AIC (cube); mixed is an error."""
+"""ExpandMixedKernel: an InCore kernel becomes AIV (vector) or AIC (cube); mixed, a Group
+whose halves (`halves`) split its work by core and meet at a pipe."""
 import pytest
 
 import pypto.language as pl
 from pypto.backend import BackendType
 from pypto.errors import CodegenError
-from pypto.ir.nodes import FunctionType, Level, Role
+from pypto.ir.nodes import Assign, Call, Eval, FunctionType, Level, Role
+from pypto.ir.visit import walk
+from pypto.passes.expand_mixed_kernel import halves
 from pypto.passes.base import PassOptions
 
 from pass_helpers import before, fn, roundtrip, run
@@ -77,14 +80,27 @@ def test_body_is_kept_as_it_is():
     assert strip(out) == strip(src)
 
 
-def test_mixed_kernel_is_an_error_with_a_hint():
-    # on Ascend950 the Acc -> Vec move exists, so the kernel reaches this pass
-    with pytest.raises(CodegenError) as e:
-        expand(_mixed(), PassOptions(backend_type=BackendType.Ascend950))
-    msg = e.value.message
-    assert "'k'" in msg and "cube" in msg and "vector" in msg and "line" in msg
-    assert "pl.create_tensor" in e.value.hint
-    assert e.value.span is not None
+@pytest.mark.parametrize("backend", [BackendType.Ascend910B, BackendType.Ascend950])
+def test_mixed_kernel_becomes_a_group(backend):
+    out = expand(_mixed(), PassOptions(backend_type=backend))
+    k = fn(out, "k")
+    assert (k.func_type, k.level, k.role) == (FunctionType.Group, Level.CORE_GROUP, Role.SubWorker)
+    roundtrip(out)
+
+
+def _ops(f):
+    return [(s.value.op if isinstance(s, Assign) else s.expr.op) for s in walk(f.body)
+            if isinstance(s, (Assign, Eval)) and isinstance(getattr(s, "value", getattr(s, "expr", None)), Call)]
+
+
+def test_the_halves_of_a_group_split_its_work_by_core():
+    cube, vector = halves(fn(expand(_mixed()), "k"))
+    assert (cube.name, cube.func_type, vector.name, vector.func_type) == \
+        ("k_aic", FunctionType.AIC, "k_aiv", FunctionType.AIV)
+    # the matmul result crosses: pushed by the cube half, popped by the vector half
+    assert _ops(cube) == ["tile.load", "tile.move", "tile.move", "tile.matmul", "tile.tpush"]
+    assert _ops(vector) == ["tile.tpop", "tile.exp", "tile.store"]
+    assert [p.var.name for p in cube.params] == [p.var.name for p in vector.params] == ["a", "y"]
 
 
 def test_non_kernels_are_untouched():

@@ -300,37 +300,6 @@ def test_load_into_left():
 
 # ----------------------------------------------------------------------------- cube / vector
 @pl.jit
-def mixed_kernel(a: pl.Tensor, b: pl.Tensor, o: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        left = pl.move(pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
-        right = pl.move(pl.load(b, [0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
-        c = pl.matmul(left, right)
-        pl.store(pl.exp(c), [0, 0], o)  # BAD-20
-    return o
-
-
-def test_mixed_cube_vector_kernel_that_cannot_be_split():
-    with pytest.raises(E.CodegenError) as e:
-        compile_(mixed_kernel, A, B, O)
-    check(e, E.CodegenError, "BAD-20", r"store the Acc tile to a tensor in one kernel and load it in another",
-          r"no data path from Acc to Vec")
-
-
-@pl.jit
-def matmul_on_vec_tiles(a: pl.Tensor, o: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        t = pl.load(a, [0, 0], [64, 64])
-        pl.store(pl.matmul(t, t), [0, 0], o)  # BAD-21
-    return o
-
-
-def test_matmul_on_vec_tiles():
-    with pytest.raises(E.CodegenError) as e:
-        compile_(matmul_on_vec_tiles, A, O)
-    check(e, E.CodegenError, "BAD-21", r"move it through Mat", r"no data path from Vec to Left")
-
-
-@pl.jit
 def matmul_acc_into_vec(a: pl.Tensor, o: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
         t = pl.load(a, [0, 0], [64, 64])

@@ -2021,41 +2021,6 @@ def test_helper_with_regions_next_to_the_orchestration(w):
           r"'stage' has pl\.at regions, which makes it an orchestration, but 'main' already is", None)
 
 
-def test_program_kernel_moving_a_vec_tile_straight_to_left(w):
-    @pl.program
-    class SkipsMat:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, a: pl.Tensor[[64, 64], pl.FP32],
-              o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
-            lhs = pl.move(pl.load(a, [0, 0], [64, 64]), target_memory=pl.Mem.Left)  # BAD-C132
-            rhs = pl.move(pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
-            o = pl.store(pl.matmul(lhs, rhs), [0, 0], o)
-            return o
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, a: pl.Tensor[[64, 64], pl.FP32],
-                 o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
-            o = self.k(a, o)
-            return o
-    with pytest.raises(E.CodegenError) as e:
-        w.program(SkipsMat)
-    check(w, e, E.CodegenError, "BAD-C132", r"move it through Mat", r"no data path from Vec to Left on a2a3",
-          "pass:InferTileMemorySpace")
-
-
-
-# =========================================================== decorators evaluated by Python (AttributeError/TypeError)
-def test_misspelled_function_type(w):
-    with pytest.raises(AttributeError) as e:
-        @pl.program
-        class Bad:
-            @pl.function(type=pl.FunctionType.Orchestrate)  # BAD-C106
-            def main(self, a: pl.Tensor[[64, 64], pl.FP32]) -> pl.Tensor[[64, 64], pl.FP32]:
-                return a
-    check_py(w, e, AttributeError, "BAD-C106",
-             r"pl\.FunctionType has no member 'Orchestrate'; did you mean FunctionType\.Orchestration\?")
-
-
 def test_misspelled_pl_function_keyword(w):
     with pytest.raises(TypeError) as e:
         @pl.program

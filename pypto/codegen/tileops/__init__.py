@@ -18,5 +18,5 @@ def emits(*ops: str):
     return register
 
 
-from pypto.codegen.tileops import (elementwise, indexing, matmul, memory, reduction,  # noqa: E402,F401
+from pypto.codegen.tileops import (cross_core, elementwise, indexing, matmul, memory, reduction,  # noqa: E402,F401
                                    shape, sort)

@@ -6,6 +6,7 @@ import builtins
 import difflib
 import enum
 
+from pypto.ir.nodes import KERNEL_TYPES
 from pypto.language.parser.common import (BinOp, Call, Const, Expr, Function, FunctionType,
                                           MemorySpace, _Sig,
                                           MisplacedTensorOpError, ParserError, ScalarType,
@@ -125,7 +126,7 @@ class CallsMixin:
         if not isinstance(getattr(base, "type", None), TensorType) or ns == "tile":
             return None
         if self.ctx is None or not (self.ctx.incore or self.ctx.sig.func_type in
-                                    (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV)):
+                                    KERNEL_TYPES):
             from pypto.errors import NotBuiltError
             raise NotBuiltError(f"{display}(..., valid_shape=...) in an orchestration: a view whose "
                                 f"valid part is narrower than its window is not supported by this "
@@ -406,7 +407,7 @@ class CallsMixin:
         for a, n in zip(args, node.args):
             if not isinstance(a, Expr):
                 self.error(f"argument `{ast.unparse(n)}` of self.{name} is not a value", n)
-        kernels = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV)
+        kernels = KERNEL_TYPES
         if self.ctx is not None and sig.func_type in kernels and name != self.ctx.sig.name \
                 and (self.ctx.incore or self.ctx.sig.func_type in kernels):
             self.kernel_calls.append((self.ctx.sig.name, name, self.span(node), bool(self.ctx.incore)))

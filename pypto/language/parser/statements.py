@@ -5,6 +5,7 @@ import ast
 import copy
 
 from pypto.language.parser.continues import first_break, has_break, without_break, without_continue
+from pypto.ir.nodes import KERNEL_TYPES
 from pypto.language.parser.common import (ArrayType, Assign, Call, Const, Eval, For, ForKind, FunctionType,
                                           If, InCoreScope, IterArg, Level, PtrType, PyptoError,
                                           Return, RuntimeScope, ScalarType, TensorType, TileType,
@@ -723,7 +724,7 @@ class StatementsMixin:
                            'it names the outlined kernel: letters, digits and _, e.g. name_hint="stage1"')
             if self.ctx.incore:
                 self.error("pl.at regions cannot be nested", s, "remove the inner `with pl.at(...)`")
-            if self.ctx.sig.func_type in (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV):
+            if self.ctx.sig.func_type in KERNEL_TYPES:
                 self.error(f"pl.at inside the kernel {self.ctx.sig.name!r}: a kernel's body already runs "
                            f"on the device", s, "remove the `with pl.at(...)` line and keep its body")
             before = [self.task_deps(deps, span)] if deps is not None else []
@@ -740,8 +741,7 @@ class StatementsMixin:
                 self.error("pl.manual_scope() takes no arguments", s, "with pl.manual_scope():")
             k, ce = "scope", ast.Call(ce.func, [], [ast.keyword("mode", ast.Constant("MANUAL"))])
         if k == "scope":
-            if self.ctx.incore or self.ctx.sig.func_type in (FunctionType.InCore, FunctionType.AIC,
-                                                             FunctionType.AIV):
+            if self.ctx.incore or self.ctx.sig.func_type in KERNEL_TYPES:
                 self.error("pl.scope inside a kernel: a runtime scope groups the orchestration's "
                            "kernel launches", s,
                            "put `with pl.scope():` in the orchestration, around the `with pl.at(...)` "

@@ -1,0 +1,185 @@
+"""Mixed kernels (issue 12.2): one pl.at region (or InCore kernel) that holds both vector
+work (Vec tiles) and cube work (a matmul) becomes a Group -- a cube half on an AIC and a
+vector half on an AIV, launched together, that pass tiles through a pipe: vector -> cube
+(a Vec operand of a matmul), cube -> vector (a matmul result used by vector ops) and both
+ways in one loop. The numbers match torch on both simulated chips."""
+import json
+
+import pytest
+import torch
+
+import pypto.errors as E
+import pypto.language as pl
+from pypto import ir
+from pypto.runtime import ChipWorker
+
+from prog_helpers import close, randn
+
+M, K, N, NB = 32, 64, 256, 64
+
+
+@pl.program
+class VecToCube:
+    @pl.function(type=pl.FunctionType.Opaque)
+    def main(self, a: pl.Tensor[[32, 32], pl.FP32], b: pl.Tensor[[32, 32], pl.FP32],
+             out: pl.Out[pl.Tensor[[32, 32], pl.FP32]]) -> pl.Tensor[[32, 32], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            s = pl.add(a, b)            # vector
+            d = pl.sub(a, b)            # vector
+            p = pl.matmul(s, d)         # cube: both operands cross to it
+            out = pl.assemble(out, p, [0, 0])
+        return out
+
+
+@pl.program
+class CubeToVec:
+    @pl.function(type=pl.FunctionType.Opaque)
+    def main(self, a: pl.Tensor[[M, K], pl.FP32], b: pl.Tensor[[K, N], pl.FP32],
+             c: pl.InOut[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            for j in pl.range(0, N // NB):
+                c_prev = pl.slice(c, [M, NB], [0, j * NB])
+                b_chunk = pl.slice(b, [K, NB], [0, j * NB])
+                c_next = pl.add(c_prev, pl.matmul(a, b_chunk))    # the result crosses to vector
+                c = pl.assemble(c, c_next, [0, j * NB])
+        return c
+
+
+@pl.program
+class BothWays:
+    @pl.function(type=pl.FunctionType.Opaque)
+    def main(self, a: pl.Tensor[[M, K], pl.FP32], b: pl.Tensor[[K, N], pl.FP32],
+             c: pl.InOut[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            for j in pl.range(0, N // NB):
+                c_prev = pl.slice(c, [M, NB], [0, j * NB])
+                a1 = pl.add(a, 1.0)                                  # vector -> cube
+                b_chunk = pl.slice(b, [K, NB], [0, j * NB])
+                c_next = pl.add(c_prev, pl.matmul(a1, b_chunk))     # cube -> vector
+                c = pl.assemble(c, c_next, [0, j * NB])
+        return c
+
+
+@pl.program
+class SpmdMixed:
+    @pl.function(type=pl.FunctionType.Opaque)
+    def main(self, a: pl.Tensor[[M, K], pl.FP32], b: pl.Tensor[[K, 16], pl.FP32],
+             out: pl.Out[pl.Tensor[[M, 16], pl.FP32]]) -> pl.Tensor[[M, 16], pl.FP32]:
+        for blk in pl.spmd(M // 16, name_hint="rows"):                # a Group per block
+            rows = pl.slice(a, [16, K], [blk * 16, 0])
+            c = pl.matmul(pl.add(rows, 1.0), b)
+            out = pl.assemble(out, pl.transpose(pl.add(c, 1.0), axis1=0, axis2=1), [blk * 16, 0])
+        return out
+
+
+PLATFORMS = ["a2a3sim", "a5sim"]
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_vector_to_cube(tmp_path, platform):
+    a, b, out = randn(32, 32, seed=1), randn(32, 32, seed=2), torch.zeros(32, 32)
+    ir.compile(VecToCube, output_dir=tmp_path, platform=platform)(a, b, out)
+    close(out, (a + b) @ (a - b), 1e-4, 1e-4)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("prog, shift", [(CubeToVec, 0.0), (BothWays, 1.0)], ids=["cube_to_vec", "both"])
+def test_cube_to_vector_in_a_loop(tmp_path, platform, prog, shift):
+    a, b, c = randn(M, K, seed=1), randn(K, N, seed=2), randn(M, N, seed=3)
+    want = c + (a + shift) @ b
+    ir.compile(prog, output_dir=tmp_path, platform=platform)(a, b, c)
+    close(c, want, 1e-4, 1e-4)
+
+
+def test_spmd_blocks_of_a_group(tmp_path):
+    a, b, out = randn(M, K, seed=1), randn(K, 16, seed=2), torch.zeros(M, 16)
+    ir.compile(SpmdMixed, output_dir=tmp_path)(a, b, out)
+    want = torch.cat([((a[i:i + 16] + 1) @ b + 1).t() for i in range(0, M, 16)])
+    close(out, want, 1e-4, 1e-4)
+
+
+def test_a_group_is_one_task_on_a_cube_and_a_vector_core(tmp_path):
+    compiled = ir.compile(BothWays, output_dir=tmp_path)
+    config = (tmp_path / "kernel_config.py").read_text()
+    assert '"core_type": "mix"' in config and "kernels/mix/main_incore_0.so" in config
+    pto = (tmp_path / "ptoas" / "main_incore_0.pto").read_text()
+    # one module, the cube half then the vector half, meeting at the pipe
+    assert "func.func @main_incore_0_aic(" in pto and "func.func @main_incore_0_aiv(" in pto
+    cube, vector = pto.split("func.func @main_incore_0_aiv(")
+    assert "pto.tpop_from_aiv" in cube and "pto.tpush_to_aiv" in cube and "loc=vec" not in cube
+    assert "pto.tpush_to_aic" in vector and "pto.tpop_from_aic" in vector
+    assert "tmatmul" not in vector and "loc=acc" not in vector
+    with ChipWorker() as w:
+        compiled(randn(M, K, seed=1), randn(K, N, seed=2), randn(M, N, seed=3))
+        rec = w.last_run.tasks
+    assert [t.core_type for t in rec] == ["mix"] and rec[0].status == 0
+
+
+def test_a_scalar_read_on_one_core_is_refused_on_the_other(tmp_path):
+    @pl.program
+    class ScalarAcross:
+        @pl.function(type=pl.FunctionType.Opaque)
+        def main(self, idx: pl.Tensor[[8, 8], pl.INT32], a: pl.Tensor[[32, 32], pl.FP32],
+                 b: pl.Tensor[[32, 64], pl.FP32],
+                 out: pl.Out[pl.Tensor[[32, 32], pl.FP32]]) -> pl.Tensor[[32, 32], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP):
+                t = pl.load(idx, [0, 0], [8, 8])
+                k = pl.tile.read(t, [0, 0])                  # read on the vector core
+                w = pl.slice(b, [32, 32], [0, k])             # ... used for the cube's load
+                out = pl.assemble(out, pl.matmul(pl.add(a, 1.0), w), [0, 0])
+            return out
+
+    with pytest.raises(E.CodegenError, match="read from a vector tile and used by cube work") as ei:
+        ir.compile(ScalarAcross, output_dir=tmp_path)
+    assert "test_prog_mixed.py" in str(ei.value)
+
+
+# what earlier pypto refused as "no data path" now runs as a Group
+@pl.jit
+def exp_of_a_product(a: pl.Tensor, b: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        left = pl.move(pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
+        right = pl.move(pl.load(b, [0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+        pl.store(pl.exp(pl.matmul(left, right)), [0, 0], o)      # Acc -> Vec
+    return o
+
+
+@pl.jit
+def square_of_a_vec_tile(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [64, 64])
+        pl.store(pl.matmul(t, t), [0, 0], o)                      # Vec -> Mat -> Left/Right
+    return o
+
+
+@pl.program
+class VecStraightToLeft:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[64, 64], pl.FP32],
+          o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+        lhs = pl.move(pl.load(a, [0, 0], [64, 64]), target_memory=pl.Mem.Left)    # via Mat, across
+        rhs = pl.move(pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+        o = pl.store(pl.matmul(lhs, rhs), [0, 0], o)
+        return o
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[64, 64], pl.FP32],
+             o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+        o = self.k(a, o)
+        return o
+
+
+def test_jit_kernels_that_mix_cube_and_vector_work():
+    a, b = randn(64, 64, seed=1, scale=0.1), randn(64, 64, seed=2, scale=0.1)
+    o = torch.zeros(64, 64)
+    exp_of_a_product(a, b, o)
+    close(o, torch.exp(a @ b), 1e-4, 1e-4)
+    o2 = torch.zeros(64, 64)
+    square_of_a_vec_tile(a, o2)
+    close(o2, a @ a, 1e-4, 1e-4)
+
+
+def test_an_incore_kernel_moving_a_vec_tile_to_left(tmp_path):
+    a, o = randn(64, 64, seed=4), torch.zeros(64, 64)
+    ir.compile(VecStraightToLeft, output_dir=tmp_path)(a, o)
+    close(o, a @ a, 1e-4, 1e-4)
