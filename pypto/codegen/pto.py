@@ -539,15 +539,27 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
     def tpush(self, c: Call, span) -> None:
         """A Group's half sends a tile to the other core (ExpandMixedKernel.halves)."""
         t = self.tile(c.args[0], span)
-        self.pipe_used = True
-        self.emit(f"pto.tpush_to_{_PEER[c.kwargs['to']]} ins({t.ssa}, %{PIPE_ARG} : {t.ty}, i64)", span)
+        ins, tys, attrs = self.pipe_operands(c, c.kwargs["to"] == "cube")
+        self.emit(f"pto.tpush_to_{_PEER[c.kwargs['to']]} ins({t.ssa}, {ins} : {t.ty}, {tys}){attrs}", span)
 
     def tpop(self, v: Var, c: Call, span) -> None:
         """... and the other half receives it, into the tile the planner gave it."""
-        self.pipe_used = True
+        ins, tys, attrs = self.pipe_operands(c, c.kwargs["from"] == "cube")
         dst = self.alloc(v, span)
-        self.emit(f"pto.tpop_from_{_PEER[c.kwargs['from']]} ins(%{PIPE_ARG} : i64) "
-                  f"outs({dst.ssa} : {dst.ty})", span)
+        self.emit(f"pto.tpop_from_{_PEER[c.kwargs['from']]} ins({ins} : {tys}) "
+                  f"outs({dst.ssa} : {dst.ty}){attrs}", span)
+
+    def pipe_operands(self, c: Call, vector_half: bool) -> tuple[str, str, str]:
+        """The pipe (and, in the vector half of a split Group, which AIV this is)."""
+        self.pipe_used = True
+        split = int(c.kwargs.get("split", 0))
+        slots = int(self.f.attrs.get("slot_num", 0))      # pl.cross_core_slot: the pipe's depth
+        attrs = ", ".join(([f"split = {split}"] if split else []) + ([f"slot_num = {slots}"] if slots else []))
+        attrs = f" {{{attrs}}}" if attrs else ""
+        if not (split and vector_half):
+            return f"%{PIPE_ARG}", "i64", attrs
+        self.spmd_used.add("tile.get_subblock_idx")
+        return f"%{PIPE_ARG}, %{BLOCK_IDENTITY['tile.get_subblock_idx']}", "i64, i32", attrs
 
     def check_tile_type(self, v: Var, span):
         t: TileType = v.type

@@ -515,30 +515,33 @@ template <class T> inline void ttrans(const Tile<T>& d, const Tile<T>& s, const 
 }
 
 // ---------------------------------------------------------------- a Group's pipe
-// The cube half and the vector half of a mixed kernel (a Group) pass tiles through a
+// The cube half and the vector half(s) of a mixed kernel (a Group) pass tiles through a
 // pipe in memory the runtime gives each launch of the group (zeroed, its address a hidden
 // argument). Words 0-2: slot bytes, slots per channel, a stop flag (a half that failed
-// sets it, so the other does not wait for a tile that never comes). Then a channel per
-// direction: a single-producer single-consumer ring of (head, tail) and its slots, each a
-// 64-byte header (valid rows, cols, element bytes) and the tile's valid rows, packed.
+// sets it, so the others do not wait for a tile that never comes). Then four channels --
+// (to the AIVs, to the AIC) x (AIV 0, AIV 1) -- each a single-producer single-consumer
+// ring: (head, tail) and its slots, a 64-byte header (valid rows, cols, element bytes)
+// and the tile's valid part, packed. In a split group (1: up-down, 2: left-right) the
+// cube sends each AIV its half of a tile and gathers their halves; an AIV (`who` >= 0)
+// uses its own channels; without a split everything goes through AIV 0's.
 enum { TO_AIV = 0, TO_AIC = 1 };
-constexpr int64_t kPipeHeader = 64, kChannelHeader = 64, kSlotHeader = 64;
+constexpr int64_t kPipeHeader = 64, kChannelHeader = 64, kSlotHeader = 64, kChannels = 4;
 
 inline int64_t* pipe_words(int64_t pipe, const char* site) {
     if (!pipe) fail(site, "this kernel half runs without its group's pipe (launch it as a Group)");
     return reinterpret_cast<int64_t*>(pipe);
 }
-inline std::atomic<int64_t>* pipe_counter(int64_t* w, int dir, int which) {
+inline std::atomic<int64_t>* pipe_counter(int64_t* w, int ch, int which) {
     return reinterpret_cast<std::atomic<int64_t>*>(reinterpret_cast<char*>(w) + kPipeHeader +
-                                                   dir * kChannelHeader + which * 8);
+                                                   ch * kChannelHeader + which * 8);
 }
-inline char* pipe_slot(int64_t* w, int dir, int64_t seq) {
+inline char* pipe_slot(int64_t* w, int ch, int64_t seq) {
     const int64_t bytes = w[0], depth = w[1];
-    return reinterpret_cast<char*>(w) + kPipeHeader + 2 * kChannelHeader +
-           (dir * depth + seq % depth) * (kSlotHeader + bytes);
+    return reinterpret_cast<char*>(w) + kPipeHeader + kChannels * kChannelHeader +
+           (ch * depth + seq % depth) * (kSlotHeader + bytes);
 }
 inline void pipe_stop(int64_t pipe) {
-    if (pipe) reinterpret_cast<std::atomic<int64_t>*>(pipe_words(pipe, "") + 2)->store(1);
+    if (pipe) reinterpret_cast<std::atomic<int64_t>*>(reinterpret_cast<int64_t*>(pipe) + 2)->store(1);
 }
 // wait until `ready` holds; a stopped group or 60 s without progress is an error
 template <class F> inline void pipe_wait(int64_t* w, F ready, const char* what, const char* site) {
@@ -552,28 +555,40 @@ template <class F> inline void pipe_wait(int64_t* w, F ready, const char* what, 
         else std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
 }
-template <class T> inline void tpush(int64_t pipe, int dir, const Tile<T>& t, const char* site) {
-    int64_t* w = pipe_words(pipe, site);
+// half `which` of a tile: its top/bottom rows (split 1) or left/right columns (split 2)
+template <class T> inline Tile<T> pipe_half(const Tile<T>& t, int split, int which, const char* site) {
+    Tile<T> h = t;
+    if (split == 1) {
+        if (t.vr % 2) fail(site, "an up-down split of a tile with %d valid rows", t.vr);
+        h.vr = t.vr / 2;
+        h.p = t.row(int64_t(which) * h.vr);
+    } else {
+        if (t.vc % 2) fail(site, "a left-right split of a tile with %d valid columns", t.vc);
+        h.vc = t.vc / 2;
+        h.p = t.p + int64_t(which) * h.vc;
+    }
+    return h;
+}
+template <class T> inline void pipe_send(int64_t* w, int ch, const Tile<T>& t, const char* site) {
     const int64_t bytes = int64_t(t.vr) * t.vc * int64_t(sizeof(T));
     if (bytes > w[0]) fail(site, "tpush of %lld bytes: the pipe's slots hold %lld", (long long)bytes, (long long)w[0]);
-    auto* head = pipe_counter(w, dir, 0);
-    auto* tail = pipe_counter(w, dir, 1);
+    auto* head = pipe_counter(w, ch, 0);
+    auto* tail = pipe_counter(w, ch, 1);
     const int64_t seq = head->load(std::memory_order_relaxed);
     pipe_wait(w, [&] { return seq - tail->load(std::memory_order_acquire) < w[1]; }, "tpush", site);
-    char* slot = pipe_slot(w, dir, seq);
+    char* slot = pipe_slot(w, ch, seq);
     int32_t* hdr = reinterpret_cast<int32_t*>(slot);
     hdr[0] = t.vr; hdr[1] = t.vc; hdr[2] = int32_t(sizeof(T));
     T* out = reinterpret_cast<T*>(slot + kSlotHeader);
     for (int64_t i = 0; i < t.vr; ++i) std::memcpy(out + i * t.vc, t.row(i), size_t(t.vc) * sizeof(T));
     head->store(seq + 1, std::memory_order_release);
 }
-template <class T> inline void tpop(int64_t pipe, int dir, const Tile<T>& d, const char* site) {
-    int64_t* w = pipe_words(pipe, site);
-    auto* head = pipe_counter(w, dir, 0);
-    auto* tail = pipe_counter(w, dir, 1);
+template <class T> inline void pipe_receive(int64_t* w, int ch, const Tile<T>& d, const char* site) {
+    auto* head = pipe_counter(w, ch, 0);
+    auto* tail = pipe_counter(w, ch, 1);
     const int64_t seq = tail->load(std::memory_order_relaxed);
     pipe_wait(w, [&] { return head->load(std::memory_order_acquire) > seq; }, "tpop", site);
-    const char* slot = pipe_slot(w, dir, seq);
+    const char* slot = pipe_slot(w, ch, seq);
     const int32_t* hdr = reinterpret_cast<const int32_t*>(slot);
     if (hdr[0] != d.vr || hdr[1] != d.vc || hdr[2] != int32_t(sizeof(T)))
         fail(site, "tpop into a %dx%d tile of %d-byte elements: the other half pushed %dx%d of %d-byte elements",
@@ -581,6 +596,24 @@ template <class T> inline void tpop(int64_t pipe, int dir, const Tile<T>& d, con
     const T* in = reinterpret_cast<const T*>(slot + kSlotHeader);
     for (int64_t i = 0; i < d.vr; ++i) std::memcpy(d.row(i), in + i * d.vc, size_t(d.vc) * sizeof(T));
     tail->store(seq + 1, std::memory_order_release);
+}
+template <class T>
+inline void tpush(int64_t pipe, int dir, int split, int32_t who, const Tile<T>& t, const char* site) {
+    int64_t* w = pipe_words(pipe, site);
+    if (split && who < 0) {            // the cube: each AIV gets its half
+        for (int h = 0; h < 2; ++h) pipe_send(w, dir * 2 + h, pipe_half(t, split, h, site), site);
+    } else {
+        pipe_send(w, dir * 2 + (who < 0 ? 0 : who), t, site);
+    }
+}
+template <class T>
+inline void tpop(int64_t pipe, int dir, int split, int32_t who, const Tile<T>& d, const char* site) {
+    int64_t* w = pipe_words(pipe, site);
+    if (split && who < 0) {            // the cube: the halves of both AIVs
+        for (int h = 0; h < 2; ++h) pipe_receive(w, dir * 2 + h, pipe_half(d, split, h, site), site);
+    } else {
+        pipe_receive(w, dir * 2 + (who < 0 ? 0 : who), d, site);
+    }
 }
 
 // ---------------------------------------------------------------- GM <-> tile

@@ -85,6 +85,14 @@ class FunctionType(enum.Enum, metaclass=_DslEnum):
     Inline = "Inline"
 
 
+class SplitMode(enum.Enum, metaclass=_DslEnum):
+    """How a mixed kernel's vector work is halved over the two AIVs of its core group:
+    by rows (UP_DOWN) or by columns (LEFT_RIGHT)."""
+    NONE = 0
+    UP_DOWN = 1
+    LEFT_RIGHT = 2
+
+
 class Level(enum.Enum, metaclass=_DslEnum):
     AIV = 0
     AIC = 1
@@ -378,10 +386,17 @@ class If(Stmt):
 
 @dataclass(eq=False)
 class InCoreScope(Stmt):
-    """`with pl.at(level=pl.Level.CORE_GROUP[, name_hint=...]):`"""
+    """`with pl.at(level=pl.Level.CORE_GROUP[, name_hint=...][, optimizations=[...]]):`
+    split: a SplitMode value (a mixed kernel's vector work halved over two AIVs);
+    slot_num: the depth of its cross-core pipe (0: the default)."""
     body: list[Stmt]
     name_hint: str = ""
     span: Span | None = None
+    split: int = 0
+    slot_num: int = 0
+
+    def with_body(self, body: list[Stmt]) -> "InCoreScope":
+        return InCoreScope(body, self.name_hint, self.span, self.split, self.slot_num)
 
 
 @dataclass(eq=False)

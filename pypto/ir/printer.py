@@ -11,7 +11,7 @@ import math
 
 from pypto import dtype as dt
 from pypto.ir.nodes import (ArgDir, ArrayType, Assign, BinOp, Call, Const, DynDim, Eval, For, ForKind, While,
-                            Function, FunctionType, If, InCoreScope, MemorySpace, Param,
+                            Function, FunctionType, If, InCoreScope, MemorySpace, Param, SplitMode,
                             AtomicType, MaskPattern, PadValue, ParamDirection, Program, PtrType, Return, Role, RuntimeScope,
                             ScalarType, TensorType, TileType, TupleExpr, TupleType, Var, Yield)
 
@@ -237,6 +237,10 @@ class _Printer:
                 self.block(s.else_body, depth + 1, out, s.return_vars)
         elif isinstance(s, InCoreScope):
             hint = f', name_hint="{s.name_hint}"' if s.name_hint else ""
+            opt = ([f"pl.split(pl.SplitMode.{SplitMode(s.split).name})"] if s.split else []) + \
+                ([f"pl.cross_core_slot(slot_num={s.slot_num})"] if s.slot_num else [])
+            if opt:
+                hint += f", optimizations=[{', '.join(opt)}]"
             outer, self.device = self.device, True
             out.append(f"{pad}with pl.at(level=pl.Level.CORE_GROUP{hint}):{self.loc(s)}")
             self.block(s.body, depth + 1, out)

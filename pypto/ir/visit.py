@@ -145,7 +145,7 @@ class Rewriter:
             return If(e(s.cond), self.body(s.then_body),
                       self.body(s.else_body) if s.else_body else None, list(s.return_vars), s.span)
         if isinstance(s, InCoreScope):
-            return InCoreScope(self.body(s.body), s.name_hint, s.span)
+            return s.with_body(self.body(s.body))
         if isinstance(s, RuntimeScope):
             return RuntimeScope(self.body(s.body), s.manual, s.span)
         raise TypeError(f"unknown statement {s!r}")

@@ -14,11 +14,12 @@ from pypto.dtype import (BF16, BOOL, FP4, FP8E4M3FN, FP8E5M2, FP8E8M0, FP16, FP3
                          DataType)
 from pypto.ir.nodes import ArgDir as adir
 from pypto.ir.nodes import (AtomicType, DynDim, ForKind, FunctionType, Level, MemorySpace, PadValue, ParamDirection,
-                            Role)
+                            Role, SplitMode)
 from pypto.language import dsl
 from pypto.language.dsl import (DSLCallError, OPERATORS, at, cast, const, manual_scope, max, min,
                                 parallel, pipeline, range, scope, spmd, spmd_submit, submit, system, tensor,
                                 tile, array, unroll, while_, cond, yield_)
+from pypto.language.optimizations import cross_core_slot, split
 from pypto.language.parser import function, loads, parse, program
 from pypto.language.typing import (Annotation, Array, InOut, MemRef, Out, Ptr, Scalar, ScopeMode,
                                    Tensor, TensorLayout, TensorView, Tile, TileView, dynamic)
@@ -32,6 +33,7 @@ __all__ = sorted(
      "UINT64", "BOOL", "INDEX", "TASK_ID", "FP8E4M3FN", "FP8E5M2", "FP8E8M0", "HF8", "FP4", "HF4", "INT4", "UINT4",
      "DataType", "Tensor", "Tile", "Scalar", "Array", "Out", "InOut", "Ptr", "MemRef", "TileView", "TensorView", "TensorLayout",
      "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "Level", "Role", "ScopeMode", "ForKind",
+     "SplitMode", "split", "cross_core_slot",
      "ParamDirection", "DynDim", "Annotation", "adir", "dynamic", "program", "function", "at",
      "scope", "pipeline", "manual_scope", "submit", "spmd", "spmd_submit", "system", "range", "parallel", "unroll", "array", "while_", "cond", "yield_", "const", "cast", "min", "max", "parse",
      "loads", "tile", "tensor", "DSLCallError"] + list(OPERATORS)

@@ -107,7 +107,7 @@ class Clone(Rewriter):
             other = self.body(s.else_body) if s.else_body else None
             return If(cond, then, other, [self.define(v) for v in s.return_vars], s.span)
         if isinstance(s, InCoreScope):
-            return InCoreScope(self.body(s.body), s.name_hint, s.span)
+            return s.with_body(self.body(s.body))
         if isinstance(s, RuntimeScope):
             return RuntimeScope(self.body(s.body), s.manual, s.span)
         raise TypeError(f"cannot clone statement {s!r}")
@@ -204,7 +204,7 @@ def rebind_names(f):
             other = body(s.else_body) if s.else_body else None
             return If(cond, then, other, [define(v) for v in s.return_vars], s.span)
         if isinstance(s, InCoreScope):
-            return InCoreScope(body(s.body), s.name_hint, s.span)
+            return s.with_body(body(s.body))
         if isinstance(s, RuntimeScope):
             return RuntimeScope(body(s.body), s.manual, s.span)
         raise TypeError(f"cannot rebind statement {s!r}")

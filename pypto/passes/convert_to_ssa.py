@@ -91,7 +91,7 @@ class _SSA(Rewriter):
         if isinstance(s, If):
             return [self.if_(s)]
         if isinstance(s, InCoreScope):
-            return [InCoreScope(self.body(s.body), s.name_hint, s.span)]
+            return [s.with_body(self.body(s.body))]
         if isinstance(s, RuntimeScope):
             return [RuntimeScope(self.body(s.body), s.manual, s.span)]
         return [self.default_stmt(s)]

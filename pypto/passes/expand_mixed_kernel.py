@@ -10,11 +10,12 @@ Both halves run the same control flow, so pushes and pops meet in program order.
 """
 from __future__ import annotations
 
-from pypto.errors import CodegenError
+from pypto.errors import CodegenError, NotBuiltError
 from pypto.ir.nodes import (Assign, Call, Eval, For, Function, FunctionType, If, IterArg,
                             MemorySpace as M, Program, PtrType, Return, TensorType, TileType, Var,
                             While, Yield, derived_level_role)
 from pypto.ir.visit import Substitute, defs, stmt_exprs, vars_used, walk
+from pypto.passes.vector_split import Halver
 
 NAME = "ExpandMixedKernel"
 READS = ()
@@ -46,6 +47,10 @@ def _classify(f: Function) -> Function:
     out = Function(f.name, f.params, f.return_types, f.body, ftype, level, role, dict(f.attrs), f.span)
     if ftype is FunctionType.Group:
         halves(out)          # refuse here, at the user's line, what cannot be split
+    elif f.attrs.get("split"):
+        raise NotBuiltError(f"pl.split on kernel {f.name!r}, which has only "
+                            f"{'cube' if cube else 'vector'} work: splitting a kernel with no cross-core "
+                            f"data is not built yet", f.span, "drop optimizations=[pl.split(...)]")
     return out
 
 
@@ -77,6 +82,13 @@ class _Half:
         self.side = side
         self.subst: dict[int, object] = {}
         self.owner: dict[int, str] = {}        # id(scalar var) -> the side it was read from
+        self.split = int(f.attrs.get("split", 0))
+        # the vector half of a split Group: each of two AIVs holds half of every tile
+        self.halver = Halver(self.split, f.span) if self.split and side == VECTOR else None
+
+    def new(self, v: Var) -> Var:
+        """A tile this half defines: itself, or (split vector half) its half."""
+        return self.halver.var(v, self.subst) if self.halver else v
 
     def function(self) -> Function:
         f = self.f
@@ -113,7 +125,7 @@ class _Half:
             if side not in (None, self.side):
                 return []
             self.check_uses([s.expr], s)
-            return [Eval(self.e(s.expr), s.span)]
+            return [Eval(self.store_window(s.expr), s.span)]
         if isinstance(s, Return):
             return [Return([self.e(v) for v in s.values], s.span)]
         if isinstance(s, Yield):
@@ -136,13 +148,30 @@ class _Half:
                 src = _side(val.args[0])
                 dst = side_of_space(t.memory_space)
                 if src is not None and src != dst:
+                    pipe = {"split": self.split} if self.split else {}
                     if self.side == src:
-                        return [Eval(Call("tile.tpush", [self.e(val.args[0])], {"to": dst}, None, {},
+                        sent = self.e(val.args[0])
+                        if self.halver and sent.type == val.args[0].type:
+                            raise NotBuiltError(f"{val.args[0].name!r} crosses to the cube whole, but "
+                                                f"under pl.split each AIV holds half of it", s.span,
+                                                "drop pl.split")
+                        return [Eval(Call("tile.tpush", [sent], {"to": dst, **pipe}, None, {},
                                           val.span), s.span)]
-                    return [Assign(v, Call("tile.tpop", [], {"from": src}, t, {}, val.span), s.span)]
+                    nv = self.new(v)
+                    return [Assign(nv, Call("tile.tpop", [], {"from": src, **pipe}, nv.type, {}, val.span),
+                                   s.span)]
             if side_of_space(t.memory_space) != self.side:
                 return []
             self.check_uses([val], s)
+            if self.halver and isinstance(val, Call):
+                self.halver.check(val, s.span)
+                nv = self.new(v)
+                c = self.e(val)
+                if c.op == "tile.load":
+                    c = self.halver.window(c, t, 1, 2)
+                elif c.op in ("tile.create", "tile.full") and nv is not v:
+                    c = self.halver.shape_arg(c, nv.type)
+                return [Assign(nv, Call(c.op, c.args, c.kwargs, nv.type, c.attrs, c.span), s.span)]
             return [Assign(v, self.e(val), s.span)]
         if isinstance(t, PtrType):
             space = val.kwargs.get("target_memory") if isinstance(val, Call) else None
@@ -160,14 +189,28 @@ class _Half:
                                        s.span)
                 self.subst[id(v)] = self.e(target)
                 return []
+            return [Assign(v, self.store_window(val), s.span)]
         reads = {_side(x) for x in vars_used(val)} - {None} if isinstance(val, Call) else set()
         if len(reads) == 1:                  # a scalar read out of one core's tile
             side = reads.pop()
             self.owner[id(v)] = side
             if side != self.side:
                 return []
+            if self.halver:
+                raise NotBuiltError(f"{v.name!r} is read from a vector tile that pl.split halves: "
+                                    f"each AIV would read another value", s.span, "drop pl.split")
         self.check_uses([val], s)
         return [Assign(v, self.e(val), s.span)]
+
+    def store_window(self, c):
+        """A store (or other tile effect) of this half, its window moved to this AIV's half."""
+        full = c.args[0].type if isinstance(c, Call) and c.args else None
+        c = self.e(c)
+        if self.halver and isinstance(c, Call):
+            self.halver.check(c, c.span)
+            if c.op == "tile.store":
+                c = self.halver.window(c, full, 1, None)
+        return c
 
     def eval_side(self, x) -> str | None:
         """The core an effect (a store, a scatter) runs on: that of the tile it reads."""
@@ -184,9 +227,9 @@ class _Half:
     def loop(self, s):
         keep = self.mask([a.var for a in s.iter_args])
         self.check_uses(stmt_exprs(s), s)
+        args = [IterArg(self.new(a.var), self.e(a.init)) for a, k in zip(s.iter_args, keep) if k]
         body = self.filter_yield(self.body(s.body), keep)
-        args = [IterArg(a.var, self.e(a.init)) for a, k in zip(s.iter_args, keep) if k]
-        rets = [r for r, k in zip(s.return_vars, keep) if k]
+        rets = [self.new(r) for r, k in zip(s.return_vars, keep) if k]
         if isinstance(s, For):
             return For(s.loop_var, self.e(s.start), self.e(s.stop), self.e(s.step), body, args, rets,
                        s.kind, s.span)
@@ -197,7 +240,8 @@ class _Half:
         self.check_uses([s.cond], s)
         then = self.filter_yield(self.body(s.then_body), keep)
         other = self.filter_yield(self.body(s.else_body), keep) if s.else_body else None
-        return If(self.e(s.cond), then, other, [r for r, k in zip(s.return_vars, keep) if k], s.span)
+        return If(self.e(s.cond), then, other, [self.new(r) for r, k in zip(s.return_vars, keep) if k],
+                  s.span)
 
     @staticmethod
     def filter_yield(body, keep):

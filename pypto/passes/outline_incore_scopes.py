@@ -132,6 +132,10 @@ class _Outliner(Rewriter):
         attrs = {"sync_blocks": True} if any(
             isinstance(x, Eval) and isinstance(x.expr, Call) and x.expr.op == "system.syncall"
             for x in walk(kbody)) else {}
+        if scope.split:            # optimizations=[pl.split(...), pl.cross_core_slot(...)]
+            attrs["split"] = scope.split
+        if scope.slot_num:
+            attrs["slot_num"] = scope.slot_num
         self.kernels.append(Function(name, params, [r.type for r in rets], kbody,
                                      FunctionType.InCore, level, role, attrs, scope.span))
         args = [self.expr(v) for v in live_in]

@@ -244,11 +244,15 @@ class FuncEmitter:
                            f"{self.n(op.group('source')[0])}, {t.rows}, {t.cols}, {vr}, {vc}, {self.site(op)});")
         elif name in PIPE_OPS:
             _, what, _, direction = PIPE_OPS[name]
+            ins = op.group("ins")
             if what == "push":
-                tile, pipe = op.group("ins")
+                tile, pipe, sub = ins[0], ins[1], ins[2:]
             else:
-                pipe, tile = op.group("ins")[0], op.group("outs")[0]
-            self.emit(ind, f"pto::t{what}({self.n(pipe)}, {direction}, {self.n(tile)}, {self.site(op)});")
+                pipe, sub, tile = ins[0], ins[1:], op.group("outs")[0]
+            split = op.attrs.get("split", "0")
+            who = self.n(sub[0]) if sub else "-1"          # -1: the cube half (all AIVs)
+            self.emit(ind, f"pto::t{what}({self.n(pipe)}, {direction}, {split}, {who}, {self.n(tile)}, "
+                           f"{self.site(op)});")
         elif name in TILE_OPS:
             self.tile_op(op, ind)
         else:
@@ -542,6 +546,7 @@ def _entry(f: Func, symbol: str) -> list[str]:
 
 def kernel_info(module: Module, arch: Arch, usage: dict) -> dict:
     f = module.funcs[0]
+    pipe_ops = [op for g in module.funcs for op in walk(g.body) if op.name in PIPE_OPS]
     return {
         "name": f.name,
         "kernel_kind": f.kernel_kind,
@@ -551,6 +556,9 @@ def kernel_info(module: Module, arch: Arch, usage: dict) -> dict:
                              for a in f.args) - len(dim_args(f)),
         "bytes_used": dict(sorted(usage.get(f.name, {}).items())),
         "functions": [g.name for g in module.funcs],
+        # a Group whose vector work is split runs two AIVs with its AIC
+        "vector_halves": 2 if any(op.attrs.get("split", "0") != "0" for op in pipe_ops) else 1,
+        "pipe_slots": max([int(op.attrs.get("slot_num", 2)) for op in pipe_ops] or [2]),
     }
 
 

@@ -226,14 +226,25 @@ class Verifier(OpChecks):
         receiving core's."""
         kind, what, locs, _ = PIPE_OPS[op.name]
         ins, outs = op.group("ins"), op.group("outs")
-        want_ins, want_outs = (2, 0) if what == "push" else (1, 1)
+        split = op.attrs.get("split", "0")
+        if split not in ("0", "1", "2"):
+            raise self.error(op, f"{op.name}: split is 0 (none), 1 (up-down) or 2 (left-right), not {split}")
+        slots = op.attrs.get("slot_num", "2")
+        if not slots.isdigit() or int(slots) <= 0:
+            raise self.error(op, f"{op.name}: slot_num is the pipe's positive depth, not {slots}")
+        # in the vector half of a split group the op also names which AIV it runs on
+        sub = 1 if kind == "vector" and split != "0" else 0
+        want_ins, want_outs = (2 + sub, 0) if what == "push" else (1 + sub, 1)
         if len(ins) != want_ins or len(outs) != want_outs or op.results:
-            form = "ins(%tile, %pipe)" if what == "push" else "ins(%pipe) outs(%tile)"
+            extra = ", %subblock" if sub else ""
+            form = f"ins(%tile, %pipe{extra})" if what == "push" else f"ins(%pipe{extra}) outs(%tile)"
             raise self.error(op, f"{op.name} takes {form} and defines no result")
+        if sub and not (isinstance(ins[-1].type, ScalarType) and ins[-1].type.name == "i32"):
+            raise self.error(op, f"{op.name}: the AIV's index in its group is i32, not {ins[-1].type}")
         if self.f.kernel_kind != kind:
             raise self.error(op, f"{op.name} runs in a {kind} kernel, not in "
                                  f"{self.f.kernel_kind or 'an unspecialised'} kernel @{self.f.name}")
-        pipe = ins[-1]
+        pipe = ins[1] if what == "push" else ins[0]
         if not (isinstance(pipe.type, ScalarType) and pipe.type.name == "i64"):
             raise self.error(op, f"{op.name}: the pipe is an i64 address, not {pipe.type}")
         tile = ins[0] if what == "push" else outs[0]

@@ -54,12 +54,17 @@ VIEW_SHAPE_FN = ctypes.CFUNCTYPE(ctypes.c_int64, ctx_t, ctypes.c_int64, ctypes.c
 # the address of the launch's barrier (pl.system.syncall) and that of a Group's pipe (the
 # memory its cube and vector halves pass tiles through; 0 for other kernels)
 HIDDEN_ARGS = 5
-# a Group's pipe: a 64-byte header, a 64-byte (head, tail) per direction, then per
-# direction PIPE_DEPTH slots of a 64-byte header and PIPE_SLOT_BYTES of tile data (the
-# largest buffer a tile is pushed from: UB or L0C, 256 KiB at most)
+# a Group's pipe: a 64-byte header, a 64-byte (head, tail) per channel -- (to the AIVs, to
+# the AIC) x (AIV 0, AIV 1) -- then per channel PIPE_DEPTH slots of a 64-byte header and
+# PIPE_SLOT_BYTES of tile data (the largest buffer a tile is pushed from: UB or L0C,
+# 256 KiB at most; pl.cross_core_slot(slot_num=n) asks for n slots)
 PIPE_DEPTH = 2
 PIPE_SLOT_BYTES = 256 * 1024
-PIPE_BYTES = 64 + 2 * 64 + 2 * PIPE_DEPTH * (64 + PIPE_SLOT_BYTES)
+PIPE_CHANNELS = 4
+
+
+def pipe_bytes(depth: int = PIPE_DEPTH) -> int:
+    return 64 + PIPE_CHANNELS * 64 + PIPE_CHANNELS * depth * (64 + PIPE_SLOT_BYTES)
 
 
 class PyptoRuntimeApi(ctypes.Structure):
@@ -93,7 +98,13 @@ def bind_orchestration_entry(lib: ctypes.CDLL, name: str = ORCHESTRATION_ENTRY):
     return fn
 
 
-def group_entries(lib: ctypes.CDLL, name: str):
-    """The cube and vector halves of Group `name` (<name>_aic, <name>_aiv)."""
+def group_entries(lib: ctypes.CDLL, name: str) -> tuple:
+    """The halves of Group `name`: (cube entry, vector entry, how many AIVs run the vector
+    half, the pipe's slots per channel), the last two from the kernel's info."""
+    import json
     base = KERNEL_ENTRY + "__" + re.sub(r"[^A-Za-z0-9_]", "_", name)
-    return bind_kernel_entry(lib, base + "_aic"), bind_kernel_entry(lib, base + "_aiv")
+    info_fn = getattr(lib, "pypto_kernel_info")
+    info_fn.restype = ctypes.c_char_p
+    info = json.loads(info_fn().decode("utf-8"))
+    return (bind_kernel_entry(lib, base + "_aic"), bind_kernel_entry(lib, base + "_aiv"),
+            int(info.get("vector_halves", 1)), int(info.get("pipe_slots", PIPE_DEPTH)))

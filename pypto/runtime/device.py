@@ -36,14 +36,15 @@ def host_threads() -> int:
 ALL_BLOCKS = -1        # a ready-queue entry running every block of a sync_start task
 
 
-def _call(task, block: int, err=None, entry=None) -> tuple:
+def _call(task, block: int, err=None, entry=None, args=None) -> tuple:
     """Run one block of a task: (status, message, start ns, end ns)."""
     err = err if err is not None else ctypes.create_string_buffer(abi.ERR_LEN)
     err[0] = b"\0"
     message = ""
     start = time.perf_counter_ns()
     try:
-        status = int((entry or task.kernel.entry)(task.args[block], err, abi.ERR_LEN))
+        status = int((entry or task.kernel.entry)(task.args[block] if args is None else args,
+                                                  err, abi.ERR_LEN))
     except BaseException as e:  # a ctypes-level failure, not a kernel status
         status, message = -1, f"{type(e).__name__}: {e}"
     end = time.perf_counter_ns()
@@ -75,26 +76,27 @@ def _gang(task) -> list:
 
 
 def _group_call(task, block: int) -> tuple:
-    """One block of a Group: its cube half and its vector half at once, each on a thread of
-    its own, passing tiles through the block's pipe; the first failure is the block's."""
-    aic, aiv = task.kernel.halves
-    results = [None, None]
+    """One block of a Group: its cube half and its vector half (on one AIV, or on two for
+    a split group) at once, each on a thread of its own, passing tiles through the block's
+    pipe; the first failure is the block's."""
+    aic, aiv, n_aiv, _ = task.kernel.halves
+    per_aiv = task.args[block]             # one argument array per AIV (its index differs)
+    runs = [(aic, per_aiv[0])] + [(aiv, per_aiv[i]) for i in range(n_aiv)]
+    results = [None] * len(runs)
 
-    def one(i, entry):
+    def one(i):
         err = ctypes.create_string_buffer(abi.ERR_LEN)
-        results[i] = _call(task, block, err, entry)
+        results[i] = _call(task, block, err, *runs[i])
 
-    threads = [threading.Thread(target=one, args=(i, e), name=f"pypto-group-{'aic' if i == 0 else 'aiv'}")
-               for i, e in enumerate((aic, aiv))]
+    threads = [threading.Thread(target=one, args=(i,), name=f"pypto-group-{i}") for i in range(len(runs))]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     failed = [r for r in results if r[0] != 0]
-    # the half that failed first: the other one then stopped because its pipe did
-    status, message = (failed[0][0], failed[0][1]) if failed else (0, "")
-    if len(failed) == 2 and "other half of the group stopped" in failed[0][1]:
-        status, message = failed[1][0], failed[1][1]
+    # the half that failed first, not one that then stopped because its pipe did
+    first = [r for r in failed if "other half of the group stopped" not in r[1]] or failed
+    status, message = (first[0][0], first[0][1]) if first else (0, "")
     return status, message, min(r[2] for r in results), max(r[3] for r in results)
 
 
@@ -111,13 +113,13 @@ def _element_value(raw: bytes, d) -> float:
     return float(int.from_bytes(raw, "little", signed=not (d.name.startswith("UINT") or d.is_float)))
 
 
-def _new_pipe():
+def _new_pipe(depth: int):
     """Zeroed memory for one block of a Group (pto_sim's tpush/tpop): its header says the
-    slot size and the slots per direction."""
+    slot size and the slots per channel."""
     from .tensors import aligned_buffer
-    buf = aligned_buffer(abi.PIPE_BYTES)
+    buf = aligned_buffer(abi.pipe_bytes(depth))
     header = (ctypes.c_int64 * 2).from_address(buf.ctypes.data)
-    header[0], header[1] = abi.PIPE_SLOT_BYTES, abi.PIPE_DEPTH
+    header[0], header[1] = abi.PIPE_SLOT_BYTES, depth
     return buf
 
 
@@ -219,14 +221,19 @@ class Device:
         for ctype in types[self._turn:] + types[:self._turn]:
             q = self._ready[ctype]
             if q and self._has_free(ctype):
-                if ctype == "mix":      # a Group: a cube core and a vector core together
-                    return q.popleft(), (heapq.heappop(self._free["aic"]), heapq.heappop(self._free["aiv"]))
+                if ctype == "mix":      # a Group: a cube core and its vector core(s) together
+                    entry = q.popleft()
+                    n = entry[0].kernel.halves[2]
+                    return entry, (heapq.heappop(self._free["aic"]),
+                                   *(heapq.heappop(self._free["aiv"]) for _ in range(n)))
                 return q.popleft(), heapq.heappop(self._free[ctype])
         return None
 
     def _has_free(self, ctype: str) -> bool:
         if ctype == "mix":
-            return bool(self._free["aic"]) and bool(self._free["aiv"])
+            q = self._ready["mix"]
+            n = q[0][0].kernel.halves[2] if q else 1
+            return bool(self._free["aic"]) and len(self._free["aiv"]) >= n
         return bool(self._free[ctype])
 
     def _loop(self, index: int) -> None:
@@ -256,7 +263,8 @@ class Device:
             with self.cond:
                 if task.kernel.core_type == "mix":
                     heapq.heappush(self._free["aic"], slot[0])
-                    heapq.heappush(self._free["aiv"], slot[1])
+                    for s in slot[1:]:
+                        heapq.heappush(self._free["aiv"], s)
                     slot = slot[0]
                 else:
                     heapq.heappush(self._free[task.kernel.core_type], slot)
@@ -342,9 +350,15 @@ class Launch:
         for b in range(spec.blocks):     # the hidden arguments: block index, count, subblock
             a = (ctypes.c_int64 * len(args))(*args)
             a[n], a[n + 1], a[n + 2], a[n + 3] = b, spec.blocks, 0, ctypes.addressof(barrier)
-            if kernel.core_type == "mix":
-                pipes.append(_new_pipe())
+            if kernel.core_type == "mix":      # its pipe, and an argument array per AIV
+                pipes.append(_new_pipe(kernel.halves[3]))
                 a[n + 4] = pipes[-1].ctypes.data
+                subs = [a]
+                for sub in range(1, kernel.halves[2]):
+                    subs.append((ctypes.c_int64 * len(a))(*a))
+                    subs[-1][n + 2] = sub
+                per_block.append(subs)
+                continue
             per_block.append(a)
         task = Task(self, spec, kernel, (descs, barrier, pipes), per_block)   # (kept alive with it)
         return task

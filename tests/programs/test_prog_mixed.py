@@ -183,3 +183,94 @@ def test_an_incore_kernel_moving_a_vec_tile_to_left(tmp_path):
     a, o = randn(64, 64, seed=4), torch.zeros(64, 64)
     ir.compile(VecStraightToLeft, output_dir=tmp_path)(a, o)
     close(o, a @ a, 1e-4, 1e-4)
+
+
+# ----------------------------------------------------------------------------- pl.split
+def split_program(mode, slots=None):
+    opts = [pl.split(mode)] + ([pl.cross_core_slot(slot_num=slots)] if slots else [])
+
+    @pl.program
+    class Split:
+        @pl.function(type=pl.FunctionType.Opaque)
+        def main(self, a: pl.Tensor[[M, K], pl.FP32], b: pl.Tensor[[K, N], pl.FP32],
+                 c: pl.InOut[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP, optimizations=opts):
+                for j in pl.range(0, N // NB):
+                    c_prev = pl.slice(c, [M, NB], [0, j * NB])
+                    a1 = pl.mul(pl.add(a, 1.0), 0.5)                     # halves -> cube
+                    b_chunk = pl.slice(b, [K, NB], [0, j * NB])
+                    p = pl.matmul(a1, b_chunk)                            # cube -> halves
+                    c = pl.assemble(c, pl.add(c_prev, pl.exp(pl.mul(p, 0.01))), [0, j * NB])
+            return c
+    return Split
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("mode, slots", [(pl.SplitMode.UP_DOWN, None), (pl.SplitMode.LEFT_RIGHT, 4)],
+                         ids=["up_down", "left_right_4_slots"])
+def test_split_vector_work_over_two_aivs(tmp_path, platform, mode, slots):
+    a, b, c = randn(M, K, seed=1), randn(K, N, seed=2), randn(M, N, seed=3)
+    want = c + torch.exp(((a + 1) * 0.5) @ b * 0.01)
+    ir.compile(split_program(mode, slots), output_dir=tmp_path, platform=platform)(a, b, c)
+    close(c, want, 1e-4, 1e-4)
+    pto = (tmp_path / "ptoas" / "main_incore_0.pto").read_text()
+    cube, vector = pto.split("func.func @main_incore_0_aiv(")
+    half = "rows=16, cols=64" if mode is pl.SplitMode.UP_DOWN else "rows=32, cols=32"
+    # each AIV holds half of every vector tile and knows which half it is
+    assert "%__pypto_spmd_subblock_idx: i32" in vector and f"loc=vec, dtype=f32, {half}" in vector
+    assert "rows=32, cols=64" not in vector.replace("partition", "")
+    assert f"{{split = {mode.value}" in cube and "loc=mat, dtype=f32, rows=32, cols=64" in cube
+    assert (f"slot_num = {slots}" in pto) == bool(slots)
+
+
+def test_split_is_printed_and_read_back_in_the_dumps(tmp_path):
+    ir.compile(split_program(pl.SplitMode.UP_DOWN, 3), output_dir=tmp_path, dump_passes=True)
+    front = (tmp_path / "passes_dump" / "00_frontend.py").read_text()
+    assert "optimizations=[pl.split(pl.SplitMode.UP_DOWN), pl.cross_core_slot(slot_num=3)]" in front
+    assert pl.parse(front, filename="<dump>") is not None
+    outlined = next((tmp_path / "passes_dump").glob("*_after_OutlineIncoreScopes.py")).read_text()
+    assert 'attrs={"slot_num": 3, "split": 1}' in outlined or 'attrs={"split": 1, "slot_num": 3}' in outlined
+
+
+def test_split_refuses_work_that_needs_whole_tiles(tmp_path):
+    @pl.program
+    class ColumnSums:
+        @pl.function(type=pl.FunctionType.Opaque)
+        def main(self, a: pl.Tensor[[32, 32], pl.FP32], b: pl.Tensor[[32, 32], pl.FP32],
+                 out: pl.Out[pl.Tensor[[1, 32], pl.FP32]]) -> pl.Tensor[[1, 32], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+                p = pl.matmul(a, b)
+                s = pl.col_sum(pl.add(p, 1.0))       # sums over all rows: not inside one half
+                out = pl.assemble(out, s, [0, 0])
+            return out
+
+    with pytest.raises(E.NotBuiltError, match="tile.col_sum in the vector half of a pl.split") as ei:
+        ir.compile(ColumnSums, output_dir=tmp_path)
+    assert "test_prog_mixed.py" in str(ei.value)
+
+
+def test_split_of_a_kernel_with_one_kind_of_work_is_refused(tmp_path):
+    @pl.program
+    class VectorOnly:
+        @pl.function(type=pl.FunctionType.Opaque)
+        def main(self, a: pl.Tensor[[32, 32], pl.FP32],
+                 out: pl.Out[pl.Tensor[[32, 32], pl.FP32]]) -> pl.Tensor[[32, 32], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.LEFT_RIGHT)]):
+                out = pl.assemble(out, pl.exp(a), [0, 0])
+            return out
+
+    with pytest.raises(E.NotBuiltError, match="has only vector work"):
+        ir.compile(VectorOnly, output_dir=tmp_path)
+
+
+def test_optimizations_must_be_known_entries():
+    with pytest.raises(E.ParserError, match="slot_num is the positive depth") as ei:
+        @pl.program
+        class Bad:
+            @pl.function(type=pl.FunctionType.Opaque)
+            def main(self, a: pl.Tensor[[32, 32], pl.FP32],
+                     out: pl.Out[pl.Tensor[[32, 32], pl.FP32]]) -> pl.Tensor[[32, 32], pl.FP32]:
+                with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.cross_core_slot(slot_num=0)]):
+                    out = pl.assemble(out, pl.exp(a), [0, 0])
+                return out
+    assert "pl.cross_core_slot(slot_num=4)" in ei.value.hint

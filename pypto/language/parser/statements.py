@@ -698,14 +698,14 @@ class StatementsMixin:
                        "only `with pl.at(...) as tid:` / `with pl.spmd(...) as tid:` bind a name "
                        "(the task id)")
         if k == "at":
-            opts, deps = {}, None
+            opts, deps, optim = {}, None, None
             if len(ce.args) > 1:
                 self.error("pl.at takes the level as its only positional argument", s)
             if ce.args:
                 opts["level"] = self.static(ce.args[0], "pl.at level")
             for kw in ce.keywords:
-                if kw.arg == "deps":
-                    deps = kw.value
+                if kw.arg in ("deps", "optimizations"):
+                    deps, optim = (kw.value, optim) if kw.arg == "deps" else (deps, kw.value)
                     continue
                 if kw.arg not in ("level", "name_hint"):
                     self.error(f"pl.at() got an unsupported argument {kw.arg!r}", s,
@@ -733,7 +733,8 @@ class StatementsMixin:
                 body, _ = self.block(s.body, allow_yield=False)
             finally:
                 self.ctx.incore -= 1
-            return before + [InCoreScope(body, hint, span)] + self.task_id(task, span)
+            split, slots = self.optimizations(optim, s)
+            return before + [InCoreScope(body, hint, span, split, slots)] + self.task_id(task, span)
         if k == "spmd":
             return self.spmd_scope(s, ce, task, span)
         if k == "manual_scope":

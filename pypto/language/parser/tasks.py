@@ -98,11 +98,6 @@ class TasksMixin:
             args[kw.arg] = kw.value
         if "core_num" not in args:
             self.error("pl.spmd needs the number of blocks", ce, "pl.spmd(4)")
-        if "optimizations" in args:
-            from pypto.errors import NotBuiltError
-            raise NotBuiltError("pl.spmd(optimizations=[...]): splitting a region between the "
-                                "vector cores of a core group is not supported by this pypto yet",
-                                self.span(ce), "drop optimizations=")
         return args
 
     def spmd_scope(self, s: ast.With, ce: ast.Call, task, span) -> list:
@@ -110,6 +105,12 @@ class TasksMixin:
         as n blocks."""
         a = self.spmd_args(ce, ("core_num", "sync_start", "deps", "name_hint", "predicate",
                                 "optimizations"))
+        if "optimizations" in a:
+            from pypto.errors import NotBuiltError
+            raise NotBuiltError("with pl.spmd(..., optimizations=[...]) around kernel calls: the "
+                                "optimizations of a kernel are given where its region is written",
+                                self.span(ce), "with pl.at(level=pl.Level.CORE_GROUP, optimizations=[...]) or "
+                                "for i in pl.spmd(n, optimizations=[...])")
         marks = [self.blocks(a["core_num"], a.get("sync_start"), ce, span)]
         if "deps" in a:
             marks.insert(0, self.task_deps(a["deps"], span))
@@ -138,7 +139,49 @@ class TasksMixin:
             body, _ = self.block(s.body, allow_yield=False)
         finally:
             self.ctx.incore -= 1
-        return [mark, InCoreScope([idx] + body, hint or "", span)]
+        split, slots = self.optimizations(a.get("optimizations"), s)
+        return [mark, InCoreScope([idx] + body, hint or "", span, split, slots)]
+
+    def optimizations(self, entries, node) -> tuple[int, int]:
+        """`optimizations=[pl.split(mode), pl.cross_core_slot(slot_num=n)]` of a region:
+        (its SplitMode value, its pipe depth; 0 = default)."""
+        from pypto.language import optimizations as opt
+        from pypto.language.optimizations import CrossCoreSlot, Split
+        split, slots = 0, 0
+        if entries is None:
+            return split, slots
+        if isinstance(entries, (ast.List, ast.Tuple)):     # pl.split(...) calls, evaluated here
+            made = []
+            for e in entries.elts:
+                if not isinstance(e, ast.Call):
+                    made.append(self.static(e, "an optimization"))
+                    continue
+                fn = self.static(e.func, "an optimization")
+                if fn not in (opt.split, opt.cross_core_slot):
+                    self.error(f"{ast.unparse(e)} is not an optimization of a region", e,
+                               "optimizations=[pl.split(pl.SplitMode.UP_DOWN), pl.cross_core_slot(slot_num=4)]")
+                try:
+                    made.append(fn(*[self.static(a, "an argument") for a in e.args],
+                                   **{k.arg: self.static(k.value, k.arg) for k in e.keywords}))
+                except (TypeError, ValueError) as err:
+                    self.error(str(err), e, "optimizations=[pl.split(pl.SplitMode.UP_DOWN), "
+                                            "pl.cross_core_slot(slot_num=4)]")
+            entries = made
+        elif isinstance(entries, ast.AST):
+            entries = self.static(entries, "optimizations=")
+        if not isinstance(entries, (list, tuple)):
+            self.error("optimizations= is a list: [pl.split(pl.SplitMode.UP_DOWN), "
+                       "pl.cross_core_slot(slot_num=4)]", node)
+        for e in entries:
+            if isinstance(e, Split):
+                split = e.mode.value
+                slots = e.slot_num or slots
+            elif isinstance(e, CrossCoreSlot):
+                slots = e.slot_num
+            else:
+                self.error(f"{e!r} is not an optimization of a region", node,
+                           "optimizations=[pl.split(pl.SplitMode.UP_DOWN), pl.cross_core_slot(slot_num=4)]")
+        return split, slots
 
     def submit(self, targets, call: ast.Call, span) -> list:
         """`outs..., tid = pl.submit(self.kernel, *args, deps=[...])`: the kernel's call with

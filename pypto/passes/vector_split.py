@@ -1,0 +1,112 @@
+"""The vector half of a split Group (`pl.at(..., optimizations=[pl.split(mode)])`): two
+AIVs each take half of every vector tile -- its rows for UP_DOWN, its columns for
+LEFT_RIGHT -- the half given by their index in the core group. A helper of
+ExpandMixedKernel.halves: it rewrites tile types, load/store windows and the pipe ops.
+
+Only work that stays inside each half can be split: elementwise ops, and reductions or
+broadcasts along the axis that is not halved. Anything else is refused at the user's line.
+A tile one element wide along the halved axis (a broadcast row under UP_DOWN) is not
+halved: each AIV holds all of it.
+"""
+from __future__ import annotations
+
+from pypto import dtype as dt
+from pypto.errors import NotBuiltError
+from pypto.ir.nodes import BinOp, Call, Const, MemorySpace as M, ScalarType, SplitMode, TileType, TupleExpr, Var
+
+_ELEMENTWISE = set("""
+    add sub mul div maximum minimum and_ or_ xor shl shr fmod rem
+    adds subs muls divs maximums minimums ands ors xors shls shrs fmods rems lrelu
+    abs neg exp log sqrt rsqrt recip relu sin cos not_
+    cast cmp cmps sel sels load store create full move tpush tpop
+""".split())
+
+
+def axis(split: int) -> int:
+    return 0 if SplitMode(split) is SplitMode.UP_DOWN else 1
+
+
+def allowed(op: str, split: int) -> bool:
+    """Ops that compute each half of a tile from the same half of their operands."""
+    name = op[len("tile."):] if op.startswith("tile.") else None
+    if name is None:
+        return False
+    if name in _ELEMENTWISE:
+        return True
+    # row ops reduce or broadcast along a row: whole rows stay in one half under UP_DOWN
+    return name.startswith("row_") if axis(split) == 0 else name.startswith("col_")
+
+
+class Halver:
+    """Tile types and windows of one AIV's half; `sub` is its index in the core group."""
+
+    def __init__(self, split: int, span):
+        self.split = split
+        self.axis = axis(split)
+        self.mode = SplitMode(split).name
+        self.span = span
+        self.sub = Call("tile.get_subblock_idx", [], {}, ScalarType(dt.INDEX), {}, span)
+
+    def halved(self, t: TileType, span) -> TileType | None:
+        """The type of a half of a Vec tile; None when the tile is one element wide along
+        the axis (each AIV keeps all of it)."""
+        if not isinstance(t, TileType) or t.memory_space is not M.Vec:
+            return None
+        n = t.shape[self.axis]
+        if n == 1:
+            return None
+        if not isinstance(n, int) or n % 2:
+            raise NotBuiltError(f"pl.split({self.mode}) halves every vector tile along dim {self.axis}; "
+                                f"a tile of shape {list(t.shape)} has no equal halves", span,
+                                "make that extent even, or drop pl.split")
+        valid = t.valid
+        if valid is not None:
+            v = valid[self.axis]
+            if v != n:
+                raise NotBuiltError(f"pl.split({self.mode}) of a tile whose valid part along dim "
+                                    f"{self.axis} is not all of it", span, "drop pl.split")
+            valid = tuple(n // 2 if i == self.axis else x for i, x in enumerate(valid))
+        shape = tuple(n // 2 if i == self.axis else x for i, x in enumerate(t.shape))
+        return TileType(shape, t.dtype, t.memory_space, t.memref, valid)
+
+    def var(self, v: Var, subst: dict) -> Var:
+        """v, or its half (recorded in subst for the uses that follow)."""
+        t = self.halved(v.type, v.span)
+        if t is None:
+            return v
+        nv = Var(v.name, t, v.span)
+        subst[id(v)] = nv
+        return nv
+
+    def check(self, c: Call, span) -> None:
+        if not allowed(c.op, self.split):
+            raise NotBuiltError(f"{c.op} in the vector half of a pl.split({self.mode}) kernel: each AIV "
+                                f"holds half of every tile, and this op needs the whole of it", span,
+                                "drop pl.split, or move this work to a kernel of its own")
+
+    def window(self, c: Call, tile_type, offsets_at: int, shape_at: int | None) -> Call:
+        """A load's or store's GM window moved to this AIV's half (and, for a load, its
+        extent halved)."""
+        full = tile_type.shape[self.axis] if isinstance(tile_type, TileType) else None
+        if self.halved(tile_type, c.span) is None:
+            return c
+        if c.op == "tile.load" and len(c.args) > 3:
+            raise NotBuiltError(f"pl.load(..., valid_shape=...) in the vector half of a "
+                                f"pl.split({self.mode}) kernel", c.span, "drop pl.split")
+        half = full // 2
+        args = list(c.args)
+        offs = list(args[offsets_at].items)
+        offs[self.axis] = BinOp("+", offs[self.axis], BinOp("*", self.sub, Const(half, dt.INDEX, c.span),
+                                                            dt.INDEX, c.span), dt.INDEX, c.span)
+        args[offsets_at] = TupleExpr(offs, c.span)
+        if shape_at is not None:
+            shape = list(args[shape_at].items)
+            shape[self.axis] = Const(half, dt.INDEX, c.span)
+            args[shape_at] = TupleExpr(shape, c.span)
+        return Call(c.op, args, dict(c.kwargs), c.type, dict(c.attrs), c.span)
+
+    def shape_arg(self, c: Call, t: TileType) -> Call:
+        """tile.create / tile.full: the shape operand of the half."""
+        args = list(c.args)
+        args[0] = TupleExpr([Const(x, dt.INDEX, c.span) for x in t.shape], c.span)
+        return Call(c.op, args, dict(c.kwargs), t, dict(c.attrs), c.span)
