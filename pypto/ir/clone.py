@@ -31,6 +31,8 @@ def clone(node):
             return new
         if cls is list:
             return [go(x) for x in v]
+        if cls is nodes.Functions:
+            return nodes.Functions(go(x) for x in v)
         if cls is dict:
             return {k: go(x) for k, x in v.items()}
         if cls is tuple:

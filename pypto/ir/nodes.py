@@ -442,11 +442,37 @@ class Function:
                         self.level, self.role, dict(self.attrs), None)
 
 
+class Functions(list):
+    """A program's functions in order; also readable as the reference's name -> function
+    mapping (`.values()`, `.keys()`, `.items()`, `functions["main"]`)."""
+
+    def keys(self):
+        return [f.name for f in self]
+
+    def values(self):
+        return list(self)
+
+    def items(self):
+        return [(f.name, f) for f in self]
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            for f in self:
+                if f.name == key:
+                    return f
+            raise KeyError(key)
+        return super().__getitem__(key)
+
+
 @dataclass(eq=False)
 class Program:
     name: str
     functions: list[Function]
     source: str = ""          # base name of the user's source file, for locs
+
+    def __post_init__(self):
+        if not isinstance(self.functions, Functions):
+            self.functions = Functions(self.functions)
 
     def get(self, name: str) -> Function | None:
         for f in self.functions:

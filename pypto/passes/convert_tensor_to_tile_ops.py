@@ -31,7 +31,7 @@ from pypto.errors import CodegenError
 from pypto.ir import ops
 from pypto.ir.nodes import (While, Assign, Call, Const, Eval, For, If, IterArg, MemorySpace,
                             Program, TensorType, TileType, TupleExpr, Var, Yield)
-from pypto.ir.visit import Rewriter
+from pypto.ir.visit import Rewriter, bodies, stmt_uses, walk
 from pypto.passes import paged_gather
 from pypto.passes.base import function_namer
 from pypto.passes.tensor_chunks import (BUDGET, _add, _call_of, _computed, _emit_tiled, _numel,  # noqa: F401
@@ -47,8 +47,19 @@ def run(prog: Program, opts) -> Program:
     for f in prog.functions:
         if f.is_kernel:
             f = _Convert(function_namer(f), opts.chip).function(f)
+            _drop_unused_creates(f.body, {id(v) for x in walk(f.body) for v in stmt_uses(x)})
         out.append(f)
     return Program(prog.name, out, prog.source)
+
+
+def _drop_unused_creates(body: list, used: set) -> None:
+    """A pl.create_tensor the kernel never reads (one replaced by an Acc accumulator) makes
+    no tile: left in, it would hold a buffer and make a cube kernel look mixed."""
+    body[:] = [x for x in body if not (isinstance(x, Assign) and isinstance(x.value, Call)
+                                       and x.value.op == "tile.create" and id(x.var) not in used)]
+    for x in body:
+        for b in bodies(x):
+            _drop_unused_creates(b, used)
 
 
 class _Convert(Rewriter):
@@ -62,6 +73,7 @@ class _Convert(Rewriter):
         self.subst: dict[int, Var] = {}       # results of tiled groups -> the loop's results
         self.carry: list = []                 # per enclosing loop/if: which yields carry tiles
         self.views: dict[int, tuple] = {}     # a tensor.slice result -> (tensor, offsets)
+        self.fresh: set[int] = set()          # tiles of pl.create_tensor nothing has written yet
 
     def new(self, base, op, args, kwargs, span, tag="tile"):
         t = ops.infer_type(op, args, kwargs, span)
@@ -215,6 +227,7 @@ class _Convert(Rewriter):
             self.tiles[id(s.var)] = self.new(s.var.name, "tile.create", [_shape(t.shape, s.span)],
                                              {"dtype": t.dtype, "target_memory": MemorySpace.Vec}, s.span,
                                              "local")
+            self.fresh.add(id(self.tiles[id(s.var)]))
             return []
         if isinstance(call, Call) and call.op == "tuple.get" and isinstance(s, Assign) \
                 and id(call.args[0]) in self.tiles:      # one result of a tile op with several
@@ -491,7 +504,16 @@ class _Convert(Rewriter):
             if isinstance(a.var.type, TensorType) and (
                     id(a.init) in self.tiles or (yv is not None and id(yv) in computed)):
                 init = self.tile_of(a.init, s.span)
-                tv = Var(self.namer.fresh(a.var.name, "tile"), _tile_type(a.var.type), a.var.span)
+                space = None
+                if id(init) in self.fresh and _accumulates(s.body, a.var):
+                    # a fresh pl.create_tensor carried as the loop's matmul accumulator (the
+                    # first iteration sets it with pl.matmul): it lives in Acc from the start
+                    t = a.var.type
+                    space = MemorySpace.Acc
+                    init = self.new(a.var.name, "tile.create", [_shape(t.shape, s.span)],
+                                    {"dtype": t.dtype, "target_memory": space}, s.span, "acc")
+                tv = Var(self.namer.fresh(a.var.name, "tile"),
+                         TileType(tuple(a.var.type.shape), a.var.type.dtype, space), a.var.span)
                 self.tiles[id(a.var)] = tv
                 iter_args.append(IterArg(tv, init))
                 which.add(i)
@@ -540,6 +562,12 @@ class _Convert(Rewriter):
             else:
                 rets.append(r)
         return If(cond, then, other, rets, s.span)
+
+
+def _accumulates(body, v) -> bool:
+    """Whether the loop body accumulates a matmul into carried value v."""
+    return any(isinstance(x, Assign) and isinstance(x.value, Call) and x.value.op == "tensor.matmul_acc"
+               and x.value.args and x.value.args[0] is v for x in walk(body))
 
 
 def _tile_type(t: TensorType) -> TileType:

@@ -234,8 +234,10 @@ def _copy_outside_yields(s: If, branch: list, names: Namer) -> None:
     y = _yield_of(branch)
     if y is None:
         return
+    # values the branch computes: views of older tiles are not, but an accumulation is (its
+    # accumulator is written in place and may not be read after it: _read_after)
     made = {id(x.var) for x in walk(branch) if isinstance(x, Assign)
-            and isinstance(x.value, Call) and x.value.op not in _SAME_BUFFER}
+            and isinstance(x.value, Call) and (x.value.op not in _SAME_BUFFER or x.value.op in _ACCUMULATE)}
     for i, (r, v) in enumerate(zip(s.return_vars, y.values)):
         t = getattr(v, "type", None)
         if not isinstance(t, TileType) or not isinstance(r.type, TileType) or id(v) in made:

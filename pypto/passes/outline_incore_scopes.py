@@ -11,8 +11,9 @@ import re
 
 from pypto.errors import CodegenError
 from pypto.ir import ops
-from pypto.ir.nodes import (While, Assign, Call, Eval, For, Function, FunctionType, If, InCoreScope,
-                            Param, ParamDirection, Program, Return, Var, Yield,
+from pypto import dtype as dt
+from pypto.ir.nodes import (While, Assign, Call, Const, Eval, For, Function, FunctionType, If, InCoreScope,
+                            Param, ParamDirection, Program, Return, TensorType, TupleExpr, Var, Yield,
                             derived_level_role)
 from pypto.ir.visit import Rewriter, Substitute, bodies, defs, stmt_uses, walk
 
@@ -99,12 +100,25 @@ class _Outliner(Rewriter):
                     live_in.append(v)
         alias, written = _tensor_writes(scope.body, seen)
         live_out = [v for v in _inner_defs_in_order(scope.body) if self.used_later(v)]
+        # a tensor value computed in the region and used after it leaves through a tensor
+        # the parent creates for it (an Out parameter the kernel assembles the value into)
+        created, escaping = [], []
         for v in live_out:
-            if id(v) not in alias:
+            if id(v) in alias:
+                continue
+            if not (isinstance(v.type, TensorType) and all(isinstance(d, int) for d in v.type.shape)):
                 raise CodegenError(
                     f"{_user_name(v.name)!r} is computed inside a pl.at region and used after it", v.span,
-                    "only tensors written in place (out[...] = ..., pl.store) may leave a pl.at region; "
-                    "write the value into a tensor created with pl.create_tensor")
+                    "only tensors (of a static shape) may leave a pl.at region; write the value into "
+                    "a tensor created with pl.create_tensor")
+            t = TensorType(tuple(v.type.shape), v.type.dtype)
+            buf = Var(f"{_user_name(v.name)}__out", t, v.span)
+            created.append(Assign(buf, Call("tensor.create", [_consts(t.shape, v.span)], {"dtype": t.dtype},
+                                            t, {}, v.span), v.span))
+            escaping.append((v, buf))
+            alias[id(v)] = buf
+            written[id(buf)] = False
+            live_in.append(buf)
         name = self.kernel_name(scope.name_hint)
         # the kernel works on its own copies of the parameters
         params, mapping = [], {}
@@ -123,6 +137,12 @@ class _Outliner(Rewriter):
             for v in defs(s):
                 if id(v) in alias:
                     final[id(alias[id(v)])] = v
+        for v, buf in escaping:      # the value, into the tensor made for it
+            pv = mapping[id(buf)]
+            done = Var(pv.name + "__ssa_v0", pv.type, v.span)
+            kbody.append(Assign(done, Call("tensor.assemble", [pv, v, _consts((0,) * len(pv.type.shape), v.span)],
+                                           {}, pv.type, {}, v.span), v.span))
+            final[id(buf)] = done
         rets = [final.get(id(v), mapping[id(v)]) for v in live_in if id(v) in written]
         kbody.append(Return(rets, scope.span))
         outer_names = {id(v): v.name for v in live_out}     # the parent keeps its names
@@ -141,13 +161,13 @@ class _Outliner(Rewriter):
         args = [self.expr(v) for v in live_in]
         call = Call("@" + name, args, {}, rets[0].type if len(rets) == 1 else None, {}, scope.span)
         if len(live_out) == 1 and len(rets) == 1:
-            outer = Var(outer_names[id(live_out[0])], live_out[0].type, live_out[0].span)
+            outer = Var(outer_names[id(live_out[0])], rets[0].type, live_out[0].span)
             self.subst[id(live_out[0])] = outer
-            return [Assign(outer, call, scope.span)]
+            return created + [Assign(outer, call, scope.span)]
         for v in live_out:        # several outputs: later uses read the written argument
             self.subst[id(v)] = self.expr(alias[id(v)])
         call.type = None
-        return [Eval(call, scope.span)]
+        return created + [Eval(call, scope.span)]
 
     def kernel_name(self, hint: str) -> str:
         """The region's kernel name, as the reference makes it: the name_hint, else
@@ -175,6 +195,10 @@ class _Outliner(Rewriter):
         while self.taken(f"{base}_{n}"):
             n += 1
         return f"{base}_{n}"
+
+
+def _consts(values, span) -> TupleExpr:
+    return TupleExpr([Const(x, dt.INDEX, span) for x in values], span)
 
 
 _VERSIONED = re.compile(r"(.+)__(ssa|tmp)_v(\d+)")

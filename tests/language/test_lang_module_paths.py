@@ -64,3 +64,24 @@ def test_parse_errors_are_also_the_python_errors_the_reference_raises():
     with pytest.raises(SyntaxError) as e:
         pl.parse("@pl.function\ndef bad(x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:\n    return x +\n")
     assert isinstance(e.value, ParserError) and e.value.span.line == 3
+
+
+def test_a_programs_functions_read_as_a_list_and_as_the_references_mapping():
+    @pl.program
+    class Two:
+        @pl.function
+        def double(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
+            y: pl.Tensor[[64], pl.FP32] = pl.mul(x, 2.0)
+            return y
+
+        @pl.function
+        def triple(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
+            y: pl.Tensor[[64], pl.FP32] = pl.mul(x, 3.0)
+            return y
+
+    fs = Two.functions
+    assert [f.name for f in fs] == ["double", "triple"] and fs[1].name == "triple"
+    assert fs.keys() == ["double", "triple"] and [f.name for f in fs.values()] == ["double", "triple"]
+    assert fs["triple"] is fs[1] and dict(fs.items())["double"] is fs[0]
+    with pytest.raises(KeyError):
+        fs["missing"]

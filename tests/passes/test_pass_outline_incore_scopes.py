@@ -215,7 +215,7 @@ def test_loop_var_becomes_a_scalar_param_inside_a_range_loop():
     roundtrip(out)
 
 
-def test_value_computed_inside_and_used_after_is_an_error():
+def test_a_tensor_computed_inside_and_used_after_leaves_through_a_created_tensor():
     @pl.program
     class P:
         @pl.function
@@ -225,6 +225,31 @@ def test_value_computed_inside_and_used_after_is_an_error():
                 t = pl.exp(x)
             with pl.at(level=pl.Level.CORE_GROUP):
                 y[:] = pl.add(t, x)
+            return y
+
+    out = outline(P)
+    main, k0 = fn(out, "main"), fn(out, "main_incore_0")
+    # the parent makes the tensor, the first kernel writes t into it (an Out parameter),
+    # the second reads it
+    creates = [s for s in main.body if isinstance(s, Assign) and getattr(s.value, "op", "") == "tensor.create"]
+    assert len(creates) == 1 and creates[0].var.type.shape == (64, 64)
+    assert [(p.var.name, p.direction) for p in k0.params] == [("x", PD.In),
+                                                               ("t__out", PD.Out)]
+    assert any(getattr(s, "value", None) is not None and getattr(s.value, "op", "") == "tensor.assemble"
+               for s in k0.body)
+    roundtrip(out)
+
+
+def test_a_tile_computed_inside_and_used_after_is_an_error():
+    @pl.program
+    class P:
+        @pl.function
+        def main(self, x: pl.Tensor[[64, 64], pl.FP32],
+                 y: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP):
+                t = pl.load(x, [0, 0], [64, 64])
+            with pl.at(level=pl.Level.CORE_GROUP):
+                y = pl.store(pl.exp(t), [0, 0], y)
             return y
 
     with pytest.raises(CodegenError) as e:

@@ -50,3 +50,34 @@ def test_tensor_level_matmul():
     c = torch.zeros(64, 64)
     matmul_tensor(a, b, c, config=CFG)
     close(c, a @ b, 1e-4, 1e-4)
+
+
+@pl.jit
+def k_chunked_projection(x: pl.Tensor, w: pl.Tensor, out: pl.Out[pl.Tensor]):
+    """The projections of PyPTO's Qwen3 decode: an accumulator made with
+    pl.create_tensor, set by pl.matmul on the first K chunk and grown by pl.matmul_acc
+    on the others, inside a pipelined loop."""
+    for n0 in pl.parallel(0, 128, 64):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="proj"):
+            acc = pl.create_tensor([16, 64], dtype=pl.FP32)
+            for kb in pl.pipeline(0, 4, stage=2):
+                k0 = kb * 64
+                ta = x[:, k0:k0 + 64]
+                tb = w[k0:k0 + 64, n0:n0 + 64]
+                if k0 == 0:
+                    acc = pl.matmul(ta, tb, out_dtype=pl.FP32)
+                else:
+                    acc = pl.matmul_acc(acc, ta, tb)
+            out = pl.assemble(out, acc, [0, n0])
+    return out
+
+
+def test_an_accumulator_made_by_create_tensor_and_set_in_the_first_iteration(tmp_path):
+    g = torch.Generator().manual_seed(11)
+    x, w = torch.randn(16, 256, generator=g).half(), torch.randn(256, 128, generator=g).half()
+    out = torch.zeros(16, 128)
+    k_chunked_projection(x, w, out)
+    assert torch.allclose(out, x.float() @ w.float(), rtol=1e-3, atol=1e-3)
+    # a cube kernel only: the unused on-chip copy of the created tensor is gone
+    prog = k_chunked_projection.lower(x, w, out)
+    assert prog.functions["proj"].func_type is pl.FunctionType.AIC

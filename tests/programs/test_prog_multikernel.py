@@ -42,3 +42,20 @@ def test_jit_inline_function_is_spliced_into_its_caller():
     y = torch.zeros(64, 64)
     inline_dep(x, g, y, config=CFG)
     close(y, x * torch.relu(g), 0, 0)
+
+
+@pl.jit
+def staged_matmul_bias(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="cube_only"):
+        acc = pl.matmul(a, b, out_dtype=pl.FP32)         # leaves its region ...
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="vector_only"):
+        out[:] = pl.add(acc, bias)                        # ... and is read by the next
+    return out
+
+
+def test_a_tensor_computed_in_one_region_is_read_by_the_next():
+    g = torch.Generator().manual_seed(5)
+    a, b = torch.randn(64, 32, generator=g).half(), torch.randn(32, 64, generator=g).half()
+    bias, out = torch.randn(64, 64, generator=g), torch.zeros(64, 64)
+    staged_matmul_bias(a, b, bias, out)
+    assert torch.allclose(out, a.float() @ b.float() + bias, rtol=1e-2, atol=1e-2)
