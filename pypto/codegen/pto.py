@@ -135,6 +135,9 @@ def generate_kernel(program: Program, name: str, *, arch: str = "a2a3",
         from pypto.passes.expand_mixed_kernel import halves
         funcs = [_Kernel(program, h, arch, emit_loc, level).function_lines() for h in halves(f)]
         return _module(arch, [ln for lines in funcs for ln in lines])
+    if f.func_type is FunctionType.AIV and f.attrs.get("split"):   # what each of two AIVs runs
+        from pypto.passes.expand_mixed_kernel import split_vector
+        f = split_vector(f)
     return _module(arch, _Kernel(program, f, arch, emit_loc, level).function_lines())
 
 
@@ -322,7 +325,9 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
         view_lines = self.lines
 
         kind = _KIND.get(f.func_type)
-        attrs = f" attributes {{pto.kernel_kind = #pto.kernel_kind<{kind}>}}" if kind else ""
+        # a vector kernel split over the two AIVs of its core group (pl.split) says so
+        split = f", pypto.split = {f.attrs['split']}" if kind == "vector" and f.attrs.get("split") else ""
+        attrs = f" attributes {{pto.kernel_kind = #pto.kernel_kind<{kind}>{split}}}" if kind else ""
         out = [f"  func.func @{f.name}({', '.join(sig)}){attrs} {{"]
         consts = sorted(self.consts.items(),
                         key=lambda kv: (_TYPE_RANK.get(kv[0][0], 99), kv[0][0],

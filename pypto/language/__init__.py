@@ -16,7 +16,7 @@ from pypto.ir.nodes import ArgDir as adir
 from pypto.ir.nodes import (AtomicType, DynDim, ForKind, FunctionType, Level, MemorySpace, PadValue, ParamDirection,
                             Role, SplitMode)
 from pypto.language import dsl
-from pypto.language.dsl import (DSLCallError, OPERATORS, at, cast, const, manual_scope, max, min,
+from pypto.language.dsl import (DSLCallError, OPERATORS, at, cast, cluster, const, manual_scope, max, min,
                                 parallel, pipeline, range, scope, spmd, spmd_submit, submit, system, tensor,
                                 tile, array, unroll, while_, cond, yield_)
 from pypto.language.optimizations import cross_core_slot, split
@@ -34,7 +34,7 @@ __all__ = sorted(
      "DataType", "Tensor", "Tile", "Scalar", "Array", "Out", "InOut", "Ptr", "MemRef", "TileView", "TensorView", "TensorLayout",
      "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "Level", "Role", "ScopeMode", "ForKind",
      "SplitMode", "split", "cross_core_slot",
-     "ParamDirection", "DynDim", "Annotation", "adir", "dynamic", "program", "function", "at",
+     "ParamDirection", "DynDim", "Annotation", "adir", "dynamic", "program", "function", "at", "cluster",
      "scope", "pipeline", "manual_scope", "submit", "spmd", "spmd_submit", "system", "range", "parallel", "unroll", "array", "while_", "cond", "yield_", "const", "cast", "min", "max", "parse",
      "loads", "tile", "tensor", "DSLCallError"] + list(OPERATORS)
     + (["jit"] if importlib.util.find_spec("pypto.jit") is not None else []))

@@ -52,6 +52,9 @@ cond = _stub("pl.cond", "cond", doc="pl.cond(x < n): the first statement of a pl
 yield_ = _stub("pl.yield_", "yield_", doc="r = pl.yield_(v): last statement of a loop body / if branch")
 at = _stub("pl.at", "at", doc="with pl.at(level=pl.Level.CORE_GROUP[, name_hint=...]): runs on the device")
 scope = _stub("pl.scope", "scope", doc="with pl.scope([mode=pl.ScopeMode.MANUAL]): a runtime scope")
+cluster = _stub("pl.cluster", "cluster",
+                doc="with pl.cluster([name_hint=...]): the kernel launched in it runs on the cores of "
+                    "one core group (a cluster of several kernels is not built yet)")
 manual_scope = _stub("pl.manual_scope", "manual_scope",
                      doc="with pl.manual_scope(): a runtime scope whose tasks wait only for the "
                          "tasks named in deps=[...] and those the compiler derives in one iteration")

@@ -47,10 +47,12 @@ def _classify(f: Function) -> Function:
     out = Function(f.name, f.params, f.return_types, f.body, ftype, level, role, dict(f.attrs), f.span)
     if ftype is FunctionType.Group:
         halves(out)          # refuse here, at the user's line, what cannot be split
+    elif f.attrs.get("split") and cube:
+        raise NotBuiltError(f"pl.split on kernel {f.name!r}, which has only cube work: it splits "
+                            f"vector work over the AIVs of a core group", f.span,
+                            "drop optimizations=[pl.split(...)]")
     elif f.attrs.get("split"):
-        raise NotBuiltError(f"pl.split on kernel {f.name!r}, which has only "
-                            f"{'cube' if cube else 'vector'} work: splitting a kernel with no cross-core "
-                            f"data is not built yet", f.span, "drop optimizations=[pl.split(...)]")
+        split_vector(out)
     return out
 
 
@@ -73,7 +75,13 @@ def _side(v) -> str | None:
 def halves(f: Function) -> tuple[Function, Function]:
     """The cube (AIC) and vector (AIV) functions of a Group, named <f>_aic and <f>_aiv;
     the pipe ops are `tile.tpush` (kwargs to=the other side) and `tile.tpop` (from=)."""
-    return _Half(f, CUBE).function(), _Half(f, VECTOR).function()
+    return _Half(f, CUBE).function(f.name + "_aic"), _Half(f, VECTOR).function(f.name + "_aiv")
+
+
+def split_vector(f: Function) -> Function:
+    """An AIV kernel under pl.split, as each of the two AIVs of its core group runs it:
+    on half of every tile."""
+    return _Half(f, VECTOR).function(f.name)
 
 
 class _Half:
@@ -90,11 +98,11 @@ class _Half:
         """A tile this half defines: itself, or (split vector half) its half."""
         return self.halver.var(v, self.subst) if self.halver else v
 
-    def function(self) -> Function:
+    def function(self, name: str) -> Function:
         f = self.f
-        ftype, suffix = (FunctionType.AIC, "_aic") if self.side == CUBE else (FunctionType.AIV, "_aiv")
+        ftype = FunctionType.AIC if self.side == CUBE else FunctionType.AIV
         level, role = derived_level_role(ftype)
-        return Function(f.name + suffix, f.params, f.return_types, self.body(f.body), ftype,
+        return Function(name, f.params, f.return_types, self.body(f.body), ftype,
                         level, role, dict(f.attrs), f.span)
 
     # expressions with the stores of the other side replaced by their target tensors

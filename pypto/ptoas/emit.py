@@ -557,7 +557,7 @@ def kernel_info(module: Module, arch: Arch, usage: dict) -> dict:
         "bytes_used": dict(sorted(usage.get(f.name, {}).items())),
         "functions": [g.name for g in module.funcs],
         # a Group whose vector work is split runs two AIVs with its AIC
-        "vector_halves": 2 if any(op.attrs.get("split", "0") != "0" for op in pipe_ops) else 1,
+        "vector_halves": 2 if any(g.attrs.get("pypto.split", "0") != "0" for g in module.funcs) else 1,
         "pipe_slots": max([int(op.attrs.get("slot_num", 2)) for op in pipe_ops] or [2]),
     }
 

@@ -25,7 +25,7 @@ _WHERE = {
     "GoldenMismatchError": "harness", "OutputCheck": "harness", "RunResult": "harness",
     "run": "harness",
     "RunRecord": "records", "TaskRecord": "records",
-    "DeviceTensor": "tensors",
+    "DeviceTensor": "tensors", "TensorSpec": "tensor_spec", "ScalarSpec": "tensor_spec",
     "ChipWorker": "worker", "RegistrationHandle": "worker", "current_worker": "worker",
 }
 
@@ -45,7 +45,7 @@ def __dir__():
 
 __all__ = [
     "RunConfig", "ChipWorker", "DeviceTensor", "CompiledProgram", "RegistrationHandle",
-    "current_worker", "RunRecord", "TaskRecord",
+    "current_worker", "RunRecord", "TaskRecord", "TensorSpec", "ScalarSpec",
     "run", "RunResult", "OutputCheck", "GoldenMismatchError", "benchmark", "BenchmarkResult",
     "ArtifactError", "DigestMismatchError", "PlatformMismatchError", "DeviceUnavailableError",
     "SimulatorError", "OrchestrationError", "KernelExecutionError",

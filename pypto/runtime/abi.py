@@ -98,13 +98,19 @@ def bind_orchestration_entry(lib: ctypes.CDLL, name: str = ORCHESTRATION_ENTRY):
     return fn
 
 
-def group_entries(lib: ctypes.CDLL, name: str) -> tuple:
-    """The halves of Group `name`: (cube entry, vector entry, how many AIVs run the vector
-    half, the pipe's slots per channel), the last two from the kernel's info."""
+def kernel_halves(lib: ctypes.CDLL, name: str, core_type: str) -> tuple:
+    """How a kernel runs on a core group, from its info: () for one core; else (cube entry
+    or None, vector entry, how many AIVs run the vector work, the pipe's slots per
+    channel) -- a Group (`mix`: <name>_aic and <name>_aiv) or a vector kernel split over
+    two AIVs (pl.split)."""
     import json
-    base = KERNEL_ENTRY + "__" + re.sub(r"[^A-Za-z0-9_]", "_", name)
+    if core_type == "aic" or (core_type == "aiv" and not hasattr(lib, "pypto_kernel_info")):
+        return ()           # (a hand-written vector kernel may say nothing of itself)
     info_fn = getattr(lib, "pypto_kernel_info")
     info_fn.restype = ctypes.c_char_p
     info = json.loads(info_fn().decode("utf-8"))
-    return (bind_kernel_entry(lib, base + "_aic"), bind_kernel_entry(lib, base + "_aiv"),
-            int(info.get("vector_halves", 1)), int(info.get("pipe_slots", PIPE_DEPTH)))
+    subs, slots = int(info.get("vector_halves", 1)), int(info.get("pipe_slots", PIPE_DEPTH))
+    if core_type == "aiv":
+        return () if subs == 1 else (None, bind_kernel_entry(lib), subs, slots)
+    base = KERNEL_ENTRY + "__" + re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return bind_kernel_entry(lib, base + "_aic"), bind_kernel_entry(lib, base + "_aiv"), subs, slots

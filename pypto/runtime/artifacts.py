@@ -150,7 +150,8 @@ class LoadedKernel:
     digest: str
     entry: Any = field(repr=False)   # ctypes function pypto_kernel_entry
     lib: Any = field(repr=False)
-    halves: tuple = field(default=(), repr=False)   # a Group: its (cube, vector) entries
+    # on a core group: (cube entry | None, vector entry, AIVs, pipe slots); () on one core
+    halves: tuple = field(default=(), repr=False)
 
 
 @dataclass
@@ -215,7 +216,7 @@ def load_chip_callable(output_dir: Path, config: dict[str, Any]) -> ChipCallable
         try:
             lib = _load_bytes(data, k["name"])
             entry = abi.bind_kernel_entry(lib)
-            halves = abi.group_entries(lib, str(k["name"])) if k["core_type"] == "mix" else ()
+            halves = abi.kernel_halves(lib, str(k["name"]), k["core_type"])
         except (OSError, AttributeError) as e:
             raise ArtifactError(f"kernel '{k['name']}': cannot load {path}: {e}") from e
         kernels[int(k["func_id"])] = LoadedKernel(

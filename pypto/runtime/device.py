@@ -65,7 +65,7 @@ def _gang(task) -> list:
             gate.wait()
         except threading.BrokenBarrierError:
             pass
-        results[b] = _group_call(task, b) if task.kernel.core_type == "mix" else _call(task, b)
+        results[b] = _group_call(task, b) if getattr(task.kernel, "halves", ()) else _call(task, b)
 
     threads = [threading.Thread(target=one, args=(b,), name=f"pypto-block-{b}") for b in range(n)]
     for t in threads:
@@ -76,12 +76,13 @@ def _gang(task) -> list:
 
 
 def _group_call(task, block: int) -> tuple:
-    """One block of a Group: its cube half and its vector half (on one AIV, or on two for
-    a split group) at once, each on a thread of its own, passing tiles through the block's
-    pipe; the first failure is the block's."""
+    """One block of a kernel that runs on a core group: a Group's cube half and its vector
+    half (on one AIV, or on two when split), or a split vector kernel's two AIVs -- at once,
+    each on a thread of its own (a Group's halves pass tiles through the block's pipe);
+    the first failure is the block's."""
     aic, aiv, n_aiv, _ = task.kernel.halves
     per_aiv = task.args[block]             # one argument array per AIV (its index differs)
-    runs = [(aic, per_aiv[0])] + [(aiv, per_aiv[i]) for i in range(n_aiv)]
+    runs = ([(aic, per_aiv[0])] if aic is not None else []) + [(aiv, per_aiv[i]) for i in range(n_aiv)]
     results = [None] * len(runs)
 
     def one(i):
@@ -98,6 +99,15 @@ def _group_call(task, block: int) -> tuple:
     first = [r for r in failed if "other half of the group stopped" not in r[1]] or failed
     status, message = (first[0][0], first[0][1]) if first else (0, "")
     return status, message, min(r[2] for r in results), max(r[3] for r in results)
+
+
+def _needs(kernel) -> dict:
+    """The modelled cores one block of a kernel takes: a core of its type, or, on a core
+    group, an AIC (a Group) and its AIVs."""
+    h = getattr(kernel, "halves", ())
+    if not h:
+        return {kernel.core_type: 1}
+    return {"aic": 1, "aiv": h[2]} if h[0] is not None else {"aiv": h[2]}
 
 
 def _element_value(raw: bytes, d) -> float:
@@ -166,7 +176,7 @@ class Device:
         lock = threading.RLock()
         self.cond = threading.Condition(lock)
         self.done = threading.Condition(lock)
-        self._ready = {t: deque() for t in (*self.slots, "mix")}   # mix: an AIC and an AIV
+        self._ready = {t: deque() for t in (*self.slots, "mix")}   # mix: an AIC and its AIV(s)
         self._free = {t: list(range(n)) for t, n in self.slots.items()}
         total = sum(self.slots.values())
         self.n_threads = max(1, min(n_threads or host_threads(), total))
@@ -212,7 +222,7 @@ class Device:
             q.extend(kept)
 
     def _takeable(self) -> bool:
-        return any(q and self._has_free(t) for t, q in self._ready.items())
+        return any(self._has_free(t) for t in self._ready)
 
     def _take(self):
         """(queue entry, core slot): an entry is (task, block index | ALL_BLOCKS)."""
@@ -221,20 +231,14 @@ class Device:
         for ctype in types[self._turn:] + types[:self._turn]:
             q = self._ready[ctype]
             if q and self._has_free(ctype):
-                if ctype == "mix":      # a Group: a cube core and its vector core(s) together
-                    entry = q.popleft()
-                    n = entry[0].kernel.halves[2]
-                    return entry, (heapq.heappop(self._free["aic"]),
-                                   *(heapq.heappop(self._free["aiv"]) for _ in range(n)))
-                return q.popleft(), heapq.heappop(self._free[ctype])
+                entry = q.popleft()
+                return entry, [(t, heapq.heappop(self._free[t]))
+                               for t, k in _needs(entry[0].kernel).items() for _ in range(k)]
         return None
 
     def _has_free(self, ctype: str) -> bool:
-        if ctype == "mix":
-            q = self._ready["mix"]
-            n = q[0][0].kernel.halves[2] if q else 1
-            return bool(self._free["aic"]) and len(self._free["aiv"]) >= n
-        return bool(self._free[ctype])
+        q = self._ready[ctype]
+        return bool(q) and all(len(self._free[t]) >= k for t, k in _needs(q[0][0].kernel).items())
 
     def _loop(self, index: int) -> None:
         err = ctypes.create_string_buffer(abi.ERR_LEN)
@@ -256,18 +260,14 @@ class Device:
                     self.cond.notify()
             if block == ALL_BLOCKS:
                 results = list(enumerate(_gang(task)))
-            elif task.kernel.core_type == "mix":
+            elif getattr(task.kernel, "halves", ()):
                 results = [(block, _group_call(task, block))]
             else:
                 results = [(block, _call(task, block, err))]
             with self.cond:
-                if task.kernel.core_type == "mix":
-                    heapq.heappush(self._free["aic"], slot[0])
-                    for s in slot[1:]:
-                        heapq.heappush(self._free["aiv"], s)
-                    slot = slot[0]
-                else:
-                    heapq.heappush(self._free[task.kernel.core_type], slot)
+                for t, i in slot:
+                    heapq.heappush(self._free[t], i)
+                slot = slot[0][1]           # (the record names its first core)
                 for b, (status, message, start, end) in results:
                     task.times[b] = (start, end)
                     task.launch.block_finished(task, status, message, start, end, slot, index)
@@ -350,9 +350,10 @@ class Launch:
         for b in range(spec.blocks):     # the hidden arguments: block index, count, subblock
             a = (ctypes.c_int64 * len(args))(*args)
             a[n], a[n + 1], a[n + 2], a[n + 3] = b, spec.blocks, 0, ctypes.addressof(barrier)
-            if kernel.core_type == "mix":      # its pipe, and an argument array per AIV
-                pipes.append(_new_pipe(kernel.halves[3]))
-                a[n + 4] = pipes[-1].ctypes.data
+            if kernel.halves:      # on a core group: a pipe, and an argument array per AIV
+                if kernel.halves[0] is not None:
+                    pipes.append(_new_pipe(kernel.halves[3]))
+                    a[n + 4] = pipes[-1].ctypes.data
                 subs = [a]
                 for sub in range(1, kernel.halves[2]):
                     subs.append((ctypes.c_int64 * len(a))(*a))

@@ -249,18 +249,41 @@ def test_split_refuses_work_that_needs_whole_tiles(tmp_path):
     assert "test_prog_mixed.py" in str(ei.value)
 
 
-def test_split_of_a_kernel_with_one_kind_of_work_is_refused(tmp_path):
+@pytest.mark.parametrize("mode", [pl.SplitMode.UP_DOWN, pl.SplitMode.LEFT_RIGHT], ids=["up_down", "left_right"])
+def test_a_vector_kernel_split_over_two_aivs(tmp_path, mode):
     @pl.program
     class VectorOnly:
+        @pl.function(type=pl.FunctionType.Opaque)
+        def main(self, a: pl.Tensor[[64, 128], pl.FP32],
+                 out: pl.Out[pl.Tensor[[64, 128], pl.FP32]]) -> pl.Tensor[[64, 128], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(mode)]):
+                out = pl.assemble(out, pl.abs(pl.sub(a, 0.5)), [0, 0])
+            return out
+
+    a, out = randn(64, 128, seed=7), torch.zeros(64, 128)
+    compiled = ir.compile(VectorOnly, output_dir=tmp_path)
+    with ChipWorker() as w:
+        compiled(a, out)
+        rec = w.last_run.tasks
+    close(out, (a - 0.5).abs(), 1e-6, 1e-6)
+    pto = (tmp_path / "ptoas" / "main_incore_0.pto").read_text()
+    half = "rows=32, cols=128" if mode is pl.SplitMode.UP_DOWN else "rows=64, cols=64"
+    assert f"pypto.split = {mode.value}" in pto and half in pto and "%__pypto_spmd_subblock_idx" in pto
+    assert [t.core_type for t in rec] == ["aiv"]
+
+
+def test_a_split_of_cube_work_alone_is_refused(tmp_path):
+    @pl.program
+    class CubeOnly:
         @pl.function(type=pl.FunctionType.Opaque)
         def main(self, a: pl.Tensor[[32, 32], pl.FP32],
                  out: pl.Out[pl.Tensor[[32, 32], pl.FP32]]) -> pl.Tensor[[32, 32], pl.FP32]:
             with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.LEFT_RIGHT)]):
-                out = pl.assemble(out, pl.exp(a), [0, 0])
+                out = pl.assemble(out, pl.matmul(a, a), [0, 0])
             return out
 
-    with pytest.raises(E.NotBuiltError, match="has only vector work"):
-        ir.compile(VectorOnly, output_dir=tmp_path)
+    with pytest.raises(E.NotBuiltError, match="has only cube work"):
+        ir.compile(CubeOnly, output_dir=tmp_path)
 
 
 def test_optimizations_must_be_known_entries():

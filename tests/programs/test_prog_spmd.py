@@ -227,3 +227,33 @@ def test_a_soft_syncall_needs_its_workspace():
         def bad(x: pl.Tensor[[16, 64], pl.FP32]) -> pl.Tensor[[16, 64], pl.FP32]:
             pl.system.syncall(mode="soft", used_cores=2)
             return x
+
+
+@pl.program
+class InACluster:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[ROWS, COLS], pl.FP32],
+             y: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]]) -> pl.Tensor[[ROWS, COLS], pl.FP32]:
+        with pl.cluster(name_hint="scale"):           # one launch on the cores of a core group
+            with pl.spmd(4):
+                y = strided_scale(x, 1.5, y)
+        return y
+
+
+def test_a_cluster_of_one_launch(tmp_path):
+    x, y = randn(ROWS, COLS, seed=3), torch.zeros(ROWS, COLS)
+    ir.compile(InACluster, output_dir=tmp_path)(x, y)
+    close(y, x * 1.5, 1e-6, 1e-6)
+
+
+def test_a_cluster_of_several_launches_is_not_built():
+    with pytest.raises(E.NotBuiltError, match="pl.cluster around 2 kernel launches"):
+        @pl.program
+        class TwoInACluster:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, x: pl.Tensor[[ROWS, COLS], pl.FP32], mid: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]],
+                     y: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]]) -> pl.Tensor[[ROWS, COLS], pl.FP32]:
+                with pl.cluster():
+                    mid = strided_scale(x, 2.0, mid)
+                    y = strided_scale(mid, 2.0, y)
+                return y

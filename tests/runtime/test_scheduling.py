@@ -213,3 +213,38 @@ def test_sync_start_runs_every_block_of_a_launch_at_once(programs, sync):
         assert met.tolist() == [1, 1, 1, 1]
     elif host_threads() < 4:
         assert met.tolist() != [1, 1, 1, 1]
+
+
+class _Kernel:
+    """What the scheduler reads of a loaded kernel: its core type and, on a core group,
+    its halves (cube entry | None, vector entry, AIVs, pipe slots)."""
+    def __init__(self, core_type, halves=()):
+        self.core_type, self.halves = core_type, halves
+
+
+class _Task:
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+
+@pytest.mark.parametrize("kernel, takes", [
+    (_Kernel("aic"), {"aic": 1}),
+    (_Kernel("aiv"), {"aiv": 1}),
+    (_Kernel("mix", (object(), object(), 1, 2)), {"aic": 1, "aiv": 1}),      # a Group
+    (_Kernel("mix", (object(), object(), 2, 2)), {"aic": 1, "aiv": 2}),      # a split Group
+    (_Kernel("aiv", (None, object(), 2, 2)), {"aiv": 2}),                    # a split vector kernel
+])
+def test_a_block_takes_the_cores_of_its_core_group(kernel, takes):
+    from pypto.runtime.device import Device
+    d = Device("a2a3")
+    d._free = {"aic": [0], "aiv": [0, 1, 2]}
+    d._ready[kernel.core_type].append((_Task(kernel), 0))
+    entry, slot = d._take()
+    got = {}
+    for t, _ in slot:
+        got[t] = got.get(t, 0) + 1
+    assert got == takes
+    # with one AIV free, a block that needs two waits
+    d._free = {"aic": [0], "aiv": [5]}
+    d._ready[kernel.core_type].append((_Task(kernel), 1))
+    assert (d._take() is None) == (takes.get("aiv", 0) > 1)

@@ -737,6 +737,8 @@ class StatementsMixin:
             return before + [InCoreScope(body, hint, span, split, slots)] + self.task_id(task, span)
         if k == "spmd":
             return self.spmd_scope(s, ce, task, span)
+        if k == "cluster":
+            return self.cluster_scope(s, ce, task, span)
         if k == "manual_scope":
             if ce.args or ce.keywords:
                 self.error("pl.manual_scope() takes no arguments", s, "with pl.manual_scope():")

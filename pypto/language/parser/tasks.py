@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import copy
 
-from pypto.ir.visit import bodies as bodies_of
+from pypto.ir.visit import bodies as bodies_of, stmt_exprs, walk as walk_stmts, walk_expr
 from pypto.language.parser.common import (Assign, Call, Eval, FunctionType, InCoreScope,
                                           PyptoError, TupleExpr, TupleType, _kind, ops)
 
@@ -121,6 +121,30 @@ class TasksMixin:
             self.error("pl.spmd(...) launches nothing: put the kernel calls (self.kernel(...)) "
                        "in it", s, "with pl.spmd(4):\n    out = self.kernel(a, out)")
         return body + self.task_id(task, span)
+
+    def cluster_scope(self, s: ast.With, ce: ast.Call, task, span) -> list:
+        """`with pl.cluster([name_hint=...]):` around one launch (a kernel call, a pl.at
+        region, a pl.spmd launch): that kernel runs on the cores of one core group, which
+        every launch of this runtime does. Several kernels co-scheduled in one cluster (the
+        reference's hand-written Group) are refused."""
+        if ce.args or any(k.arg != "name_hint" for k in ce.keywords):
+            self.error("pl.cluster takes only name_hint=", ce, 'with pl.cluster(name_hint="stage"):')
+        if task is not None:
+            self.error("`with pl.cluster(...) as tid` is not supported", s,
+                       "bind the task id on the launch inside: with pl.spmd(...) as tid:")
+        body, _ = self.block(s.body, allow_yield=False)
+        launches = [x for x in walk_stmts(body) if isinstance(x, InCoreScope)] + \
+            [e for x in walk_stmts(body) for e in _calls(x) if e.op.startswith("@")]
+        if not launches:
+            self.error("pl.cluster(...) launches nothing: put one kernel call or pl.at region in it",
+                       s, "with pl.cluster():\n    with pl.spmd(4):\n        out = self.kernel(a, out)")
+        if len(launches) > 1:
+            from pypto.errors import NotBuiltError
+            raise NotBuiltError(f"pl.cluster around {len(launches)} kernel launches: co-scheduling "
+                                f"several kernels on one core group is not supported by this pypto yet",
+                                self.span(ce), "launch them one by one, or put the cube and vector work "
+                                               "in one pl.at region (a mixed kernel)")
+        return body
 
     def spmd_loop(self, s: ast.For, it: ast.Call, span):
         """`for i in pl.spmd(n[, name_hint=, sync_start=]):` the body is a kernel run as n
@@ -252,3 +276,7 @@ def _mark_launches(body: list, marks: list) -> int:
                 n += _mark_launches(b, marks)
         i += 1
     return n
+
+
+def _calls(s) -> list:
+    return [e for x in stmt_exprs(s) for e in walk_expr(x) if isinstance(e, Call)]
