@@ -19,6 +19,7 @@ class TaskGraph:
         # around each call) and how many of its calls were met so far
         self.sites: list[tuple] = []
         self.site_at: list[int] = []
+        self.dump_tagged: set[int] = set()      # ids of the values pl.dump_tag marked
 
     # ------------------------------------------------------------------ pl.system.* statements
     def system_statement(self, c: Call, span) -> bool:
@@ -35,6 +36,9 @@ class TaskGraph:
             self.dummy(c, span)
         elif c.op == "system.predicate":
             self.predicate(c, span)
+        elif c.op == "system.dump_tag":       # launches that take this value dump it
+            self.out(f"// {_loc(span)}: pl.dump_tag({getattr(c.args[0], 'name', '?')})")
+            self.dump_tagged.add(id(c.args[0]))
         else:
             return False
         return True

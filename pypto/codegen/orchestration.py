@@ -399,6 +399,7 @@ class _Orch(HostValues, TaskGraph):
         if dirs is not None and len(dirs) != len(c.args):
             fail(f"arg_directions has {len(dirs)} entries for {len(c.args)} arguments", span)
         handles, hdirs, scal, written = [], [], [], []
+        dumps = set(c.attrs.get("dump_args", ()))      # pl.submit(..., dumps=[...])
         for i, (a, p) in enumerate(zip(c.args, callee.params)):
             if isinstance(p.var.type, TensorType):
                 h = self.handle(a, span)
@@ -406,7 +407,8 @@ class _Orch(HostValues, TaskGraph):
                 if d not in _DIR:
                     fail(f"argument {i} of {c.callee} is a tensor but its direction is {d}", span)
                 handles.append(h)
-                hdirs.append(_DIR[d])
+                dump = i in dumps or id(a) in self.dump_tagged
+                hdirs.append(_DIR[d] + (" | PYPTO_DIR_DUMP" if dump else ""))
                 if d in _WRITES:
                     written.append((i, h))
             elif isinstance(p.var.type, ScalarType):
@@ -427,6 +429,8 @@ class _Orch(HostValues, TaskGraph):
             self.out(f"const uint64_t scalar_args[{len(scal)}] = {{{', '.join(scal)}}};")
             sarg = "scalar_args"
         self.launch(c, callee, fid, len(handles), targ, darg, len(scal), sarg)
+        for i, _ in written:           # a value the launch writes is a new one: not tagged
+            self.dump_tagged.discard(id(c.args[i]))
         self.indent -= 1
         self.out("}")
         return self.result(c, callee, written, span)

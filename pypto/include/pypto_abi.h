@@ -18,6 +18,9 @@ enum {
     PYPTO_DIR_INPUT = 0, PYPTO_DIR_OUTPUT = 1, PYPTO_DIR_INOUT = 2,
     PYPTO_DIR_OUTPUT_EXISTING = 3, PYPTO_DIR_NO_DEP = 4,
 };
+// ORed into a direction: dump this argument (pl.dump_tag / pl.submit(dumps=[...])) when the
+// run dumps arguments; once a launch's tasks tag any, only tagged arguments are dumped.
+#define PYPTO_DIR_DUMP 0x100
 
 // A tensor as a kernel sees it: GM base address plus a strided window (in elements).
 typedef struct {

@@ -8,6 +8,7 @@ MAX_DIMS = 5
 
 # Argument directions (PYPTO_DIR_*).
 DIR_INPUT, DIR_OUTPUT, DIR_INOUT, DIR_OUTPUT_EXISTING, DIR_NO_DEP = range(5)
+DIR_DUMP = 0x100      # ORed into a direction: dump this argument (pl.dump_tag)
 DIR_NAMES = {DIR_INPUT: "input", DIR_OUTPUT: "output", DIR_INOUT: "inout",
              DIR_OUTPUT_EXISTING: "output_existing", DIR_NO_DEP: "no_dep"}
 READS = frozenset({DIR_INPUT, DIR_INOUT})

@@ -255,6 +255,9 @@ class Device:
                 if not task.started:
                     task.started = True
                     task.launch.running += 1
+                    if task.launch.record.arg_dumps is not None:     # what it reads, before
+                        from .arg_dump import capture
+                        capture(task.launch, task, "before_dispatch")
                 task.active += task.spec.blocks if block == ALL_BLOCKS else 1
                 if self._takeable():        # pass the baton: more work than this thread
                     self.cond.notify()
@@ -445,6 +448,10 @@ class Launch:
         self.remaining -= 1
         spec = task.spec
         try:
+            if status == 0 and self.record.arg_dumps is not None and task.kernel is not _DUMMY \
+                    and not task.skipped:               # what it wrote, after
+                from .arg_dump import capture
+                capture(self, task, "after_completion")
             tensors = ()
             if self.keep_tensors:
                 tensors = tuple((self.addrs[t.buffer], t.start_offset, t.shape, t.strides, t.dtype,

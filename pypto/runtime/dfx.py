@@ -59,7 +59,8 @@ def swimlane_level(config) -> int:
 
 
 def wanted(config) -> bool:
-    return swimlane_level(config) > 0 or bool(getattr(config, "enable_dep_gen", False))
+    return swimlane_level(config) > 0 or bool(getattr(config, "enable_dep_gen", False)) \
+        or bool(getattr(config, "enable_dump_args", 0))
 
 
 def output_dir(compiled, config=None) -> Path:
@@ -75,7 +76,8 @@ def write_outputs(record, compiled, config, out_dir=None) -> dict:
     record.dfx_outputs)."""
     level = swimlane_level(config)
     dep_gen = bool(getattr(config, "enable_dep_gen", False))
-    if not level and not dep_gen:
+    dump_args = bool(getattr(config, "enable_dump_args", 0)) and record.arg_dumps is not None
+    if not level and not dep_gen and not dump_args:
         return {}
     out = Path(out_dir) if out_dir is not None else output_dir(compiled, config)
     out.mkdir(parents=True, exist_ok=True)
@@ -86,6 +88,9 @@ def write_outputs(record, compiled, config, out_dir=None) -> dict:
         written[SWIMLANE_SVG] = _write_text(out / SWIMLANE_SVG, swimlane_svg(record, _title(compiled)))
     if dep_gen:
         written[DEPS] = _write_json(out / DEPS, deps_graph(record))
+    if dump_args:
+        from . import arg_dump
+        written.update(arg_dump.write(record, out, int(config.enable_dump_args)))
     record.dfx_outputs.update(written)
     return written
 

@@ -42,6 +42,7 @@ class TensorDesc(NamedTuple):
     strides: tuple
     dtype: int
     direction: int
+    dump: bool = False         # tagged for the argument dump (pl.dump_tag, dumps=[...])
 
 
 class TaskSpec(NamedTuple):
@@ -242,10 +243,13 @@ class Recorder:
         for i in range(n_tensors):
             handle = int(tensors_ptr[i])
             direction = int(dirs_ptr[i])
+            dump = bool(direction & abi.DIR_DUMP)
+            direction &= ~abi.DIR_DUMP
             if direction not in abi.DIR_NAMES:
                 raise ValueError(f"submit of '{kernel.name}': argument {i} has unknown direction {direction}")
             ref = self._ref(handle, f"submit of '{kernel.name}' argument {i}")
-            descs.append(TensorDesc(ref.buffer, ref.start, ref.shape, ref.strides, ref.dtype, direction))
+            descs.append(TensorDesc(ref.buffer, ref.start, ref.shape, ref.strides, ref.dtype, direction,
+                                    dump))
             if direction != abi.DIR_NO_DEP:
                 region = self._region(ref)
                 if region is not None:

@@ -48,6 +48,7 @@ class RunRecord:
     n_threads: int = 0
     error: str | None = None
     dfx_outputs: dict = field(default_factory=dict)   # name -> path of files written for it
+    arg_dumps: list | None = None    # enable_dump_args: the captured arguments (arg_dump.py)
 
     @property
     def device_wall_ns(self) -> int:

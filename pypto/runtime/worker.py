@@ -208,6 +208,8 @@ class ChipWorker:
         binding = bind_arguments(compiled.params, full_args, worker=self)
         chip = compiled.chip_callable
         record = RunRecord(str(compiled.output_dir), self.platform, self.runtime)
+        if cfg.enable_dump_args:
+            record.arg_dumps = []
         keep = bool(cfg.enable_dump_args) or bool(cfg.enable_dep_gen)
         # deps.json wants every edge, also those to tasks finished before the submit
         exact = bool(cfg.enable_dep_gen)

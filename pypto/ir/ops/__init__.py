@@ -25,7 +25,7 @@ TILE_ONLY = {"load": "tile.load", "store": "tile.store", "move": "tile.move",
              "lrelu": "tile.lrelu", "sel": "tile.sel",
              "sels": "tile.sels", "concat": "tile.concat", "relu": None}
 TENSOR_ONLY = {"create_tensor": "tensor.create", "full": "tensor.full", "dim": "tensor.dim",
-               "arange": "tensor.ci", "random": "tensor.random"}
+               "arange": "tensor.ci", "random": "tensor.random", "dump_tag": "system.dump_tag"}
 # tensor ops a kernel keeps as they are (scalar reads/writes of GM) or that
 # ConvertTensorToTileOps makes from nothing (filled tensors, ramps)
 _NOT_CONVERTED = ("tensor.create", "tensor.full", "tensor.read", "tensor.write", "tensor.dim",

@@ -136,3 +136,19 @@ reg("system.syncall", (0, 1), _syncall, ("core_type", "mode", "used_cores"), pur
     sig="pl.system.syncall(core_type=\"aiv_only\"[, mode=\"soft\", gm_workspace=ws, used_cores=n])  "
         "(in a kernel of an SPMD launch: wait until every block (or the used_cores blocks of a "
         "soft barrier, counting in ws) has reached it; the launch's blocks then run at once)")
+
+
+def _dump_tag(args, kw, span):
+    from pypto.ir.nodes import TensorType
+    if not isinstance(getattr(args[0], "type", None), TensorType):
+        _err(f"pl.dump_tag marks a tensor for the argument dump, got {_tname(getattr(args[0], 'type', None))}",
+             span, "pl.dump_tag(t) with t a tensor the orchestration passes to a kernel")
+    return None
+
+
+# RunConfig(enable_dump_args=...) dumps the arguments of the kernels launched; once a
+# program tags values, only the tagged ones (by value: the kernel calls that take this
+# very value -- a value rebound after a call is another one)
+reg("system.dump_tag", (1, 1), _dump_tag, pure=False, params=("tensor",),
+    sig="pl.dump_tag(t)  (with RunConfig(enable_dump_args=1), the kernel launches that take this "
+        "value dump it; pl.submit(..., dumps=[t, ...]) tags one launch's arguments)")

@@ -122,6 +122,20 @@ class TasksMixin:
                        "in it", s, "with pl.spmd(4):\n    out = self.kernel(a, out)")
         return body + self.task_id(task, span)
 
+    def dump_args(self, node, val: Call, call) -> list:
+        """The positions, among the launch's arguments, of the values dumps=[...] names."""
+        if not isinstance(node, (ast.List, ast.Tuple)):
+            self.error("dumps= is a list of the launch's tensor arguments", node, "dumps=[x, out]")
+        found = []
+        for e in node.elts:
+            v = self.expr(e)
+            at = [i for i, a in enumerate(val.args) if a is v]
+            if not at:
+                self.error(f"dumps= names `{ast.unparse(e)}`, which is not an argument of this launch",
+                           e, "name the tensors the kernel call takes")
+            found += at
+        return sorted(set(found))
+
     def cluster_scope(self, s: ast.With, ce: ast.Call, task, span) -> list:
         """`with pl.cluster([name_hint=...]):` around one launch (a kernel call, a pl.at
         region, a pl.spmd launch): that kernel runs on the cores of one core group, which
@@ -216,6 +230,7 @@ class TasksMixin:
         spmd = _kind(self.static(call.func, "a function")) == "spmd_submit"
         kws = {kw.arg: kw.value for kw in call.keywords}
         deps = [kws.pop("deps")] if "deps" in kws else []
+        dumps = kws.pop("dumps", None)
         out = [self.task_deps(deps[0], span)] if deps else []
         if spmd:
             if "core_num" not in kws:
@@ -233,6 +248,8 @@ class TasksMixin:
         if not (isinstance(val, Call) and val.callee):
             self.error(f"pl.submit launches a kernel (self.<kernel> or a @pl.function), got "
                        f"`{ast.unparse(fn)}`", call)
+        if dumps is not None:           # dumps=[x, ...]: this launch's arguments to dump
+            val.attrs["dump_args"] = self.dump_args(dumps, val, call)
         if targets is None:
             return out + [Eval(val, span)] + self.task_id(None, span)
         names = targets.elts if isinstance(targets, (ast.Tuple, ast.List)) else [targets]
