@@ -71,6 +71,27 @@ class BenchmarkResult:
     def device_wall_mean(self) -> float:
         return statistics.fmean(self.device_wall)
 
+    # the reference's names: device wall per launch in microseconds
+    @property
+    def device_wall_us(self) -> list:
+        return [w * 1e6 for w in self.device_wall]
+
+    @property
+    def all_zero_device(self) -> bool:
+        return not any(self.device_wall)
+
+    @property
+    def device_us_min(self) -> float:
+        return min(self.device_wall_us)
+
+    @property
+    def device_us_max(self) -> float:
+        return max(self.device_wall_us)
+
+    @property
+    def device_us_median(self) -> float:
+        return statistics.median(self.device_wall_us)
+
     @property
     def orchestration_median(self) -> float:
         return statistics.median(self.orchestration)

@@ -96,8 +96,15 @@ class CompiledProgram:
             orchestration_names=[str(o.get("name", "")) for o in orchs] if len(orchs) > 1 else [])
 
     @classmethod
-    def from_dir(cls, path) -> "CompiledProgram":
-        return cls(path)
+    def from_dir(cls, path, platform: str | None = None) -> "CompiledProgram":
+        """A compiled output directory, without the program's IR. `platform`, when given,
+        must be the one it was compiled for."""
+        compiled = cls(path)
+        if platform is not None and platform != compiled.platform:
+            from .errors import PlatformMismatchError
+            raise PlatformMismatchError(f"{compiled.output_dir} was compiled for platform "
+                                        f"{compiled.platform!r}, not {platform!r}")
+        return compiled
 
     # -- binaries ------------------------------------------------------------------------
     @property

@@ -6,7 +6,7 @@ import subprocess
 import pytest
 import torch
 
-from pypto.runtime import ArtifactError, CompiledProgram, DigestMismatchError
+from pypto.runtime import ArtifactError, CompiledProgram, DigestMismatchError, PlatformMismatchError
 from pypto.runtime import abi
 from pypto.runtime.artifacts import read_kernel_config
 
@@ -41,8 +41,10 @@ def test_members(programs):
     assert c.orchestration_names == []
     assert c.program is None
     assert os.fspath(c) == str(c.output_dir) == str(c)
-    again = CompiledProgram.from_dir(c.output_dir)
+    again = CompiledProgram.from_dir(c.output_dir, platform="a2a3sim")
     assert again.param_names == c.param_names and again.program is None
+    with pytest.raises(PlatformMismatchError, match="compiled for platform 'a2a3sim', not 'a5sim'"):
+        CompiledProgram.from_dir(c.output_dir, platform="a5sim")
     marker = object()
     assert CompiledProgram(c.output_dir, program=marker).program is marker
 

@@ -218,6 +218,9 @@ def test_benchmark_registers_once_and_reports_per_launch(quick):
     d = stats.as_dict()
     assert d["median_s"] == stats.median and len(d["samples_s"]) == 5
     assert "5 rounds (+2 warmup)" in str(stats)
+    # the reference's names, in microseconds
+    assert stats.device_wall_us == [d * 1e6 for d in stats.device_wall] and not stats.all_zero_device
+    assert 0 < stats.device_us_min <= stats.device_us_median <= stats.device_us_max
 
 
 def test_benchmark_one_shot_worker_and_dfx_after_timing(quick):
