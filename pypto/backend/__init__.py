@@ -56,3 +56,40 @@ def backend_for_platform(platform: str) -> BackendType:
 
 def chip(backend: BackendType) -> Chip:
     return CHIPS[backend]
+
+
+# -- the process's configured backend (the reference's set_backend_type) ------------------
+# What passes run directly (PassOptions(), the PassManager) plan against when they are not
+# given a backend; ir.compile always takes its own (backend_type= / platform=).
+_configured: BackendType | None = None
+
+
+def set_backend_type(backend_type: BackendType) -> None:
+    """Configure the backend once per process; the same one again is a no-op."""
+    global _configured
+    if not isinstance(backend_type, BackendType):
+        raise TypeError(f"set_backend_type takes a BackendType, got {backend_type!r}")
+    if _configured is not None and _configured is not backend_type:
+        raise ValueError(f"the backend is already {_configured.name}; it cannot change to "
+                         f"{backend_type.name} in this process (tests: reset_for_testing())")
+    _configured = backend_type
+
+
+def get_backend_type() -> BackendType:
+    if _configured is None:
+        raise ValueError("no backend is configured: call pypto.backend.set_backend_type(...)")
+    return _configured
+
+
+def is_backend_configured() -> bool:
+    return _configured is not None
+
+
+def configured_backend() -> BackendType | None:
+    return _configured
+
+
+def reset_for_testing() -> None:
+    """Forget the configured backend (tests only)."""
+    global _configured
+    _configured = None

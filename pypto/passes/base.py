@@ -14,9 +14,15 @@ IN_PLACE_OPS = frozenset({f"tile.{o}" for o in ops.BINARY + ops.UNARY + ops.ROW_
                          | {"tile.fillpad", "tile.fillpad_inplace", "tile.assemble", "tile.write"})
 
 
+def _default_backend() -> BackendType:
+    from pypto.backend import configured_backend
+    return configured_backend() or BackendType.Ascend910B
+
+
 @dataclass(frozen=True)
 class PassOptions:
-    backend_type: BackendType = BackendType.Ascend910B
+    # default: the process's configured backend (pypto.backend.set_backend_type), else 910B
+    backend_type: BackendType = field(default_factory=_default_backend)
     memory_planner: str = "PYPTO"             # PYPTO | DSA_RP | PTOAS
     analyze_auto_scopes_for_deps: bool = False
     l0c_double_buffer: bool = False

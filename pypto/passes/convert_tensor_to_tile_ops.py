@@ -373,6 +373,11 @@ class _Convert(Rewriter):
             self.tiles[id(s.var)] = self.cube(base, have, a, b, call.kwargs, span)
             return []
         args = [self.tile_of(a, span) for a in call.args]
+        if op in ops.BINARY and len(args) == 2 and args[0].type.dtype != args[1].type.dtype:
+            # tensor ops promote float dtypes; tile ops compute in one: cast the narrower
+            want = s.var.type.dtype
+            args = [a if a.type.dtype == want else
+                    self.new(base, "tile.cast", [a], {"dtype": want}, span, "promoted") for a in args]
         kwargs = dict(call.kwargs)
         if op == "rsqrt" and kwargs.get("high_precision") and len(args) == 1:   # the precise form's scratch
             t = args[0].type

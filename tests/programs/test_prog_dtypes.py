@@ -66,3 +66,37 @@ def test_tensor_ops_on_half_tensors(dtype):
     out = torch.zeros(64, 64, dtype=dtype)
     half_tensor_ops(a, b, out, config=CFG)
     close(out, torch.maximum(a * 2 + b, -b), *TOL[dtype])
+
+
+@pl.jit
+def fp32_times_fp16(a: pl.Tensor, h: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        o[:] = pl.mul(a, h)                      # tensors promote: fp16 is cast to fp32
+    return o
+
+
+@pl.jit
+def fp32_sum_of_bf16_products(x: pl.Tensor, w: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        acc = pl.full([16, 64], dtype=pl.FP32, value=0.0)
+        for kb in pl.range(4):                   # fp32 + a bf16 matmul result: fp32
+            acc = pl.add(acc, pl.matmul(x[:, kb * 64:(kb + 1) * 64], w[kb * 64:(kb + 1) * 64, :]))
+        o[:] = acc
+    return o
+
+
+def test_tensor_ops_promote_two_float_dtypes_to_the_wider():
+    g = torch.Generator().manual_seed(21)
+    a, h = torch.randn(64, 64, generator=g), torch.randn(64, 64, generator=g).half()
+    o = torch.zeros(64, 64)
+    fp32_times_fp16(a, h, o)
+    assert torch.allclose(o, a * h.float(), rtol=1e-6, atol=1e-6)
+    x, w = torch.randn(16, 256, generator=g).bfloat16(), torch.randn(256, 64, generator=g).bfloat16()
+    o2 = torch.zeros(16, 64)
+    fp32_sum_of_bf16_products(x, w, o2)
+    assert torch.allclose(o2, x.float() @ w.float(), rtol=2e-2, atol=2e-1)
+
+
+def test_the_wider_float_wins_and_fp16_bf16_keep_the_first():
+    from pypto.ir.ops.elementwise import promoted
+    assert promoted(pl.FP16, pl.FP32) is pl.FP32 and promoted(pl.BF16, pl.FP16) is pl.BF16

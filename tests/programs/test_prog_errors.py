@@ -127,19 +127,6 @@ def test_dtype_mismatch_without_cast():
 
 
 @pl.jit
-def tensor_dtype_mismatch(a: pl.Tensor, h: pl.Tensor, o: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        o[:] = pl.mul(a, h)  # BAD-8
-    return o
-
-
-def test_tensor_dtype_mismatch_without_cast():
-    with pytest.raises(E.TypeCheckError) as e:
-        compile_(tensor_dtype_mismatch, A, H, O)
-    check(e, E.TypeCheckError, "BAD-8", r"no implicit promotion", r"tensor\.mul: dtype mismatch")
-
-
-@pl.jit
 def store_needs_cast(h: pl.Tensor, o: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
         u = pl.load(h, [0, 0], [64, 64])

@@ -38,7 +38,11 @@ def _binary(op):
         a, b = _shaped(op, args[0], span), _shaped(op, args[1], span)
         if type(a) is not type(b):
             _err(f"{op}: cannot mix {_tname(a)} and {_tname(b)}", span, _MIX_HINT)
-        _check_dtype(op, a, b, span)
+        dtype = a.dtype
+        if op.startswith("tensor.") and a.dtype != b.dtype and a.dtype.is_float and b.dtype.is_float:
+            dtype = promoted(a.dtype, b.dtype)        # tensor ops promote, as the reference's do
+        else:
+            _check_dtype(op, a, b, span)
         if op.split(".")[1] in INT_ONLY:
             int_only(op, a, span)
         same_valid(op, a, b, span)
@@ -49,8 +53,14 @@ def _binary(op):
             if not bcast:
                 _err(f"{op}: shape mismatch {list(a.shape)} vs {list(b.shape)}", span,
                      "operands must have equal shapes (add/sub/mul/div also broadcast an [M,1] or [1,N] second operand)")
-        return _same_kind(a, a.shape, a.dtype, valid_of(a))
+        return _same_kind(a, a.shape, dtype, valid_of(a))
     return infer
+
+
+def promoted(x, y):
+    """The dtype two float tensors of different dtypes combine into: the wider one; of two
+    as wide (fp16, bf16), the first. ConvertTensorToTileOps casts the other operand."""
+    return y if y.nbytes > x.nbytes else x
 
 
 def _scalar_binary(op):
@@ -122,7 +132,8 @@ for _ns in ("tensor", "tile"):
     for _o in BINARY:
         _rule = ("integer elements, equal shapes" if _o in INT_ONLY else
                  "fmod: the dividend's sign, rem: the divisor's; equal shapes" if _o in ("fmod", "rem")
-                 else "same dtype; equal shapes, add/sub/mul/div also broadcast [M,1] or [1,N]")
+                 else "same dtype (tensors of two float dtypes: the wider, the other cast to it); "
+                      "equal shapes, add/sub/mul/div also broadcast [M,1] or [1,N]")
         _hp = ("high_precision",) if _o in PRECISION else ()
         reg(f"{_ns}.{_o}", (2, 2), _binary(f"{_ns}.{_o}"), _hp, params=("lhs", "rhs"),
             sig=f"pl.{_o}(a, b{', high_precision=False' if _hp else ''})  ({_rule}"
