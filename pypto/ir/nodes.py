@@ -145,11 +145,44 @@ def derived_level_role(ftype: FunctionType) -> tuple[Level | None, Role | None]:
 # ----------------------------------------------------------------------------- types
 @dataclass(frozen=True)
 class DynDim:
-    """A dynamic dimension, declared in source as `M = pl.dynamic("M")`."""
+    """A dynamic dimension, declared in source as `M = pl.dynamic("M")`; arithmetic on
+    them (`M * 2`, `M + N`) is a composite one, named by its expression and read, like any
+    dynamic extent, from the tensor when the program runs. `bases`: the declared dims it
+    is made of (empty for a declared one)."""
     name: str
+    bases: tuple = ()
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def declared(self) -> tuple:
+        return self.bases or (self.name,)
+
+    def _combine(self, other, op: str, swap: bool = False):
+        if isinstance(other, bool) or not isinstance(other, (int, DynDim)):
+            return NotImplemented
+        lhs, rhs = (other, self) if swap else (self, other)
+        bases = tuple(sorted(set(self.declared) | (set(other.declared) if isinstance(other, DynDim) else set())))
+        return DynDim(f"({lhs} {op} {rhs})", bases)
+
+    def __mul__(self, other):
+        return self._combine(other, "*")
+
+    def __rmul__(self, other):
+        return self._combine(other, "*", swap=True)
+
+    def __add__(self, other):
+        return self._combine(other, "+")
+
+    def __radd__(self, other):
+        return self._combine(other, "+", swap=True)
+
+    def __sub__(self, other):
+        return self._combine(other, "-")
+
+    def __floordiv__(self, other):
+        return self._combine(other, "//")
 
 
 Dim = Union[int, DynDim]

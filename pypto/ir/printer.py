@@ -114,7 +114,7 @@ class _Printer:
     def shape(self, shape) -> str:
         for d in shape:
             if isinstance(d, DynDim):
-                self.dyns.add(d.name)
+                self.dyns.update(d.declared)
         return "[" + ", ".join(str(d) for d in shape) + "]"
 
     def memref(self, m) -> str:

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import pypto.language as pl
+from pypto import ir
 from pypto.runtime import CompiledProgram
 
 from prog_helpers import CFG, close, compile_example, randn
@@ -115,3 +116,35 @@ def test_a_slice_with_a_valid_part_computed_in_the_kernel():
         assert compiled is first
         compiled(a, out)
         close(out, 2 * a, 0, 0)
+
+
+CM, CN = pl.dynamic("CM"), pl.dynamic("CN")
+
+
+@pl.program
+class CompositeDims:
+    @pl.function(type=pl.FunctionType.InCore)
+    def add_kernel(self, a: pl.Tensor[[CM * 2, CN], pl.FP32], b: pl.Tensor[[CM * 2, CN], pl.FP32],
+                   c: pl.Out[pl.Tensor[[CM * 2, CN], pl.FP32]]) -> pl.Tensor[[CM * 2, CN], pl.FP32]:
+        out = pl.store(pl.add(pl.load(a, [0, 0], [32, 16]), pl.load(b, [0, 0], [32, 16])), [0, 0], c)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[CM * 2, CN], pl.FP32], b: pl.Tensor[[CM * 2, CN], pl.FP32],
+             c: pl.Out[pl.Tensor[[CM * 2, CN], pl.FP32]]) -> pl.Tensor[[CM * 2, CN], pl.FP32]:
+        c = self.add_kernel(a, b, c)
+        return c
+
+
+def test_a_composite_dynamic_dim(tmp_path):
+    """`CM * 2` is a dynamic extent of its own (read from the tensor when the kernel runs),
+    printed as its expression, its declared dims declared in the dumps."""
+    from pypto.ir.nodes import DynDim
+    d = CM * 2
+    assert d == DynDim("(CM * 2)", ("CM",)) and 2 * CM == DynDim("(2 * CM)", ("CM",))
+    text = CompositeDims.as_python()
+    assert 'CM = pl.dynamic("CM")' in text and "pl.Tensor[[(CM * 2), CN], pl.FP32]" in text
+    assert pl.parse(text, filename="<dump>").as_python() == text
+    a, b, c = randn(32, 16, seed=1), randn(32, 16, seed=2), torch.zeros(32, 16)
+    ir.compile(CompositeDims, output_dir=tmp_path)(a, b, c)
+    close(c, a + b, 1e-6, 1e-6)
