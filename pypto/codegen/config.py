@@ -22,7 +22,7 @@ import re
 from pypto import dtype as dt
 from pypto.codegen.common import Names, fail, safe_file_name
 from pypto.ir import ops
-from pypto.ir.nodes import (DynDim, FunctionType, MemorySpace, ParamDirection, Program,
+from pypto.ir.nodes import (CUBE_SPACES, DynDim, FunctionType, ParamDirection, Program,
                             ScalarType, TensorType, TileType)
 
 ORCHESTRATION_ENTRY = "pypto_orchestration_entry"
@@ -31,7 +31,6 @@ _SIG = {ParamDirection.In: "in", ParamDirection.Out: "out", ParamDirection.InOut
 _KERNEL_KEYS = ("func_id", "name", "source", "binary", "core_type", "signature", "digest")
 _ORCH_KEYS = ("name", "source", "binary", "function_name", "signature", "digest")
 _SSA_SUFFIX = re.compile(r"__[A-Za-z]+_v\d+$")
-_CUBE_SPACES = (MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc, MemorySpace.Bias)
 
 
 def signature(func) -> list[str]:
@@ -53,7 +52,7 @@ def core_type(func) -> str:
     for s in walk(func.body):
         if isinstance(s, Assign):
             t = s.var.type
-            if isinstance(t, TileType) and t.memory_space in _CUBE_SPACES:
+            if isinstance(t, TileType) and t.memory_space in CUBE_SPACES:
                 return "aic"
             if isinstance(s.value, Call) and s.value.op in ops.CUBE_OPS:
                 return "aic"

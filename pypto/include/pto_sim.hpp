@@ -597,23 +597,25 @@ template <class T> inline void pipe_receive(int64_t* w, int ch, const Tile<T>& d
     for (int64_t i = 0; i < d.vr; ++i) std::memcpy(d.row(i), in + i * d.vc, size_t(d.vc) * sizeof(T));
     tail->store(seq + 1, std::memory_order_release);
 }
+// the channel(s) and tile (half) a push or pop moves: the cube of a split group moves each
+// AIV's half on that AIV's channel; otherwise the whole tile on the caller's channel
+template <class T, class F>
+inline void pipe_each(int dir, int split, int32_t who, const Tile<T>& t, const char* site, F move) {
+    if (split && who < 0) {
+        for (int h = 0; h < 2; ++h) move(dir * 2 + h, pipe_half(t, split, h, site));
+    } else {
+        move(dir * 2 + (who < 0 ? 0 : who), t);
+    }
+}
 template <class T>
 inline void tpush(int64_t pipe, int dir, int split, int32_t who, const Tile<T>& t, const char* site) {
     int64_t* w = pipe_words(pipe, site);
-    if (split && who < 0) {            // the cube: each AIV gets its half
-        for (int h = 0; h < 2; ++h) pipe_send(w, dir * 2 + h, pipe_half(t, split, h, site), site);
-    } else {
-        pipe_send(w, dir * 2 + (who < 0 ? 0 : who), t, site);
-    }
+    pipe_each(dir, split, who, t, site, [&](int ch, const Tile<T>& part) { pipe_send(w, ch, part, site); });
 }
 template <class T>
 inline void tpop(int64_t pipe, int dir, int split, int32_t who, const Tile<T>& d, const char* site) {
     int64_t* w = pipe_words(pipe, site);
-    if (split && who < 0) {            // the cube: the halves of both AIVs
-        for (int h = 0; h < 2; ++h) pipe_receive(w, dir * 2 + h, pipe_half(d, split, h, site), site);
-    } else {
-        pipe_receive(w, dir * 2 + (who < 0 ? 0 : who), d, site);
-    }
+    pipe_each(dir, split, who, d, site, [&](int ch, const Tile<T>& part) { pipe_receive(w, ch, part, site); });
 }
 
 // ---------------------------------------------------------------- GM <-> tile

@@ -43,6 +43,11 @@ class MemorySpace(enum.Enum, metaclass=_DslEnum):
     Bias = "bias"
 
 
+# the spaces of the cube core (AIC); Vec is the vector core's (AIV)
+CUBE_SPACES = frozenset({MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc,
+                         MemorySpace.Bias})
+
+
 class PadValue(enum.Enum, metaclass=_DslEnum):
     """What pl.fillpad writes outside a tile's valid region (max/min: +-inf for floats,
     the dtype's limits for integers). The numbers are the tile_buf `pad` attribute."""

@@ -3,9 +3,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pypto import dtype as dt
 from pypto.backend import BackendType, Chip, chip
 from pypto.ir import ops
+from pypto.ir.nodes import Const, TupleExpr
 from pypto.ir.visit import Rewriter
+
+
+def index_tuple(values, span) -> TupleExpr:
+    """[a, b, ...] of compile-time index constants: a shape or offsets operand."""
+    return TupleExpr([Const(v, dt.INDEX, span) for v in values], span)
+
 
 # elementwise tile ops: each output element depends only on the same element of its
 # full-shape operands, so the result may be written over such an operand in place

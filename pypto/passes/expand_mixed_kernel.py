@@ -11,16 +11,15 @@ Both halves run the same control flow, so pushes and pops meet in program order.
 from __future__ import annotations
 
 from pypto.errors import CodegenError, NotBuiltError
-from pypto.ir.nodes import (Assign, Call, Eval, For, Function, FunctionType, If, IterArg,
-                            MemorySpace as M, Program, PtrType, Return, TensorType, TileType, Var,
-                            While, Yield, derived_level_role)
+from pypto.ir.nodes import (CUBE_SPACES, Assign, Call, Eval, For, Function, FunctionType, If, IterArg,
+                            Program, PtrType, Return, TensorType, TileType, Var, While, Yield,
+                            derived_level_role)
 from pypto.ir.visit import Substitute, defs, stmt_exprs, vars_used, walk
 from pypto.passes.vector_split import Halver
 
 NAME = "ExpandMixedKernel"
 READS = ()
 
-CUBE_SPACES = {M.Mat, M.Left, M.Right, M.Acc, M.Bias}
 CUBE, VECTOR = "cube", "vector"
 
 
@@ -64,12 +63,9 @@ def side_of_space(space) -> str | None:
 
 
 def _side(v) -> str | None:
+    """The core a tile belongs to; None for anything else."""
     t = getattr(v, "type", None)
-    if isinstance(t, TileType):
-        return side_of_space(t.memory_space)
-    if isinstance(t, PtrType):
-        return None
-    return None
+    return side_of_space(t.memory_space) if isinstance(t, TileType) else None
 
 
 def halves(f: Function) -> tuple[Function, Function]:
@@ -89,6 +85,7 @@ class _Half:
         self.f = f
         self.side = side
         self.subst: dict[int, object] = {}
+        self.sub = Substitute(self.subst)      # (reads subst as it grows)
         self.owner: dict[int, str] = {}        # id(scalar var) -> the side it was read from
         self.split = int(f.attrs.get("split", 0))
         # the vector half of a split Group: each of two AIVs holds half of every tile
@@ -107,7 +104,7 @@ class _Half:
 
     # expressions with the stores of the other side replaced by their target tensors
     def e(self, x):
-        return Substitute(self.subst).expr(x) if self.subst else x
+        return self.sub.expr(x) if self.subst else x
 
     def check_uses(self, exprs, s):
         for x in exprs:
@@ -229,11 +226,8 @@ class _Half:
                     return side
         return None
 
-    def mask(self, vars_) -> list[bool]:
-        return [self.keep(v) for v in vars_]
-
     def loop(self, s):
-        keep = self.mask([a.var for a in s.iter_args])
+        keep = [self.keep(a.var) for a in s.iter_args]
         self.check_uses(stmt_exprs(s), s)
         args = [IterArg(self.new(a.var), self.e(a.init)) for a, k in zip(s.iter_args, keep) if k]
         body = self.filter_yield(self.body(s.body), keep)
@@ -244,7 +238,7 @@ class _Half:
         return While(self.e(s.cond), body, args, rets, s.span)
 
     def branch(self, s):
-        keep = self.mask(s.return_vars)
+        keep = [self.keep(r) for r in s.return_vars]
         self.check_uses([s.cond], s)
         then = self.filter_yield(self.body(s.then_body), keep)
         other = self.filter_yield(self.body(s.else_body), keep) if s.else_body else None

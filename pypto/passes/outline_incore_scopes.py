@@ -11,11 +11,11 @@ import re
 
 from pypto.errors import CodegenError
 from pypto.ir import ops
-from pypto import dtype as dt
-from pypto.ir.nodes import (While, Assign, Call, Const, Eval, For, Function, FunctionType, If, InCoreScope,
-                            Param, ParamDirection, Program, Return, TensorType, TupleExpr, Var, Yield,
+from pypto.ir.nodes import (While, Assign, Call, Eval, For, Function, FunctionType, If, InCoreScope,
+                            Param, ParamDirection, Program, Return, TensorType, Var, Yield,
                             derived_level_role)
 from pypto.ir.visit import Rewriter, Substitute, bodies, defs, stmt_uses, walk
+from pypto.passes.base import index_tuple
 
 NAME = "OutlineIncoreScopes"
 READS = ()
@@ -113,7 +113,7 @@ class _Outliner(Rewriter):
                     "a tensor created with pl.create_tensor")
             t = TensorType(tuple(v.type.shape), v.type.dtype)
             buf = Var(f"{_user_name(v.name)}__out", t, v.span)
-            created.append(Assign(buf, Call("tensor.create", [_consts(t.shape, v.span)], {"dtype": t.dtype},
+            created.append(Assign(buf, Call("tensor.create", [index_tuple(t.shape, v.span)], {"dtype": t.dtype},
                                             t, {}, v.span), v.span))
             escaping.append((v, buf))
             alias[id(v)] = buf
@@ -140,7 +140,7 @@ class _Outliner(Rewriter):
         for v, buf in escaping:      # the value, into the tensor made for it
             pv = mapping[id(buf)]
             done = Var(pv.name + "__ssa_v0", pv.type, v.span)
-            kbody.append(Assign(done, Call("tensor.assemble", [pv, v, _consts((0,) * len(pv.type.shape), v.span)],
+            kbody.append(Assign(done, Call("tensor.assemble", [pv, v, index_tuple((0,) * len(pv.type.shape), v.span)],
                                            {}, pv.type, {}, v.span), v.span))
             final[id(buf)] = done
         rets = [final.get(id(v), mapping[id(v)]) for v in live_in if id(v) in written]
@@ -195,10 +195,6 @@ class _Outliner(Rewriter):
         while self.taken(f"{base}_{n}"):
             n += 1
         return f"{base}_{n}"
-
-
-def _consts(values, span) -> TupleExpr:
-    return TupleExpr([Const(x, dt.INDEX, span) for x in values], span)
 
 
 _VERSIONED = re.compile(r"(.+)__(ssa|tmp)_v(\d+)")

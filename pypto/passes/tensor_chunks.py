@@ -12,7 +12,7 @@ from pypto.ir import ops
 from pypto.ir.nodes import (Assign, BinOp, Call, Const, Eval, For, If, IterArg, MemorySpace, ScalarType,
                             TensorType, TileType, TupleExpr, Var, While, Yield)
 from pypto.ir.visit import const_int, stmt_uses, walk
-from pypto.passes.base import IN_PLACE_OPS
+from pypto.passes.base import IN_PLACE_OPS, index_tuple
 
 BUDGET = 0.5            # share of UB the live chunk tiles of one tiled group may use
 
@@ -22,11 +22,11 @@ _ROW_REDUCE = set(ops.ROW_REDUCE)
 
 
 def _zeros(n, span):
-    return TupleExpr([Const(0, dt.INDEX, span) for _ in range(n)], span)
+    return index_tuple((0,) * n, span)
 
 
 def _shape(shape, span):
-    return TupleExpr([Const(d, dt.INDEX, span) for d in shape], span)
+    return index_tuple(shape, span)
 
 
 def _add(a, b, span):

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pypto import dtype as dt
 from pypto.errors import NotBuiltError
 from pypto.ir.nodes import BinOp, Call, Const, MemorySpace as M, ScalarType, SplitMode, TileType, TupleExpr, Var
+from pypto.passes.base import index_tuple
 
 _ELEMENTWISE = set("""
     add sub mul div maximum minimum and_ or_ xor shl shr fmod rem
@@ -108,5 +109,5 @@ class Halver:
     def shape_arg(self, c: Call, t: TileType) -> Call:
         """tile.create / tile.full: the shape operand of the half."""
         args = list(c.args)
-        args[0] = TupleExpr([Const(x, dt.INDEX, c.span) for x in t.shape], c.span)
+        args[0] = index_tuple(t.shape, c.span)
         return Call(c.op, args, dict(c.kwargs), t, dict(c.attrs), c.span)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ctypes
 import re
+from typing import Any, NamedTuple
 
 MAX_DIMS = 5
 
@@ -99,11 +100,17 @@ def bind_orchestration_entry(lib: ctypes.CDLL, name: str = ORCHESTRATION_ENTRY):
     return fn
 
 
-def kernel_halves(lib: ctypes.CDLL, name: str, core_type: str) -> tuple:
-    """How a kernel runs on a core group, from its info: () for one core; else (cube entry
-    or None, vector entry, how many AIVs run the vector work, the pipe's slots per
-    channel) -- a Group (`mix`: <name>_aic and <name>_aiv) or a vector kernel split over
-    two AIVs (pl.split)."""
+class CoreGroup(NamedTuple):
+    """How a kernel runs on a core group: a Group (`mix`: its <name>_aic and <name>_aiv
+    halves) or a vector kernel split over two AIVs (pl.split, no cube half)."""
+    cube: Any                  # the cube half's entry, or None
+    vector: Any                # the vector half's entry
+    aivs: int                  # how many AIVs run the vector half
+    slots: int                 # the pipe's slots per channel
+
+
+def core_group(lib: ctypes.CDLL, name: str, core_type: str) -> tuple:
+    """The kernel's CoreGroup, from its info; () for a kernel that runs on one core."""
     import json
     if core_type == "aic" or (core_type == "aiv" and not hasattr(lib, "pypto_kernel_info")):
         return ()           # (a hand-written vector kernel may say nothing of itself)
@@ -112,6 +119,7 @@ def kernel_halves(lib: ctypes.CDLL, name: str, core_type: str) -> tuple:
     info = json.loads(info_fn().decode("utf-8"))
     subs, slots = int(info.get("vector_halves", 1)), int(info.get("pipe_slots", PIPE_DEPTH))
     if core_type == "aiv":
-        return () if subs == 1 else (None, bind_kernel_entry(lib), subs, slots)
+        return () if subs == 1 else CoreGroup(None, bind_kernel_entry(lib), subs, slots)
     base = KERNEL_ENTRY + "__" + re.sub(r"[^A-Za-z0-9_]", "_", name)
-    return bind_kernel_entry(lib, base + "_aic"), bind_kernel_entry(lib, base + "_aiv"), subs, slots
+    return CoreGroup(bind_kernel_entry(lib, base + "_aic"), bind_kernel_entry(lib, base + "_aiv"),
+                     subs, slots)

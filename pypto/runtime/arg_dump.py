@@ -33,33 +33,16 @@ def dtype_name(code: int) -> str:
 
 def window_bytes(addr: int, start: int, shape, strides, nbytes: int) -> tuple[bytes, bool]:
     """The elements of a strided window, row-major, and whether it was one contiguous run."""
-    shape, strides = list(shape), list(strides)
-    contiguous, expect = True, 1
-    for n, s in zip(reversed(shape), reversed(strides)):
-        if n > 1 and s != expect:
-            contiguous = False
-        expect *= n
-    count = 1
-    for n in shape:
-        count *= n
-    if contiguous or count == 0:
-        return ctypes.string_at(addr + start * nbytes, count * nbytes), True
-    out, last = [], len(shape) - 1
-
-    def walk(dim, offset):
-        if dim == last:
-            row = shape[last]
-            if strides[last] == 1:
-                out.append(ctypes.string_at(addr + offset * nbytes, row * nbytes))
-            else:
-                out.extend(ctypes.string_at(addr + (offset + j * strides[last]) * nbytes, nbytes)
-                           for j in range(row))
-            return
-        for i in range(shape[dim]):
-            walk(dim + 1, offset + i * strides[dim])
-
-    walk(0, start)
-    return b"".join(out), False
+    import numpy as np
+    shape, strides = tuple(shape), tuple(strides)
+    if any(n == 0 for n in shape):
+        return b"", True
+    # the bytes from the window's first element to its last, seen as elements of nbytes
+    span = 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+    raw = np.frombuffer((ctypes.c_char * (span * nbytes)).from_address(addr + start * nbytes), np.uint8)
+    view = np.lib.stride_tricks.as_strided(raw.reshape(span, nbytes), shape + (nbytes,),
+                                           tuple(s * nbytes for s in strides) + (1,))
+    return view.tobytes(), view.flags.c_contiguous
 
 
 def capture(launch, task, stage: str) -> None:

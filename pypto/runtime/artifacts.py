@@ -150,8 +150,8 @@ class LoadedKernel:
     digest: str
     entry: Any = field(repr=False)   # ctypes function pypto_kernel_entry
     lib: Any = field(repr=False)
-    # on a core group: (cube entry | None, vector entry, AIVs, pipe slots); () on one core
-    halves: tuple = field(default=(), repr=False)
+    # how it runs on a core group (abi.CoreGroup); () for a kernel on one core
+    group: tuple = field(default=(), repr=False)
 
 
 @dataclass
@@ -216,12 +216,12 @@ def load_chip_callable(output_dir: Path, config: dict[str, Any]) -> ChipCallable
         try:
             lib = _load_bytes(data, k["name"])
             entry = abi.bind_kernel_entry(lib)
-            halves = abi.kernel_halves(lib, str(k["name"]), k["core_type"])
+            group = abi.core_group(lib, str(k["name"]), k["core_type"])
         except (OSError, AttributeError) as e:
             raise ArtifactError(f"kernel '{k['name']}': cannot load {path}: {e}") from e
         kernels[int(k["func_id"])] = LoadedKernel(
             int(k["func_id"]), str(k["name"]), k["core_type"], tuple(k.get("signature", ())),
-            path, digest, entry, lib, halves)
+            path, digest, entry, lib, group)
     if "binary" not in orch:
         raise ArtifactError(f"{output_dir / KERNEL_CONFIG}: ORCHESTRATION has no 'binary'")
     name = str(orch.get("name", "orchestration"))

@@ -65,7 +65,7 @@ def _gang(task) -> list:
             gate.wait()
         except threading.BrokenBarrierError:
             pass
-        results[b] = _group_call(task, b) if getattr(task.kernel, "halves", ()) else _call(task, b)
+        results[b] = _group_call(task, b) if getattr(task.kernel, "group", ()) else _call(task, b)
 
     threads = [threading.Thread(target=one, args=(b,), name=f"pypto-block-{b}") for b in range(n)]
     for t in threads:
@@ -80,9 +80,10 @@ def _group_call(task, block: int) -> tuple:
     half (on one AIV, or on two when split), or a split vector kernel's two AIVs -- at once,
     each on a thread of its own (a Group's halves pass tiles through the block's pipe);
     the first failure is the block's."""
-    aic, aiv, n_aiv, _ = task.kernel.halves
+    group = task.kernel.group
     per_aiv = task.args[block]             # one argument array per AIV (its index differs)
-    runs = ([(aic, per_aiv[0])] if aic is not None else []) + [(aiv, per_aiv[i]) for i in range(n_aiv)]
+    runs = ([(group.cube, per_aiv[0])] if group.cube is not None else []) + \
+        [(group.vector, a) for a in per_aiv]
     results = [None] * len(runs)
 
     def one(i):
@@ -104,10 +105,10 @@ def _group_call(task, block: int) -> tuple:
 def _needs(kernel) -> dict:
     """The modelled cores one block of a kernel takes: a core of its type, or, on a core
     group, an AIC (a Group) and its AIVs."""
-    h = getattr(kernel, "halves", ())
-    if not h:
+    group = getattr(kernel, "group", ())
+    if not group:
         return {kernel.core_type: 1}
-    return {"aic": 1, "aiv": h[2]} if h[0] is not None else {"aiv": h[2]}
+    return {"aic": 1, "aiv": group.aivs} if group.cube is not None else {"aiv": group.aivs}
 
 
 def _element_value(raw: bytes, d) -> float:
@@ -263,7 +264,7 @@ class Device:
                     self.cond.notify()
             if block == ALL_BLOCKS:
                 results = list(enumerate(_gang(task)))
-            elif getattr(task.kernel, "halves", ()):
+            elif getattr(task.kernel, "group", ()):
                 results = [(block, _group_call(task, block))]
             else:
                 results = [(block, _call(task, block, err))]
@@ -353,12 +354,13 @@ class Launch:
         for b in range(spec.blocks):     # the hidden arguments: block index, count, subblock
             a = (ctypes.c_int64 * len(args))(*args)
             a[n], a[n + 1], a[n + 2], a[n + 3] = b, spec.blocks, 0, ctypes.addressof(barrier)
-            if kernel.halves:      # on a core group: a pipe, and an argument array per AIV
-                if kernel.halves[0] is not None:
-                    pipes.append(_new_pipe(kernel.halves[3]))
+            group = kernel.group
+            if group:      # on a core group: a pipe (a Group's), and an argument array per AIV
+                if group.cube is not None:
+                    pipes.append(_new_pipe(group.slots))
                     a[n + 4] = pipes[-1].ctypes.data
                 subs = [a]
-                for sub in range(1, kernel.halves[2]):
+                for sub in range(1, group.aivs):
                     subs.append((ctypes.c_int64 * len(a))(*a))
                     subs[-1][n + 2] = sub
                 per_block.append(subs)

@@ -47,7 +47,7 @@ def run_group(tmp_path, text: str, x: np.ndarray, y: np.ndarray) -> list:
     path = tmp_path / "g.so"
     path.write_bytes(build_kernel(cpp, arch="a2a3", core_type="mix"))
     lib = ctypes.CDLL(str(path))
-    entries = abi.kernel_halves(lib, "g", "mix")[:2]
+    entries = abi.core_group(lib, "g", "mix")[:2]
     pipe = np.zeros(abi.pipe_bytes(), dtype=np.uint8)
     pipe[:16] = np.array([abi.PIPE_SLOT_BYTES, abi.PIPE_DEPTH], dtype=np.int64).view(np.uint8)
     descs = [describe(x), describe(y)]

@@ -215,11 +215,14 @@ def test_sync_start_runs_every_block_of_a_launch_at_once(programs, sync):
         assert met.tolist() != [1, 1, 1, 1]
 
 
+from pypto.runtime.abi import CoreGroup  # noqa: E402
+
+
 class _Kernel:
     """What the scheduler reads of a loaded kernel: its core type and, on a core group,
-    its halves (cube entry | None, vector entry, AIVs, pipe slots)."""
-    def __init__(self, core_type, halves=()):
-        self.core_type, self.halves = core_type, halves
+    its CoreGroup."""
+    def __init__(self, core_type, group=()):
+        self.core_type, self.group = core_type, group
 
 
 class _Task:
@@ -230,9 +233,9 @@ class _Task:
 @pytest.mark.parametrize("kernel, takes", [
     (_Kernel("aic"), {"aic": 1}),
     (_Kernel("aiv"), {"aiv": 1}),
-    (_Kernel("mix", (object(), object(), 1, 2)), {"aic": 1, "aiv": 1}),      # a Group
-    (_Kernel("mix", (object(), object(), 2, 2)), {"aic": 1, "aiv": 2}),      # a split Group
-    (_Kernel("aiv", (None, object(), 2, 2)), {"aiv": 2}),                    # a split vector kernel
+    (_Kernel("mix", CoreGroup(object(), object(), 1, 2)), {"aic": 1, "aiv": 1}),     # a Group
+    (_Kernel("mix", CoreGroup(object(), object(), 2, 2)), {"aic": 1, "aiv": 2}),     # a split Group
+    (_Kernel("aiv", CoreGroup(None, object(), 2, 2)), {"aiv": 2}),                   # a split vector kernel
 ])
 def test_a_block_takes_the_cores_of_its_core_group(kernel, takes):
     from pypto.runtime.device import Device
