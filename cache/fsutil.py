@@ -5,6 +5,7 @@ never a prefix, even if the writer is killed at any instruction.
 """
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 import threading
@@ -31,11 +32,20 @@ def _temp_name(tmp_dir) -> str:
     return os.path.join(tmp_dir, f".tmp-{_token}-{n}")
 
 
+# Objects and the artifacts made from them are read-only, as Bazel's outputs are:
+# an artifact is a hard link to its object where the file system allows, and an
+# edit in place would change every copy of it (and the store's).
+READ_ONLY, EXECUTABLE = 0o444, 0o555
+# link(2) refusals that mean "copy instead": another file system, too many links,
+# a store owned by another user (protected_hardlinks), no links at all
+_NO_LINK = {errno.EXDEV, errno.EMLINK, errno.EPERM, errno.EACCES, errno.ENOTSUP, errno.ENOSYS}
+
+
 class Mismatch(Exception):
     """Content being copied did not hash to the expected digest."""
 
 
-def write_temp(chunks: Iterable[bytes], tmp_dir: Path, mode: int = 0o644,
+def write_temp(chunks: Iterable[bytes], tmp_dir: Path, mode: int = READ_ONLY,
                durable: bool = True) -> tuple[str, str]:
     """Write `chunks` to a fresh temp file in `tmp_dir` (fsynced if durable); return
     (path, digest)."""
@@ -61,7 +71,7 @@ def write_temp(chunks: Iterable[bytes], tmp_dir: Path, mode: int = 0o644,
         raise
 
 
-def publish(chunks: Iterable[bytes], dest: Path, tmp_dir: Path, mode: int = 0o644,
+def publish(chunks: Iterable[bytes], dest: Path, tmp_dir: Path, mode: int = READ_ONLY,
             expect: str | None = None, durable: bool = True) -> str:
     """Write `chunks` to `dest` atomically and return their digest.
 
@@ -86,7 +96,7 @@ def publish(chunks: Iterable[bytes], dest: Path, tmp_dir: Path, mode: int = 0o64
 _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
 
 
-def publish_bytes(data: bytes, dest, mode: int = 0o644, tmp_dir=None) -> None:
+def publish_bytes(data: bytes, dest, mode: int = READ_ONLY, tmp_dir=None) -> None:
     """Write `data` to `dest` atomically (a temp file in `tmp_dir`, default next to
     `dest`, then a rename), with exactly `mode`; not made durable (the store syncs
     once per build; a materialised copy can always be made again). The few system
@@ -115,6 +125,44 @@ def publish_bytes(data: bytes, dest, mode: int = 0o644, tmp_dir=None) -> None:
             os.replace(tmp, dest)
     except BaseException:
         discard(tmp)
+        raise
+
+
+def link_into(src: str, dest, src_stat: os.stat_result) -> bool:
+    """Make `dest` a hard link to `src` (the file `src_stat` describes), replacing
+    what is there atomically; False where the file system refuses the link (the
+    caller copies instead). One system call for a new file, where writing a copy
+    costs an inode and its data: a tenth of the time on ext4."""
+    dest = os.fspath(dest)
+    try:
+        try:
+            os.link(src, dest)
+            return True
+        except FileNotFoundError:
+            parent = os.path.dirname(dest)
+            if os.path.isdir(parent):
+                return False                  # the object went away (gc): copy
+            os.makedirs(parent, exist_ok=True)
+            os.link(src, dest)
+            return True
+        except FileExistsError:
+            try:
+                st = os.stat(dest)
+                if (st.st_ino, st.st_dev) == (src_stat.st_ino, src_stat.st_dev):
+                    return True               # rename(2) of two links to one file is a no-op
+            except FileNotFoundError:
+                pass
+            tmp = _temp_name(os.path.dirname(dest))
+            os.link(src, tmp)
+            try:
+                os.replace(tmp, dest)
+            except BaseException:
+                discard(tmp)
+                raise
+            return True
+    except OSError as e:
+        if e.errno in _NO_LINK:
+            return False
         raise
 
 

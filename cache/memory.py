@@ -12,7 +12,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from .fsutil import Mismatch, publish
+from .fsutil import EXECUTABLE, READ_ONLY, Mismatch, publish
 from .gc import DEFAULT_GRACE, ActionInfo, ObjectInfo, collect
 from .names import CacheError, check_digest, check_key, check_manifest, digest_bytes
 from .store import _encode_manifest
@@ -70,7 +70,7 @@ class MemoryStore:
             return False
         dest = Path(dest)
         try:
-            publish([data], dest, dest.parent, mode=0o755 if executable else 0o644,
+            publish([data], dest, dest.parent, mode=EXECUTABLE if executable else READ_ONLY,
                     expect=digest)
         except Mismatch:  # cannot happen after get_bytes verified; be explicit anyway
             return False

@@ -29,7 +29,8 @@ from pathlib import Path
 from . import locks
 from .overlay import Overlay, cannot_write, warn_once
 from .counters import Counters, deferred
-from .fsutil import Mismatch, discard, publish, publish_bytes, read_chunks, write_temp
+from .fsutil import (EXECUTABLE, READ_ONLY, Mismatch, discard, link_into, publish, publish_bytes,
+                     read_chunks, write_temp)
 from .names import (CacheError, check_digest, check_key, check_manifest, digest_bytes,
                     is_digest, is_key, new_hasher)
 
@@ -41,8 +42,14 @@ class Store:
     # utime per minute per entry is cheap, and it stays well inside the gc grace.
     TOUCH_INTERVAL = 60.0
 
-    def __init__(self, root: str | os.PathLike):
+    def __init__(self, root: str | os.PathLike, link: bool | None = None):
+        """`link`: place artifacts as hard links to their objects (default: unless
+        $PYPTO_LINK_ARTIFACTS is 0), else as copies."""
         self.root = Path(root).expanduser().absolute()
+        if link is None:
+            link = os.environ.get("PYPTO_LINK_ARTIFACTS", "1").strip().lower() not in (
+                "0", "false", "no", "off")
+        self._link = link
         base = self.root / LAYOUT
         self._objects = base / "objects"
         self._actions = base / "actions"
@@ -186,8 +193,11 @@ class Store:
         return False
 
     def materialize(self, digest: str, dest, executable: bool = False) -> bool:
+        """Put the object at `dest`, read-only (executable if asked): a hard link to
+        the store's file where the file system allows, else a copy; its bytes are
+        checked against `digest` either way (a damaged object is dropped, False)."""
         path = self._obj(digest)
-        mode = 0o755 if executable else 0o644
+        mode = EXECUTABLE if executable else READ_ONLY
         if (data := self._in_memory(digest)) is not None:
             publish_bytes(data, dest, mode)
             return True
@@ -196,14 +206,24 @@ class Store:
         except FileNotFoundError:
             return False
         try:
-            if os.fstat(fd).st_size <= _WHOLE:
+            st = os.fstat(fd)
+            if st.st_size <= _WHOLE:
                 # the common case, read at once: a few system calls a file, which is
                 # what serving an unchanged compile into a new directory costs
-                data = _read_fd(fd)
+                data = _read_view(fd, st.st_size)
                 if digest_bytes(data) != digest:
                     _drop_damaged(path, fd)
                     return False
-                publish_bytes(data, dest, mode)
+                if not (self._link and _linkable(fd, st, mode) and link_into(path, dest, st)):
+                    publish_bytes(data, dest, mode)
+                return True
+            h = new_hasher()
+            with os.fdopen(os.dup(fd), "rb") as f:
+                for chunk in read_chunks(f):
+                    h.update(chunk)
+            if h.hexdigest() != digest:
+                raise Mismatch(h.hexdigest())
+            if self._link and _linkable(fd, st, mode) and link_into(path, dest, st):
                 return True
             with os.fdopen(os.dup(fd), "rb") as f:
                 # Temp file next to dest so the final rename stays on one filesystem.
@@ -453,11 +473,55 @@ _RDONLY = os.O_RDONLY | os.O_CLOEXEC
 _WHOLE = 64 << 20          # objects up to this size are copied in one read and one write
 
 
-def _read_fd(fd: int) -> bytes:
+_buffers = threading.local()
+_BUFFERED = 1 << 20        # objects below this size are read into a reused buffer
+
+
+def _read_view(fd: int, size: int) -> memoryview:
+    """The whole file, in this thread's reusable buffer (valid until its next call).
+    A fresh process pays a page fault per page of every new bytes object (glibc gives
+    freed memory back): reading a warm compile's objects into new bytes cost 6x this."""
+    if size >= _BUFFERED:
+        return memoryview(_read_fd(fd, size))
+    buf = getattr(_buffers, "buf", None)
+    if buf is None or len(buf) <= size:
+        buf = _buffers.buf = bytearray(max(size + 1, 1 << 16))
+    view = memoryview(buf)
+    # one read of a byte more than fstat said: a regular file returns less only at
+    # its end, so a whole object takes a single call
+    n = os.readv(fd, [view[:size + 1]])
+    if n == size:
+        return view[:n]
+    os.lseek(fd, 0, os.SEEK_SET)   # it changed since fstat: read it as it is now
+    return memoryview(_read_fd(fd))
+
+
+def _read_fd(fd: int, size: int | None = None) -> bytes:
+    """The whole file. Sized reads: os.read(fd, n) allocates n bytes before it shrinks
+    them, and a 1 MiB buffer per small object was most of a warm compile's reads."""
+    if size is None:
+        size = os.fstat(fd).st_size
     parts = []
-    while chunk := os.read(fd, 1 << 20):
+    while chunk := os.read(fd, size + 1 if not parts else 1 << 20):
         parts.append(chunk)
     return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def _linkable(fd: int, st: os.stat_result, mode: int) -> bool:
+    """The object can be linked as an artifact of `mode`: it has that mode, or is
+    given it now (a new object is read-only, a kernel's becomes executable when first
+    placed; a writable object of an older store becomes read-only). The same bytes
+    wanted once executable and once not are copied the second way."""
+    have = st.st_mode & 0o777
+    if have == mode:
+        return True
+    if have & 0o222 == 0 and not (have == READ_ONLY and mode == EXECUTABLE):
+        return False
+    try:
+        os.fchmod(fd, mode)
+        return True
+    except OSError:                # not ours: copy
+        return False
 
 
 def _drop_damaged(path: Path, fd: int) -> None:

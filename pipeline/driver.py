@@ -18,8 +18,8 @@ from pathlib import Path
 from pypto_pipeline.graph import Ref, Step
 from pypto_pipeline.options import Build, BuildOptions  # noqa: F401 - part of this module's API
 from pypto_pipeline.outputs import (MANAGED_DIRS, MANAGED_FILES, finish,  # noqa: F401
-                                    remove_stale, write_profile, write_report)
-from pypto_pipeline.served import materialize_all, program_key, serve
+                                    remove_stale, tasks_report, write_profile, write_report)
+from pypto_pipeline.served import Cached, materialize_all, program_key, serve
 from pypto_pipeline.stages import STAGE_FNS, preload, ptoas_dump_names, stage_impl
 from pypto.passes import FUNCTION_LOCAL as _LOCAL
 
@@ -421,8 +421,10 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
     store.materialize(outputs[explain.KEYS_FILE], out / explain.KEYS_FILE)
     why = explain.explain(records, phases.parts, before, impls)
     finish(out, opts.profiling, records, set(outputs), t0, why, phases.edges)
+    # what report/tasks.json says when this compile is served whole: every task cached
+    served = store.put_bytes(tasks_report([Cached(r.name, r.stage) for r in records]).encode())
     store.put_action(pkey, {"outputs": outputs, "executable": sorted(executable),
-                            "tasks": [[r.name, r.stage] for r in records], "meta": meta})
+                            "ntasks": len(records), "meta": meta, "served_report": served})
     store.sync()                       # this build's results, durable once
     return Build(out, records, phases.read(meta["frontend"]).decode("utf-8"))
 
@@ -499,7 +501,7 @@ def build_partial(prog_name: str, source: bytes, opts: BuildOptions, output_dir:
         raise TargetNotFound(f"no task of {prog_name} writes {target}; the tasks and their "
                              f"files: pypto build <file> --list")
     records = phases.records()
-    write_report(out, records, time.perf_counter() - t0)
+    write_report(out, records)
     store.sync()
     return Build(out, records, "")
 

@@ -54,13 +54,22 @@ class BuildOptions:
 
 class Build:
     """What a compile built: its output directory, one record per task, and the
-    program before any pass (printed)."""
-    __slots__ = ("output_dir", "records", "frontend")
+    program before any pass (printed). `load_records`: a compile served whole reads
+    its records only when asked (most callers never do)."""
+    __slots__ = ("output_dir", "_records", "_load", "frontend")
 
-    def __init__(self, output_dir: Path, records: list | None = None, frontend: str = ""):
+    def __init__(self, output_dir: Path, records: list | None = None, frontend: str = "",
+                 load_records=None):
         self.output_dir = output_dir
-        self.records = [] if records is None else records
+        self._records = [] if records is None and load_records is None else records
+        self._load = load_records
         self.frontend = frontend
+
+    @property
+    def records(self) -> list:
+        if self._records is None:
+            self._records = self._load()
+        return self._records
 
     def __repr__(self) -> str:
         return f"Build({self.output_dir!r}, {len(self.records)} records)"

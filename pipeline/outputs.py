@@ -19,14 +19,16 @@ MANAGED_FILES = ("kernel_config.py", "compiled_meta.json", "report/perf_hints.lo
 
 
 def finish(out: Path, profiling: bool, records, written: set[str], t0: float,
-           why: dict, edges=None, stale: bool = True) -> None:
+           why: dict, edges=None, stale: bool = True, tasks_written: bool = False) -> None:
     """The report files, then the removal of what an earlier compile left behind
     (`stale=False`: the directory was empty, there is nothing to look for).
     Without `edges` (a compile served whole from the store) there are no pictures of
-    the build (nothing ran); those of an earlier build here are removed."""
+    the build (nothing ran); those of an earlier build here are removed.
+    `tasks_written`: report/tasks.json is in place already (a served compile's)."""
     from pypto_pipeline import explain
     total = time.perf_counter() - t0
-    write_report(out, records, total)
+    if not tasks_written:
+        write_report(out, records)
     explain.write_explain(out, why)
     if edges is not None:         # the pictures of a build that ran (the C encoder: no indent)
         from pypto_pipeline import picture
@@ -103,8 +105,13 @@ def write_profile(out: Path, records, total: float) -> None:
     (out / "report" / "pipeline_profile.txt").write_text("\n".join(lines) + "\n")
 
 
-def write_report(out: Path, records, total: float) -> None:
+def write_report(out: Path, records) -> None:
     """report/tasks.json: one task per line."""
+    write_text(out / "report" / "tasks.json", tasks_report(records))
+
+
+def tasks_report(records) -> str:
+    """The text of report/tasks.json."""
     rows = []
     for r in records:
         name, stage = r.name, r.stage
@@ -114,8 +121,7 @@ def write_report(out: Path, records, total: float) -> None:
         else:
             rows.append(json.dumps({"name": name, "stage": stage, "status": r.status,
                                     "seconds": round(r.seconds, 6)}))
-    write_text(out / "report" / "tasks.json",
-               "[\n" + ",\n".join(rows) + ("\n]\n" if rows else "]\n"))
+    return "[\n" + ",\n".join(rows) + ("\n]\n" if rows else "]\n")
 
 
 def _plain(text: str) -> bool:

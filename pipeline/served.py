@@ -56,20 +56,31 @@ def serve(source: bytes, opts: BuildOptions, output_dir, *, from_spec: bool = Fa
                            verify=False, present=False)
     if hit is None:
         return None, False
+    report = hit.get("served_report")         # report/tasks.json, kept with the entry
+    if report is None:                         # an entry of an older pypto: build again
+        return None, False
     frontend = store.get_bytes(hit["meta"]["frontend"])
     try:
         fresh = not any(os.scandir(out))     # nothing of an earlier compile to remove
     except FileNotFoundError:
         fresh = True
     (out / "report").mkdir(parents=True, exist_ok=True)
-    if frontend is None or not materialize_all(store, out, hit, fresh=fresh):
+    tasks_json = out / "report" / "tasks.json"
+    if frontend is None or not materialize_all(store, out, hit, fresh=fresh) or \
+            not store.materialize(report, tasks_json):
         return None, True
-    records = [Cached(name, stage) for name, stage in hit["tasks"]]
     if progress is not None:
-        progress.served_whole(len(records))
+        progress.served_whole(hit["ntasks"])
+    records = _records(tasks_json) if opts.profiling else ()   # the profile lists them
     finish(out, opts.profiling, records, set(hit["outputs"]), t0,
-           {"ran": [], "cached": len(records)}, stale=not fresh)
-    return Build(out, records, frontend.decode("utf-8")), False
+           {"ran": [], "cached": hit["ntasks"]}, stale=not fresh, tasks_written=True)
+    return Build(out, frontend=frontend.decode("utf-8"),
+                 load_records=lambda: _records(tasks_json)), False
+
+
+def _records(tasks_json: Path) -> list[Cached]:
+    """A served compile's task records, read back from its report."""
+    return [Cached(t["name"], t["stage"]) for t in json.loads(tasks_json.read_bytes())]
 
 
 def materialize_all(store, out: Path, manifest: dict, fresh: bool = False) -> bool:

@@ -92,8 +92,69 @@ def test_materialize(store, tmp_path, executable):
     assert store.materialize(d, dest, executable=executable)
     assert dest.read_bytes() == b"\x7fELF pretend"
     mode = stat.S_IMODE(dest.stat().st_mode)
-    assert mode == (0o755 if executable else 0o644)
+    assert mode == (0o555 if executable else 0o444)      # artifacts are read-only
     assert [p.name for p in dest.parent.iterdir()] == ["k.so"]  # no temp file left behind
+
+
+@pytest.mark.parametrize("executable", [False, True])
+def test_materialize_links_the_object(disk, tmp_path, executable):
+    """On the store's file system an artifact is a hard link to its object: one
+    inode, no copy of the bytes."""
+    d = disk.put_bytes(b"kernel bytes")
+    a, b = tmp_path / "a" / "k.so", tmp_path / "b" / "k.so"
+    assert disk.materialize(d, a, executable=executable)
+    assert disk.materialize(d, b, executable=executable)
+    obj = object_path(disk, d)
+    assert a.stat().st_ino == b.stat().st_ino == obj.stat().st_ino
+    assert obj.stat().st_nlink == 3
+    # materialising over the same link again is a no-op that leaves no temp file
+    assert disk.materialize(d, a, executable=executable)
+    assert sorted(p.name for p in a.parent.iterdir()) == ["k.so"]
+
+
+def test_materialize_other_mode_copies(disk, tmp_path):
+    """The same bytes wanted executable and not: the second way is a copy, each with
+    its own mode."""
+    d = disk.put_bytes(b"same bytes")
+    exe, plain = tmp_path / "x", tmp_path / "p"
+    assert disk.materialize(d, exe, executable=True)
+    assert disk.materialize(d, plain)
+    assert stat.S_IMODE(exe.stat().st_mode) == 0o555
+    assert stat.S_IMODE(plain.stat().st_mode) == 0o444
+    assert exe.stat().st_ino != plain.stat().st_ino
+    assert plain.read_bytes() == exe.read_bytes() == b"same bytes"
+
+
+def test_materialize_older_writable_object(disk, tmp_path):
+    """An object an older pypto wrote writable is made read-only before it is linked:
+    no artifact can be edited in place into the store."""
+    d = disk.put_bytes(b"old object")
+    obj = object_path(disk, d)
+    os.chmod(obj, 0o644)
+    dest = tmp_path / "o"
+    assert disk.materialize(d, dest)
+    assert stat.S_IMODE(obj.stat().st_mode) == 0o444 and dest.stat().st_ino == obj.stat().st_ino
+
+
+def test_materialize_copies_when_links_are_off(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYPTO_LINK_ARTIFACTS", "0")
+    st = Store(tmp_path / "store")
+    d = st.put_bytes(b"copied")
+    dest = tmp_path / "o"
+    assert st.materialize(d, dest)
+    assert dest.stat().st_ino != object_path(st, d).stat().st_ino
+    assert dest.read_bytes() == b"copied" and stat.S_IMODE(dest.stat().st_mode) == 0o444
+
+
+def test_damaged_object_is_not_linked(disk, tmp_path):
+    d = disk.put_bytes(b"A" * 1000)
+    obj = object_path(disk, d)
+    os.chmod(obj, 0o644)
+    with open(obj, "r+b") as f:
+        f.write(b"B")
+    dest = tmp_path / "o"
+    assert not disk.materialize(d, dest)
+    assert not dest.exists() and not obj.exists()
 
 
 def test_materialize_replaces_existing_dest(store, tmp_path):

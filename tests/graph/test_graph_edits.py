@@ -183,8 +183,10 @@ def test_a_compile_served_whole_into_its_own_directory_writes_nothing_again(iso)
     ir.compile(prog, output_dir=str(out), platform="a2a3sim")
     ref = artifacts(out)
     files = [out / rel for rel in ref]
+    edited = out / "ptoas" / "k1.cpp"
+    edited.unlink()                            # an editor saving the read-only file
+    edited.write_text("// edited by hand\n")
     before = {p: (os.stat(p).st_ino, os.stat(p).st_mtime_ns) for p in files}
-    (out / "ptoas" / "k1.cpp").write_text("// edited by hand\n")
     ir.compile(prog, output_dir=str(out), platform="a2a3sim")
     assert artifacts(out) == ref
     after = {p: (os.stat(p).st_ino, os.stat(p).st_mtime_ns) for p in files}

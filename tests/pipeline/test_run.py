@@ -52,6 +52,21 @@ def test_noop_in_same_db_is_skipped_by_doit(toy):
     assert sum(toy.calls().values()) == 4
 
 
+def test_a_target_edited_in_place_is_caught_and_rebuilt(toy):
+    """An artifact is a read-only hard link to its store object; one written in place
+    anyway (root ignores the mode) damages the object too. The next run finds the
+    object damaged, drops it and rebuilds that step: the edit is never a result."""
+    steps = T.chain(toy.src("prog\n"), targets_dir=toy.dir / "out")
+    run(toy, steps)
+    so = toy.dir / "out" / "main.so"
+    assert stat.S_IMODE(so.stat().st_mode) & 0o222 == 0
+    os.chmod(so, 0o644)            # what root can do without asking
+    so.write_bytes(b"edited in place")
+    again = run(toy, steps)
+    assert T.statuses(again)["kernel:main"] == "ran"
+    assert so.read_bytes() == b"so:PROG\n"
+
+
 def test_steps_without_targets_are_skipped_too(toy):
     steps = T.chain(toy.src("prog\n"))
     run(toy, steps)
@@ -63,6 +78,7 @@ def test_missing_target_is_rematerialized_without_recomputing(toy):
     steps = T.chain(toy.src("prog\n"), targets_dir=toy.dir / "out")
     run(toy, steps)
     so = toy.dir / "out" / "main.so"
+    so.unlink()                    # replaced by hand, as an editor saves a read-only file
     so.write_bytes(b"edited by hand")
     (toy.dir / "out" / "main.fe.txt").unlink()
     again = run(toy, steps)
