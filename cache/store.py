@@ -1,12 +1,17 @@
 """The on-disk store, shared by many processes.
 
-<root>/v1/objects/ab/<digest>   immutable blobs named by the xxh3_128 of their bytes
-<root>/v1/actions/ab/<key>      JSON manifest {"outputs": {name: digest}, ...}
-<root>/v1/locks/keys.lock       per-key single flight: one locked byte per key (OFD
+<root>/v2/objects/a/<digest>    immutable blobs named by the xxh3_128 of their bytes
+<root>/v2/actions/a/<key>       JSON manifest {"outputs": {name: digest}, ...}
+<root>/v2/locks/keys.lock       per-key single flight: one locked byte per key (OFD
                                 locks); where those are missing, one flock file per key
-                                <root>/v1/locks/<key>
-<root>/v1/tmp/                  temp files, same filesystem, renamed into place
-<root>/v1/stats/                persistent hit/miss counters
+                                <root>/v2/locks/<key>
+<root>/v2/tmp/                  temp files, same filesystem, renamed into place
+<root>/v2/stats/                persistent hit/miss counters
+
+Sixteen shards per kind, named by the first hex digit (v1 had 256): a new directory
+costs as much as a new file, and a fresh store's first compile made two hundred of
+them; sixteen keep a 100k-object store at ~6k entries a folder, which ext4's hashed
+directories look up as fast.
 
 Correctness never depends on the locks, nor on fsync: every file appears by an
 atomic rename, objects are published before the action that names them, and every
@@ -34,7 +39,8 @@ from .fsutil import (EXECUTABLE, READ_ONLY, Mismatch, discard, link_into, publis
 from .names import (CacheError, check_digest, check_key, check_manifest, digest_bytes,
                     is_digest, is_key, new_hasher)
 
-LAYOUT = "v1"
+LAYOUT = "v2"
+SHARD = 1                  # hex digits naming an object's or action's folder
 
 
 class Store:
@@ -67,21 +73,21 @@ class Store:
     # -- paths (every name is validated before it touches the filesystem) --
     def _object_path(self, digest: str) -> Path:
         check_digest(digest)
-        return self._objects / digest[:2] / digest
+        return self._objects / digest[:SHARD] / digest
 
     def _action_path(self, key: str) -> Path:
         check_key(key)
-        return self._actions / key[:2] / key
+        return self._actions / key[:SHARD] / key
 
     # the same paths as str, for the lookups a build makes thousands of (pathlib's
     # joins were a tenth of serving a warm graph)
     def _obj(self, digest: str) -> str:
         check_digest(digest)
-        return f"{self._objects_s}{digest[:2]}{os.sep}{digest}"
+        return f"{self._objects_s}{digest[:SHARD]}{os.sep}{digest}"
 
     def _act(self, key: str) -> str:
         check_key(key)
-        return f"{self._actions_s}{key[:2]}{os.sep}{key}"
+        return f"{self._actions_s}{key[:SHARD]}{os.sep}{key}"
 
     def _in_memory(self, digest: str) -> bytes | None:
         """The object's bytes if this process keeps it in memory (unwritable store)."""
@@ -544,7 +550,7 @@ def _scandir(top):
 def _files(top: Path, valid=is_key):
     """Entries of a <top>/<shard>/<name> tree, skipping anything we did not write."""
     for shard in _scandir(top):
-        if len(shard.name) == 2 and shard.is_dir(follow_symlinks=False):
+        if len(shard.name) == SHARD and shard.is_dir(follow_symlinks=False):
             for e in _scandir(shard.path):
                 if (valid(e.name) and e.name.startswith(shard.name)
                         and e.is_file(follow_symlinks=False)):

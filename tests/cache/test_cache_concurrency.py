@@ -41,7 +41,7 @@ def test_four_processes_build_each_key_exactly_once(tmp_path):
     assert s["objects"] == len(KEYS) + 1  # one per key plus the shared one
     # Each worker asks twice per key; only the one build per key missed.
     assert (s["hits"], s["misses"]) == (4 * 2 * len(KEYS) - len(KEYS), len(KEYS))
-    assert list((root / "v1" / "tmp").iterdir()) == []
+    assert list((root / "v2" / "tmp").iterdir()) == []
 
 
 def test_counters_exact_under_concurrent_processes(tmp_path):
@@ -99,7 +99,7 @@ def test_sigkill_mid_write_releases_lock_and_leaves_no_partial_object(tmp_path):
         with open(fifo, "wb") as feed:
             feed.write(payload[:3 << 19])  # half: the first chunk reaches the temp file
             feed.flush()
-            tmp_dir = root / "v1" / "tmp"
+            tmp_dir = root / "v2" / "tmp"
             # The worker is now blocked inside put_file with a partial temp file on disk.
             _wait_for(lambda: any(p.stat().st_size > 0 for p in tmp_dir.iterdir())
                       if tmp_dir.exists() else False)
@@ -124,7 +124,7 @@ def test_sigkill_mid_write_releases_lock_and_leaves_no_partial_object(tmp_path):
         store.put_action(key, {"outputs": {"o": store.put_bytes(payload)}})
     assert store.get_bytes(store.get_action(key)["outputs"]["o"]) == payload
     assert store.gc(10 ** 9, grace=0)["tmp"] == 1
-    assert list((root / "v1" / "tmp").iterdir()) == []
+    assert list((root / "v2" / "tmp").iterdir()) == []
 
 
 def test_waiter_survives_lock_file_removal(tmp_path):

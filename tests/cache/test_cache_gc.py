@@ -122,13 +122,13 @@ def test_gc_sweeps_temp_files_and_stale_locks(disk):
         pass
     held = disk.lock(KEYS[2])
     held.__enter__()
-    tmp = disk.root / "v1" / "tmp" / ".tmp-killed-writer"
+    tmp = disk.root / "v2" / "tmp" / ".tmp-killed-writer"
     tmp.write_bytes(b"half")
     try:
         r = disk.gc(10 ** 9, grace=0)
         assert r["tmp"] == 1 and r["locks"] == 1
         assert not tmp.exists()
-        locks = disk.root / "v1" / "locks"
+        locks = disk.root / "v2" / "locks"
         assert not (locks / KEYS[1]).exists()
         assert (locks / KEYS[2]).exists()  # held: untouchable
         assert disk.get_action(KEYS[0])
@@ -143,12 +143,12 @@ def test_gc_keeps_the_shared_lock_file(disk):
     r = disk.gc(0, grace=0)
     assert r["actions"] == [KEYS[0]] and r["locks"] == 0
     if disk._keylocks._ofd:
-        assert os.listdir(disk.root / "v1" / "locks") == ["keys.lock"]
+        assert os.listdir(disk.root / "v2" / "locks") == ["keys.lock"]
 
 
 def test_gc_with_default_grace_keeps_fresh_store(disk):
     build(disk, KEYS[0], b"x" * 100, age=0)
-    tmp = disk.root / "v1" / "tmp" / ".tmp-in-flight"
+    tmp = disk.root / "v2" / "tmp" / ".tmp-in-flight"
     tmp.write_bytes(b"being written")
     r = disk.gc(0)
     assert r["actions"] == [] and r["tmp"] == 0 and tmp.exists()

@@ -55,10 +55,10 @@ def test_missing_object(store):
 
 def test_disk_layout_and_no_temp_leftovers(disk):
     d = disk.put_bytes(b"layout")
-    assert object_path(disk, d) == disk.root / "v1" / "objects" / d[:2] / d
+    assert object_path(disk, d) == disk.root / "v2" / "objects" / d[:1] / d
     disk.put_action(KEY, {"outputs": {"o": d}})
-    assert (disk.root / "v1" / "actions" / KEY[:2] / KEY).is_file()
-    assert list((disk.root / "v1" / "tmp").iterdir()) == []
+    assert (disk.root / "v2" / "actions" / KEY[:1] / KEY).is_file()
+    assert list((disk.root / "v2" / "tmp").iterdir()) == []
 
 
 @pytest.mark.parametrize("bad", [
@@ -263,7 +263,7 @@ def test_put_action_rejects_non_json(store):
 def test_action_naming_missing_object_is_a_miss(disk):
     # As left behind by a writer that skipped the protocol, or a gc race.
     d = disk.put_bytes(b"present")
-    path = disk.root / "v1" / "actions" / KEY[:2] / KEY
+    path = disk.root / "v2" / "actions" / KEY[:1] / KEY
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({"outputs": {"a": d, "b": digest_bytes(b"absent")}}))
     assert disk.get_action(KEY) is None
@@ -282,7 +282,7 @@ def test_action_object_deleted_later_is_a_miss(store):
 
 @pytest.mark.parametrize("text", ["", "{", "[]", '{"outputs": 3}', '{"outputs": {"a": "zz"}}'])
 def test_unparsable_action_is_a_miss(disk, text):
-    path = disk.root / "v1" / "actions" / KEY[:2] / KEY
+    path = disk.root / "v2" / "actions" / KEY[:1] / KEY
     path.parent.mkdir(parents=True)
     path.write_text(text)
     assert disk.get_action(KEY) is None
@@ -292,7 +292,7 @@ def test_unparsable_action_is_a_miss(disk, text):
 def test_hit_refreshes_last_use_at_most_once_per_interval(disk):
     d = disk.put_bytes(b"x")
     disk.put_action(KEY, {"outputs": {"x": d}})
-    path = disk.root / "v1" / "actions" / KEY[:2] / KEY
+    path = disk.root / "v2" / "actions" / KEY[:1] / KEY
     old = path.stat().st_mtime - 3600
     os.utime(path, (old, old))
     assert disk.get_action(KEY)
@@ -337,12 +337,12 @@ def test_stats_on_missing_root_creates_nothing(tmp_path):
 
 def test_stray_files_are_ignored(disk):
     d = disk.put_bytes(b"x")
-    (disk.root / "v1" / "objects" / d[:2] / "README").write_text("not an object")
-    (disk.root / "v1" / "objects" / "zz").mkdir()
+    (disk.root / "v2" / "objects" / d[:1] / "README").write_text("not an object")
+    (disk.root / "v2" / "objects" / "zz").mkdir()
     s = disk.stats()
     assert s["objects"] == 1
     disk.gc(0, grace=0)
-    assert (disk.root / "v1" / "objects" / d[:2] / "README").exists()
+    assert (disk.root / "v2" / "objects" / d[:1] / "README").exists()
 
 
 # -- open_store --
@@ -381,7 +381,7 @@ def test_open_store_disable_zero_means_enabled(monkeypatch, tmp_path):
 def test_counts_inside_deferred_are_written_once_at_its_end(tmp_path):
     from pypto_cache import deferred_stats
     store = Store(tmp_path / "s")
-    stats = tmp_path / "s" / "v1" / "stats" / "misses"
+    stats = tmp_path / "s" / "v2" / "stats" / "misses"
     with deferred_stats():
         with deferred_stats():
             for _ in range(3):

@@ -77,7 +77,7 @@ def test_xdist_workers_share_one_store_and_build_each_task_once(tmp_path):
 
     # one store for the run: every action in it was built by exactly one of those tasks
     store = base / "pypto-store"
-    actions = [json.loads(p.read_text()) for p in (store / "v1" / "actions").glob("*/*")]
+    actions = [json.loads(p.read_text()) for p in (store / "v2" / "actions").glob("*/*")]
     assert sum(1 for a in actions if "stage" in a) == sum(ran.values())
     assert not list(base.glob("popen-gw*/pypto-store"))        # none per worker
 
@@ -88,7 +88,7 @@ def test_store_option_and_no_xdist(tmp_path):
     proj = _project(tmp_path, 1)
     r = _run(proj, "--basetemp", str(tmp_path / "bt"))
     assert r.returncode == 0, r.stdout + r.stderr
-    assert (tmp_path / "bt" / "pypto-store" / "v1" / "actions").is_dir()
+    assert (tmp_path / "bt" / "pypto-store" / "v2" / "actions").is_dir()
     kept = tmp_path / "ci-cache"
     for _ in range(2):
         r = _run(proj, "--basetemp", str(tmp_path / "bt2"), f"--pypto-store={kept}")

@@ -228,7 +228,7 @@ def pass_order() -> list[str]:
 
 # ----------------------------------------------------------------------------- the store
 def objects_dir(store: Path) -> Path:
-    return Path(store) / "v1" / "objects"
+    return Path(store) / "v2" / "objects"
 
 
 def object_files(store: Path) -> list[Path]:
@@ -240,7 +240,7 @@ def bad_objects(store: Path) -> list[str]:
     or name a missing object: what a build must never trust."""
     from pypto_cache import digest_bytes
     bad = [str(p) for p in object_files(store) if digest_bytes(p.read_bytes()) != p.name]
-    for a in sorted((Path(store) / "v1" / "actions").rglob("*")):
+    for a in sorted((Path(store) / "v2" / "actions").rglob("*")):
         if not a.is_file():
             continue
         try:
@@ -249,7 +249,7 @@ def bad_objects(store: Path) -> list[str]:
             bad.append(f"{a} (unreadable manifest)")
             continue
         for d in outs.values():
-            if not (objects_dir(store) / d[:2] / d).is_file():
+            if not (objects_dir(store) / d[:1] / d).is_file():
                 bad.append(f"{a} names missing object {d}")
     return bad
 

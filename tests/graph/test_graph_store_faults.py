@@ -38,7 +38,7 @@ def test_put_bytes_rewrites_a_damaged_object(tmp_path):
     store = Store(tmp_path / "s")
     data = b"kernel bytes " * 100
     d = store.put_bytes(data)
-    path = tmp_path / "s" / "v1" / "objects" / d[:2] / d
+    path = tmp_path / "s" / "v2" / "objects" / d[:1] / d
     for bad in (data[:50], data[:-1] + b"X", b""):
         path.write_bytes(bad)
         assert store.put_bytes(data) == d

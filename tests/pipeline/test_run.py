@@ -277,7 +277,7 @@ def test_corrupted_object_in_store_is_rebuilt(toy):
     src = toy.src("prog\n")
     first = run(toy, T.chain(src), db="a")
     digest = first.digests["pass:main:01_upper"]["text"]
-    obj = toy.store.root / "v1" / "objects" / digest[:2] / digest
+    obj = toy.store.root / "v2" / "objects" / digest[:1] / digest
     assert obj.is_file()
     obj.write_bytes(b"PROG BUT BITROTTEN\n")
 
@@ -300,7 +300,7 @@ def test_evicted_output_makes_doit_rerun_the_step(toy):
     src = toy.src("prog\n")
     first = run(toy, T.chain(src))
     digest = first.digests["kernel:main"]["so"]
-    (toy.store.root / "v1" / "objects" / digest[:2] / digest).unlink()
+    (toy.store.root / "v2" / "objects" / digest[:1] / digest).unlink()
     res = run(toy, T.chain(src))
     assert T.statuses(res)["kernel:main"] == "ran"
     assert toy.store.has(digest)
@@ -372,7 +372,7 @@ def test_serve_hits_rebuilds_a_damaged_object_when_a_step_reads_it(toy):
     src = toy.src("prog\n")
     first = run(toy, T.chain(src), db="a")
     digest = first.digests["pass:main:01_upper"]["text"]
-    obj = toy.store.root / "v1" / "objects" / digest[:2] / digest
+    obj = toy.store.root / "v2" / "objects" / digest[:1] / digest
     obj.write_bytes(b"ROT\n")
     # nothing reads it: served as found (whoever reads it later checks its bytes)
     res = run(toy, T.chain(src), db="b", serve_hits=True)

@@ -51,7 +51,7 @@ class Watch:
 
     def __init__(self, monkeypatch, tmp_path):
         self.out = tmp_path / "out"
-        self.actions = Path(os.environ["PYPTO_CACHE_DIR"]) / "v1" / "actions"
+        self.actions = Path(os.environ["PYPTO_CACHE_DIR"]) / "v2" / "actions"
         self.before = self._entries()
         self.failed = []                      # the Steps whose stage raised
         orig = graph_run._fail                # the runner's one report of a stage's exception

@@ -30,7 +30,7 @@ def check(exc_info, cls, tag, hint_re, msg_re):
 
 # ----------------------------------------------------------------------------- nothing cached
 def _actions() -> dict[str, dict]:
-    root = Path(os.environ["PYPTO_CACHE_DIR"]) / "v1" / "actions"
+    root = Path(os.environ["PYPTO_CACHE_DIR"]) / "v2" / "actions"
     out = {}
     if root.is_dir():
         for p in root.glob("*/*"):
