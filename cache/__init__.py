@@ -40,8 +40,13 @@ def _disabled() -> bool:
 
 
 def open_store(root: str | os.PathLike | None = None):
-    """The store at `root` (default_root()), or an in-memory one when disabled."""
+    """The store at `root` (default_root()), or an in-memory one when disabled; with
+    $PYPTO_REMOTE_CACHE set (and its mode not off), backed by that remote tier."""
     if _disabled():
         from .memory import MemoryStore
         return MemoryStore()
-    return Store(root if root is not None else default_root())
+    remote = None
+    if os.environ.get("PYPTO_REMOTE_CACHE"):
+        from .remote import from_env
+        remote = from_env()
+    return Store(root if root is not None else default_root(), remote=remote)

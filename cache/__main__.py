@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 
@@ -27,6 +28,16 @@ def _human(n: int) -> str:
     return str(n)
 
 
+def _remote_line() -> str:
+    """What $PYPTO_REMOTE_CACHE names (without its password), not asked anything."""
+    from .remote import redact, settings
+    cfg = settings()
+    if cfg is None:
+        return "off" if os.environ.get("PYPTO_REMOTE_CACHE") else "none (PYPTO_REMOTE_CACHE unset)"
+    signed = ", signed" if cfg["secret"] else ""
+    return f"{redact(cfg['url'])} ({cfg['mode']}{signed})"
+
+
 def main(argv=None) -> int:
     root_help = "store root (default: $PYPTO_CACHE_DIR, else ~/.cache/pypto)"
     ap = argparse.ArgumentParser(prog="python -m pypto_cache",
@@ -38,7 +49,7 @@ def main(argv=None) -> int:
     common.add_argument("--root", default=argparse.SUPPRESS, help=root_help)
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("stats", parents=[common],
-                   help="print object/action counts, size, hits and misses")
+                   help="print object/action counts, size, hits and misses (local and remote)")
     g = sub.add_parser("gc", parents=[common],
                        help="evict least-recently-used entries down to a size")
     g.add_argument("--max-size", type=parse_size, required=True, help="e.g. 500M, 2G, 1024K, 4096")
@@ -68,6 +79,13 @@ def _command(store: Store, args) -> int:
         print(f"bytes    {s['bytes']} ({_human(s['bytes'])})")
         print(f"hits     {s['hits']}")
         print(f"misses   {s['misses']}")
+        print(f"remote   {_remote_line()}")
+        print(f"  hits       {s['remote_hits']}")
+        print(f"  misses     {s['remote_misses']}")
+        print(f"  bytes up   {s['remote_bytes_up']} ({_human(s['remote_bytes_up'])})")
+        print(f"  bytes down {s['remote_bytes_down']} ({_human(s['remote_bytes_down'])})")
+        print(f"  errors     {s['remote_errors']}")
+        print(f"  refused    {s['remote_rejected']}")
     elif args.cmd == "gc":
         r = store.gc(args.max_size, grace=args.grace)
         print(f"removed {len(r['actions'])} actions, {len(r['objects'])} objects, "

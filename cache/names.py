@@ -60,3 +60,19 @@ def check_manifest(manifest) -> dict:
             raise CacheError(f"output name must be a str: {name!r}")
         check_digest(digest)
     return manifest
+
+
+def named_digests(value) -> set[str]:
+    """Every object digest a manifest names anywhere (a manifest may name objects
+    beyond its outputs, e.g. a report kept with the entry)."""
+    out: set[str] = set()
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        if isinstance(v, dict):
+            todo.extend(v.values())
+        elif isinstance(v, list):
+            todo.extend(v)
+        elif is_digest(v):
+            out.add(v)
+    return out

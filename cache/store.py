@@ -6,7 +6,7 @@
                                 locks); where those are missing, one flock file per key
                                 <root>/v2/locks/<key>
 <root>/v2/tmp/                  temp files, same filesystem, renamed into place
-<root>/v2/stats/                persistent hit/miss counters
+<root>/v2/stats/                persistent hit/miss counters (and the remote tier's)
 
 Sixteen shards per kind, named by the first hex digit (v1 had 256): a new directory
 costs as much as a new file, and a fresh store's first compile made two hundred of
@@ -21,6 +21,12 @@ file system once, when a build is done (durability per build, not per object), o
 background thread the interpreter waits for at exit: a compile returns without
 waiting on the disk (syncfs flushes the whole file system, other tenants' writes
 included), and its results are durable by the time the process ends.
+
+A remote tier (remote.py, given by open_store from $PYPTO_REMOTE_CACHE) is asked only
+when the local store misses: an action entry found there comes with every object it
+names, each checked, into the local store and then its entry; a lone object read or
+placed here comes the same way; an entry put here goes there too, objects first. With
+no remote, no path of the store does anything more than it did without one.
 """
 from __future__ import annotations
 
@@ -37,9 +43,13 @@ from .counters import Counters, deferred
 from .fsutil import (EXECUTABLE, READ_ONLY, Mismatch, discard, link_into, publish, publish_bytes,
                      read_chunks, write_temp)
 from .names import (CacheError, check_digest, check_key, check_manifest, digest_bytes,
-                    is_digest, is_key, new_hasher)
+                    is_digest, is_key, named_digests, new_hasher)
 
 LAYOUT = "v2"
+# what the remote tier did for this store: look-ups it answered or not, bytes each
+# way, failures (each switched it off for a process), objects or entries refused
+REMOTE_COUNTERS = ("remote_hits", "remote_misses", "remote_bytes_up", "remote_bytes_down",
+                   "remote_errors", "remote_rejected")
 SHARD = 1                  # hex digits naming an object's or action's folder
 
 
@@ -48,9 +58,10 @@ class Store:
     # utime per minute per entry is cheap, and it stays well inside the gc grace.
     TOUCH_INTERVAL = 60.0
 
-    def __init__(self, root: str | os.PathLike, link: bool | None = None):
+    def __init__(self, root: str | os.PathLike, link: bool | None = None, remote=None):
         """`link`: place artifacts as hard links to their objects (default: unless
-        $PYPTO_LINK_ARTIFACTS is 0), else as copies."""
+        $PYPTO_LINK_ARTIFACTS is 0), else as copies. `remote`: a remote.RemoteTier
+        asked on a local miss and told of every new action entry (None: this disk only)."""
         self.root = Path(root).expanduser().absolute()
         if link is None:
             link = os.environ.get("PYPTO_LINK_ARTIFACTS", "1").strip().lower() not in (
@@ -66,6 +77,7 @@ class Store:
         self._tmp_s = str(self._tmp)
         self._counters = Counters(base / "stats")
         self._overlay: Overlay | None = None   # set once the directory refuses a write
+        self._remote = remote
 
     def __repr__(self) -> str:
         return f"Store({str(self.root)!r})"
@@ -150,6 +162,12 @@ class Store:
         return self._in_memory(digest) is not None or os.path.isfile(path)
 
     def get_bytes(self, digest: str) -> bytes | None:
+        data = self._get_local(digest)
+        if data is None and self._remote is not None:
+            return self._object_from_remote(digest)
+        return data
+
+    def _get_local(self, digest: str) -> bytes | None:
         path = self._obj(digest)
         if (data := self._in_memory(digest)) is not None:
             return data
@@ -202,6 +220,12 @@ class Store:
         """Put the object at `dest`, read-only (executable if asked): a hard link to
         the store's file where the file system allows, else a copy; its bytes are
         checked against `digest` either way (a damaged object is dropped, False)."""
+        if self._materialize(digest, dest, executable):
+            return True
+        return (self._remote is not None and self._object_from_remote(digest) is not None
+                and self._materialize(digest, dest, executable))
+
+    def _materialize(self, digest: str, dest, executable: bool) -> bool:
         path = self._obj(digest)
         mode = EXECUTABLE if executable else READ_ONLY
         if (data := self._in_memory(digest)) is not None:
@@ -257,6 +281,8 @@ class Store:
         found = self.verify if verify else self.has
         if manifest is None or (present and not all(found(d) for d in set(manifest["outputs"].values()))):
             self._counters.bump("misses")
+            if self._remote is not None:
+                return self._action_from_remote(key, found)
             return None
         self._counters.bump("hits")
         if time.time() - mtime > self.TOUCH_INTERVAL:
@@ -267,6 +293,15 @@ class Store:
         return manifest
 
     def put_action(self, key: str, manifest: dict) -> None:
+        data = self._put_action_local(key, manifest)
+        remote = self._remote
+        if remote is not None and remote.writable and not remote.disabled:
+            # the outputs, and what else the entry names that is here (a report...)
+            outputs = set(manifest["outputs"].values())
+            named = outputs | {d for d in named_digests(manifest) - outputs if self.has(d)}
+            remote.publish(key, data, named, self._get_local, self._counters)
+
+    def _put_action_local(self, key: str, manifest: dict) -> bytes:
         path = self._act(key)
         data = _encode_manifest(manifest)
         missing = sorted(d for d in set(manifest["outputs"].values()) if not self.has(d))
@@ -275,11 +310,54 @@ class Store:
         if self._overlay is None:
             try:
                 publish_bytes(data, path, tmp_dir=self._tmp_s)
-                return
+                return data
             except OSError as e:
                 if not self._unwritable(e):
                     raise
         self._overlay.put_action(key, data)
+        return data
+
+    # -- the remote tier, asked on a local miss --
+    def _action_from_remote(self, key: str, found) -> dict | None:
+        """The remote's entry under `key` once every object it names is here: each is
+        fetched (those missing here, in a few round trips), checked and put into this
+        store, then the entry; None if the remote lacks any of its outputs."""
+        remote = self._remote
+        if remote.disabled:
+            return None
+        manifest = remote.fetch_action(key, self._counters)
+        if manifest is None:
+            return None
+        outputs = set(manifest["outputs"].values())
+        need = sorted(d for d in outputs if not found(d))
+        # other objects it names come along if the remote has them (never required)
+        extra = sorted(d for d in named_digests(manifest) - outputs if not self.has(d))
+        got = remote.fetch_objects(need + extra, self._counters)
+        if got is None:
+            return None
+        if any(d not in got for d in need):
+            self._counters.bump("remote_misses")
+            return None
+        for data in got.values():
+            self.put_bytes(data)
+        self._put_action_local(key, manifest)
+        self._counters.bump("remote_hits")
+        return manifest
+
+    def _object_from_remote(self, digest: str) -> bytes | None:
+        remote = self._remote
+        if remote.disabled:
+            return None
+        got = remote.fetch_objects([digest], self._counters)
+        if got is None:
+            return None
+        data = got.get(digest)
+        if data is None:
+            self._counters.bump("remote_misses")
+            return None
+        self.put_bytes(data)
+        self._counters.bump("remote_hits")
+        return data
 
     def sync(self) -> None:
         """Flush what this store's file system holds in memory to disk, once (syncfs;
@@ -320,6 +398,7 @@ class Store:
             "actions": len(actions), "action_bytes": action_bytes,
             "bytes": object_bytes + action_bytes,
             "hits": self._counters.read("hits"), "misses": self._counters.read("misses"),
+            **{name: self._counters.read(name) for name in REMOTE_COUNTERS},
             "root": str(self.root),
         }
 
@@ -343,8 +422,8 @@ class Store:
         for p in _flat_files(self._locks):
             if is_key(p.name):
                 locks.remove_if_free(p)
-        self._counters.reset("hits")
-        self._counters.reset("misses")
+        for name in ("hits", "misses", *REMOTE_COUNTERS):
+            self._counters.reset(name)
 
     # -- primitives for gc.collect --
     def _gc_scan(self):
