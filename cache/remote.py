@@ -118,6 +118,17 @@ def forget_tiers() -> None:
         _tiers.clear()
 
 
+def _describe(exc: BaseException) -> str:
+    """One short printable line: the error's type and message, without the command a
+    pipeline's error quotes (it holds an object's bytes) or the URL's password."""
+    text = str(exc)
+    if "of pipeline caused error:" in text:
+        text = text.split("of pipeline caused error:", 1)[1]
+    text = " ".join(text.split())
+    text = "".join(c if c.isprintable() else "?" for c in text)[:160]
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 def _say(line: str) -> None:
     try:
         sys.stderr.write(line + "\n")
@@ -178,9 +189,7 @@ class RemoteTier:
             self.disabled = True
         if first:
             counters.bump("remote_errors")
-            what = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            what = f"{type(exc).__name__}: {what}" if what else type(exc).__name__
-            _say(f"pypto: warning: remote cache {self.shown}: {doing} failed ({what[:200]}); "
+            _say(f"pypto: warning: remote cache {self.shown}: {doing} failed ({_describe(exc)}); "
                  f"building locally, and not asking it again in this process")
 
     # -- signatures --
