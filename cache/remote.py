@@ -77,7 +77,7 @@ def settings(environ=None) -> dict | None:
         problem, mode = f"PYPTO_REMOTE_CACHE_MODE={mode!r} is not one of {', '.join(MODES)}", "off"
     if mode == "off":
         if problem:
-            _say(f"pypto: warning: {problem}; the remote cache stays off")
+            _say_once(f"pypto: warning: {problem}; the remote cache stays off")
         return None
     timeout = DEFAULT_TIMEOUT
     raw = env.get("PYPTO_REMOTE_CACHE_TIMEOUT", "").strip()
@@ -87,8 +87,8 @@ def settings(environ=None) -> dict | None:
             if not 0 < timeout < 3600:
                 raise ValueError
         except ValueError:
-            _say(f"pypto: warning: PYPTO_REMOTE_CACHE_TIMEOUT={raw!r} is not a number of "
-                 f"seconds; using {DEFAULT_TIMEOUT}")
+            _say_once(f"pypto: warning: PYPTO_REMOTE_CACHE_TIMEOUT={raw!r} is not a number "
+                      f"of seconds; using {DEFAULT_TIMEOUT}")
             timeout = DEFAULT_TIMEOUT
     return {"url": url, "mode": mode, "secret": env.get("PYPTO_REMOTE_CACHE_SECRET") or None,
             "timeout": timeout}
@@ -127,6 +127,18 @@ def _describe(exc: BaseException) -> str:
     text = " ".join(text.split())
     text = "".join(c if c.isprintable() else "?" for c in text)[:160]
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+_said: set[str] = set()
+
+
+def _say_once(line: str) -> None:
+    """A warning about the configuration: once per process, however often it is read."""
+    with _tiers_guard:
+        if line in _said:
+            return
+        _said.add(line)
+    _say(line)
 
 
 def _say(line: str) -> None:

@@ -170,7 +170,7 @@ def test_local_hits_never_ask_the_remote(tmp_path, capsys):
     assert s._remote._client is None and capsys.readouterr().err == ""
 
 
-def test_settings_from_the_environment(redis_srv, monkeypatch):
+def test_settings_from_the_environment(redis_srv, monkeypatch, capsys):
     assert settings({}) is None
     cfg = settings({"PYPTO_REMOTE_CACHE": "redis://h:1/0"})
     assert cfg["mode"] == "read-write" and cfg["timeout"] == DEFAULT_TIMEOUT <= 0.25
@@ -183,7 +183,10 @@ def test_settings_from_the_environment(redis_srv, monkeypatch):
     s1, s2 = open_store(), open_store()
     assert isinstance(s1._remote, RemoteTier) and s1._remote is s2._remote   # one per process
     monkeypatch.setenv("PYPTO_REMOTE_CACHE_MODE", "sometimes")
-    assert from_env() is None
+    capsys.readouterr()
+    assert from_env() is None and from_env() is None
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "'sometimes'" in err, err   # said once
 
 
 # -- a remote that lies --
