@@ -80,12 +80,12 @@ def _command(store: Store, args) -> int:
         print(f"hits     {s['hits']}")
         print(f"misses   {s['misses']}")
         print(f"remote   {_remote_line()}")
-        print(f"  hits       {s['remote_hits']}")
-        print(f"  misses     {s['remote_misses']}")
-        print(f"  bytes up   {s['remote_bytes_up']} ({_human(s['remote_bytes_up'])})")
-        print(f"  bytes down {s['remote_bytes_down']} ({_human(s['remote_bytes_down'])})")
-        print(f"  errors     {s['remote_errors']}")
-        print(f"  refused    {s['remote_rejected']}")
+        print(f"remote hits        {s['remote_hits']}")
+        print(f"remote misses      {s['remote_misses']}")
+        print(f"remote bytes up    {s['remote_bytes_up']} ({_human(s['remote_bytes_up'])})")
+        print(f"remote bytes down  {s['remote_bytes_down']} ({_human(s['remote_bytes_down'])})")
+        print(f"remote errors      {s['remote_errors']}")
+        print(f"remote refused     {s['remote_rejected']}")
     elif args.cmd == "gc":
         r = store.gc(args.max_size, grace=args.grace)
         print(f"removed {len(r['actions'])} actions, {len(r['objects'])} objects, "
