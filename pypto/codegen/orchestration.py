@@ -345,6 +345,14 @@ class _Orch(HostValues, TaskGraph):
             return self.view(v, e, span)
         if e.op == "tensor.reshape":
             return self.reshape(v, e, span)
+        if e.op == "tensor.assemble":
+            fail(f"pl.assemble into {getattr(e.args[0], 'name', 'a tensor')!r} in an orchestration: "
+                 f"an orchestration copies no data, and this assemble could not be folded into "
+                 f"its source (only a pl.create_tensor written by kernels and assembled once, "
+                 f"into a tensor known where it is created, is)", span,
+                 "create the source where the target and offsets are known, assemble it once; or "
+                 "write the window from the kernel (pass pl.slice(target, shape, offsets) as its "
+                 "output, or assemble inside the pl.at region)")
         if e.op == "tuple.get":              # one of the tensors a kernel call returned
             src = self.val(e.args[0], span)
             if src.tuple_of is None or not isinstance(e.args[1], Const) \

@@ -26,6 +26,7 @@ _REGISTRY = [
     ("Simplify", "simplify"),
     ("FlattenCallExpr", "flatten_call_expr"),
     ("OutlineIncoreScopes", "outline_incore_scopes"),
+    ("FuseCreateAssembleToSlice", "fuse_create_assemble"),
     ("ConvertTensorToTileOps", "convert_tensor_to_tile_ops"),
     ("FlattenTileNdTo2D", "flatten_tile_nd_to_2d"),
     ("InferTileMemorySpace", "infer_tile_memory_space"),
@@ -45,7 +46,7 @@ _REGISTRY = [
 # per function, so a one-kernel edit re-runs one function's chain; the others
 # (inlining, outlining) see the whole program. A pass whose module sets CALLEES = True
 # also sees the signatures of the functions its function calls (e.g. call directions).
-FUNCTION_LOCAL = {"UnrollLoops", "ConvertToSSA", "Simplify", "FlattenCallExpr",
+FUNCTION_LOCAL = {"UnrollLoops", "ConvertToSSA", "Simplify", "FlattenCallExpr", "FuseCreateAssembleToSlice",
                   "ConvertTensorToTileOps", "FlattenTileNdTo2D", "InferTileMemorySpace", "AutoTileMatmulL0",
                   "ExpandMixedKernel", "DoubleBufferAcc", "InitMemRef", "MemoryReuse",
                   "AllocateMemoryAddr", "DeriveCallDirections", "AutoDeriveTaskDependencies",

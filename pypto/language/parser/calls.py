@@ -232,7 +232,7 @@ class CallsMixin:
         if op == "tile.store" and len(pos) == 4 and isinstance(pos[2], TupleExpr) \
                 and isinstance(getattr(pos[3], "type", None), TensorType):
             pos[2], pos[3] = pos[3], pos[2]      # the older order: pl.store(tile, offsets, shapes, out)
-        self.check_placement(op, display, node)
+        self.check_placement(op, display, node, pos)
         if op == "system.syncall" and self.ctx is not None and not self.ctx.incore:
             self.ctx.sig.attrs["sync_blocks"] = True    # its blocks must run at once
         try:
@@ -294,7 +294,7 @@ class CallsMixin:
             self.error(f"argument {slot}= must be a compile-time constant", node)
         return a
 
-    def check_placement(self, op: str, display: str, node):
+    def check_placement(self, op: str, display: str, node, args=()):
         c = self.ctx
         # (pl.create_tensor in a kernel is a tensor the kernel keeps on chip: a Vec tile)
         if c is None or c.sig.func_type is not FunctionType.Orchestration or c.incore:
@@ -310,6 +310,10 @@ class CallsMixin:
                 "tensors (pl.create_tensor)")
         if op in _HOST_VIEWS:
             return            # a view of a tensor's window: the orchestration makes it (no data)
+        if op == "tensor.assemble" and len(args) > 1 and isinstance(getattr(args[1], "type", None),
+                                                                    TensorType) \
+                and all(args[1] is not p.var for p in c.sig.params):
+            return            # a created tensor put in a window: FuseCreateAssembleToSlice folds it
         if op.startswith("tile.") or ops.is_tensor_op(op) or op == "tensor.write":
             span = self.span(node)
             raise MisplacedTensorOpError(
