@@ -509,7 +509,9 @@ class _Convert(Rewriter):
             if isinstance(a.var.type, TensorType) and (
                     id(a.init) in self.tiles or (yv is not None and id(yv) in computed)):
                 init = self.tile_of(a.init, s.span)
-                space = None
+                # a matmul result carried as the loop's accumulator stays in Acc
+                space = MemorySpace.Acc if getattr(init.type, "memory_space", None) is MemorySpace.Acc \
+                    else None
                 if id(init) in self.fresh and _accumulates(s.body, a.var):
                     # a fresh pl.create_tensor carried as the loop's matmul accumulator (the
                     # first iteration sets it with pl.matmul): it lives in Acc from the start
