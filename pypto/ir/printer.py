@@ -132,11 +132,21 @@ class _Printer:
         if isinstance(e, BinOp):
             if e.op in ("min", "max"):
                 return f"pl.{e.op}({self.expr(e.lhs)}, {self.expr(e.rhs)})"
-            s = f"{self.expr(e.lhs, True)} {e.op} {self.expr(e.rhs, True)}"
+            s = f"{self.operand(e.lhs, e.rhs)} {e.op} {self.operand(e.rhs, e.lhs)}"
             return f"({s})" if nested else s
         if isinstance(e, Call):
             return self.call(e)
         raise TypeError(f"cannot print expression {e!r}")
+
+    def operand(self, x, other) -> str:
+        """One side of a binary operator. A bare index literal would take the other
+        side's dtype when parsed back (`n - 64` with an int32 n is int32): an index
+        constant next to a scalar of another dtype spells its dtype."""
+        if isinstance(x, Const) and x.dtype == dt.INDEX and not isinstance(x.value, bool):
+            ot = getattr(other, "type", None)
+            if getattr(ot, "dtype", dt.INDEX) != dt.INDEX and not isinstance(other, Const):
+                return f"pl.const({x.value}, {x.dtype!r})"
+        return self.expr(x, True)
 
     def const(self, c: Const) -> str:
         v = c.value
