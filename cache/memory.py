@@ -64,13 +64,14 @@ class MemoryStore:
                 return None
             return entry[0]
 
-    def materialize(self, digest: str, dest, executable: bool = False) -> bool:
+    def materialize(self, digest: str, dest, executable: bool = False,
+                    writable: bool = False) -> bool:
         data = self.get_bytes(digest)
         if data is None:
             return False
         dest = Path(dest)
         try:
-            publish([data], dest, dest.parent, mode=EXECUTABLE if executable else READ_ONLY,
+            publish([data], dest, dest.parent, mode=(EXECUTABLE if executable else READ_ONLY) | (0o200 if writable else 0),
                     expect=digest)
         except Mismatch:  # cannot happen after get_bytes verified; be explicit anyway
             return False

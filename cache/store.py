@@ -216,18 +216,25 @@ class Store:
             _drop_damaged(path, f.fileno())
         return False
 
-    def materialize(self, digest: str, dest, executable: bool = False) -> bool:
+    def materialize(self, digest: str, dest, executable: bool = False,
+                    writable: bool = False) -> bool:
         """Put the object at `dest`, read-only (executable if asked): a hard link to
         the store's file where the file system allows, else a copy; its bytes are
-        checked against `digest` either way (a damaged object is dropped, False)."""
-        if self._materialize(digest, dest, executable):
+        checked against `digest` either way (a damaged object is dropped, False).
+        `writable`: a file meant to be edited, always a copy of its own, owner-writable."""
+        if self._materialize(digest, dest, executable, writable):
             return True
         return (self._remote is not None and self._object_from_remote(digest) is not None
-                and self._materialize(digest, dest, executable))
+                and self._materialize(digest, dest, executable, writable))
 
-    def _materialize(self, digest: str, dest, executable: bool) -> bool:
+    def _materialize(self, digest: str, dest, executable: bool, writable: bool = False) -> bool:
         path = self._obj(digest)
         mode = EXECUTABLE if executable else READ_ONLY
+        if writable:              # a file meant to be edited: a copy of its own (0644/0755)
+            mode |= 0o200
+            link = False
+        else:
+            link = self._link
         if (data := self._in_memory(digest)) is not None:
             publish_bytes(data, dest, mode)
             return True
@@ -244,7 +251,7 @@ class Store:
                 if digest_bytes(data) != digest:
                     _drop_damaged(path, fd)
                     return False
-                if not (self._link and _linkable(fd, st, mode) and link_into(path, dest, st)):
+                if not (link and _linkable(fd, st, mode) and link_into(path, dest, st)):
                     publish_bytes(data, dest, mode)
                 return True
             h = new_hasher()
@@ -253,7 +260,7 @@ class Store:
                     h.update(chunk)
             if h.hexdigest() != digest:
                 raise Mismatch(h.hexdigest())
-            if self._link and _linkable(fd, st, mode) and link_into(path, dest, st):
+            if link and _linkable(fd, st, mode) and link_into(path, dest, st):
                 return True
             with os.fdopen(os.dup(fd), "rb") as f:
                 # Temp file next to dest so the final rename stays on one filesystem.

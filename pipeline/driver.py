@@ -28,12 +28,13 @@ from pypto.passes import FUNCTION_LOCAL as _LOCAL
 _IMPL_OF: dict[str, tuple[str, str]] = {}
 
 
-def _step(name, stage, inputs, outputs, options, targets=None, executable=(), doc="", extra=""):
+def _step(name, stage, inputs, outputs, options, targets=None, executable=(), doc="", extra="",
+          editable=()):
     impl = stage_impl(stage, extra)
     _IMPL_OF[impl] = (stage, extra)
     return Step(name=name, stage=stage, fn=STAGE_FNS[stage], impl=impl,
                 options=options, inputs=inputs, outputs=tuple(outputs), targets=targets or {},
-                executable=tuple(executable), doc=doc)
+                executable=tuple(executable), editable=tuple(editable), doc=doc)
 
 
 def _safe(name: str) -> str:
@@ -308,17 +309,19 @@ def back_steps(prog: str, name: str, functions: list[dict], opts: BuildOptions, 
         kernels_opt = info
         for k in info:
             cfg_inputs[f"so:{k['name']}"] = Ref(f"kernel:{prog}:{_safe(k['name'])}", "so")
-    outs = ["meta", "config"] if kernels_opt is not None else ["meta"]
+    outs = ["meta", "config", "run"] if kernels_opt is not None else ["meta"]
     tg = {"meta": str(out / "compiled_meta.json")}
     if kernels_opt is not None:
         tg["config"] = str(out / "kernel_config.py")
+        tg["run"] = str(out / "debug" / "run.py")
     steps.append(_step(f"config:{prog}", "config", cfg_inputs, outs,
                        {"program": name, "orchestration": orch_name,
                         "orch": {k: orch[0][k] for k in ("signature", "params", "num_return_types")}
                         if orch else None,
                         "platform": opts.platform, "backend_type": opts.backend_type,
                         "runtime": opts.runtime, "kernels": kernels_opt},
-                       tg, doc=f"{prog}: kernel_config.py and compiled_meta.json"))
+                       tg, doc=f"{prog}: kernel_config.py, compiled_meta.json, debug/run.py",
+                       editable=("run",) if kernels_opt is not None else ()))
     return steps, {"orchestration": orch_name, "kernels": info}
 
 
@@ -385,6 +388,7 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
     found: list = []                   # (step, output, digest) of diagnostics to report
     outputs: dict[str, str] = {}
     executable: list[str] = []
+    editable: list[str] = []
     steps, deferred, known = next(gen), [], {}
     try:
         while True:
@@ -405,6 +409,8 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
                     outputs[rel] = digests[s.name][name]
                     if name in s.executable:
                         executable.append(rel)
+                    if name in s.editable:
+                        editable.append(rel)
             steps = gen.send(digests)
     except StopIteration as stop:
         meta = stop.value
@@ -424,6 +430,7 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
     # what report/tasks.json says when this compile is served whole: every task cached
     served = store.put_bytes(tasks_report([Cached(r.name, r.stage) for r in records]).encode())
     store.put_action(pkey, {"outputs": outputs, "executable": sorted(executable),
+                            "editable": sorted(editable),
                             "ntasks": len(records), "meta": meta, "served_report": served})
     store.sync()                       # this build's results, durable once
     return Build(out, records, phases.read(meta["frontend"]).decode("utf-8"))

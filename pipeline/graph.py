@@ -69,6 +69,7 @@ class Step:
     outputs: tuple[str, ...]
     targets: dict[str, str] = field(default_factory=dict)
     executable: tuple[str, ...] = ()
+    editable: tuple[str, ...] = ()      # targets placed as writable copies (debug/run.py)
     doc: str = ""
 
 
@@ -172,9 +173,10 @@ def check_step(step: Step) -> None:
             raise GraphError(f"step {step.name}: target for unknown output {out!r}")
         if not isinstance(path, str) or not path:
             raise GraphError(f"step {step.name}: target path for {out!r} must be a string")
-    for out in step.executable:
+    for out in step.executable + step.editable:
         if out not in step.targets:
-            raise GraphError(f"step {step.name}: executable output {out!r} has no target")
+            raise GraphError(f"step {step.name}: output {out!r} is marked executable or editable "
+                             f"but has no target")
 
 
 def check_graph(steps: Iterable[Step], external: Iterable[str] = ()) -> list[Step]:

@@ -10,7 +10,7 @@ from pathlib import Path
 # What a compile writes into its output directory; files in these places that the
 # current compile did not write belong to an earlier compile (another program, or
 # other options) and are removed, so the directory holds exactly one compile.
-MANAGED_DIRS = ("passes_dump", "ptoas", "ptoas_passes", "kernels", "orchestration")
+MANAGED_DIRS = ("passes_dump", "ptoas", "ptoas_passes", "kernels", "orchestration", "debug")
 MANAGED_FILES = ("kernel_config.py", "compiled_meta.json", "report/perf_hints.log",
                  "report/diagnostics.log", "report/pipeline_profile.txt",
                  "report/pipeline_profile.json", "report/build_graph.svg",

@@ -226,7 +226,8 @@ def _materialize(store, step: Step, outputs: dict[str, str]) -> bool:
         if target_ok(path, outputs[out], exe):
             continue
         # (a missing folder is made by the write that meets it)
-        if not store.materialize(outputs[out], path, executable=exe):
+        if not store.materialize(outputs[out], path, executable=exe,
+                                 writable=out in step.editable):
             return False
     return True
 
@@ -657,7 +658,7 @@ def resolve_refs(steps: list[Step], known: dict[str, dict[str, str]]) -> list[St
                 inputs[inp] = ref
         step = Step(name=s.name, stage=s.stage, fn=s.fn, impl=s.impl, options=s.options,
                     inputs=inputs, outputs=s.outputs, targets=s.targets,
-                    executable=s.executable, doc=s.doc)
+                    executable=s.executable, editable=s.editable, doc=s.doc)
         if "_options_json" in s.__dict__:       # the same options: keep their JSON
             step._options_json = s._options_json
         out.append(step)

@@ -90,11 +90,13 @@ def materialize_all(store, out: Path, manifest: dict, fresh: bool = False) -> bo
     so no file there can already hold its artifact."""
     from pypto_cache import file_holds
     exe = set(manifest.get("executable", ()))
+    editable = set(manifest.get("editable", ()))
     for rel, digest in manifest["outputs"].items():
         path = os.path.join(out, rel)
         # the same directory again: a file that already holds it stays (a read is
         # cheaper than writing it anew)
         if (fresh or not file_holds(path, digest, rel in exe)) and \
-                not store.materialize(digest, path, executable=rel in exe):
+                not store.materialize(digest, path, executable=rel in exe,
+                                      writable=rel in editable):
             return False
     return True

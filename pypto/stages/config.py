@@ -1,10 +1,12 @@
 """config: kernel_config.py and compiled_meta.json, what the runtime and from_dir read,
 from what the layout steps said of the kernels and the orchestration (options) and
-the kernels' .so digests (inputs). Nothing to parse: it runs after every kernel edit."""
+the kernels' .so digests (inputs), and debug/run.py, the folder's re-runner. Nothing
+to parse: it runs after every kernel edit."""
 from __future__ import annotations
 
 from pypto_cache import digest_bytes
 from pypto.codegen.config import format_kernel_config, meta_doc, meta_json
+from pypto.codegen.debug_runner import run_script
 
 
 def config_stage(inputs: dict, options: dict) -> dict:
@@ -18,4 +20,5 @@ def config_stage(inputs: dict, options: dict) -> dict:
         out["config"] = format_kernel_config(options["program"], options["orchestration"],
                                              orch["signature"], kernels, options["runtime"],
                                              options["platform"]).encode("utf-8")
+        out["run"] = run_script(options["program"], meta["params"], options["platform"]).encode()
     return out
