@@ -85,13 +85,14 @@ def test_an_option_under_both_names():
     check(exc, TypeCheckError, "kern.py", BODY_LINE + 1, r"only one", r"target_type= and dtype=")
 
 
-def test_a_narrower_valid_part_of_an_orchestration_view_is_refused_as_not_built():
+def test_a_narrower_valid_part_of_an_orchestration_view_is_in_its_type():
+    """(issue 12: it was refused as not built) the view's type carries the valid part."""
     src = SRC.format(body="        t = pl.load(a, [0, 0], [32, 64])").replace(
         "        o = self.k(a, o)\n",
         "        v = pl.slice(a, [32, 64], [0, 0], valid_shape=[16, 64])\n        o = self.k(a, o)\n")
-    with pytest.raises(NotBuiltError, match=r"valid_shape=\.\.\.\) in an orchestration") as exc:
-        pl.parse(src, filename="/u/kern.py")
-    assert "pl.load(..., valid_shape=" in exc.value.hint
+    prog = pl.parse(src, filename="/u/kern.py")
+    (view,) = [s for s in prog.functions[-1].body if getattr(getattr(s, "var", None), "name", "") == "v"]
+    assert view.var.type.valid == (16, 64) and len(view.value.args) == 4
 
 
 def test_the_reference_import_paths():

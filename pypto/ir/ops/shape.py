@@ -137,7 +137,22 @@ def _slice(args, kw, span):
         if isinstance(d, int) and isinstance(s, int) and s > d:
             _err(f"slice: extent {s} of dim {i} is larger than the tensor's {d}", span)
     _check_window("slice", offs, shape, t.shape, span)
-    return TensorType(tuple(shape), t.dtype)
+    if len(args) < 4:
+        return TensorType(tuple(shape), t.dtype)
+    # an orchestration's view with only a corner valid: each extent a constant or, when
+    # it is known only at run time, None; the kernels that read it say which part they load
+    valid = _indices("slice", args[3], span)
+    if len(valid) != len(shape):
+        _err(f"slice: valid_shape has {len(valid)} extents for a window of rank {len(shape)}", span)
+    ext = []
+    for i, (v, s) in enumerate(zip(valid, shape)):
+        if isinstance(v, Const):
+            if not 0 <= v.value <= (s if isinstance(s, int) else v.value):
+                _err(f"slice: valid extent {v.value} of dim {i} lies outside the window's {s}", span)
+            ext.append(v.value)
+        else:
+            ext.append(None)
+    return TensorType(tuple(shape), t.dtype, None, None if tuple(ext) == tuple(shape) else tuple(ext))
 
 
 def _tile_slice(args, kw, span):
@@ -169,11 +184,13 @@ reg("tile.slice", (3, 3), _tile_slice, params=("tile", "shape", "offset"), pto="
     sig="pl.slice(tile, [M, N], [row, col])  (a window of a Vec, Mat or Acc tile: a view of its "
         "bytes, offsets known when compiling or at run time; matmul_acc may accumulate into an "
         "Acc window)")
-reg("tensor.slice", (3, 3), _slice, params=("tensor", "shape", "offset"),
+reg("tensor.slice", (3, 4), _slice, params=("tensor", "shape", "offset", "valid_shape"),
     sig="pl.slice(tensor, [M, N], [row, col][, valid_shape=[r, c]])  (or "
         "tensor[row:row+M, col:col+N]; a view: no copy, the ops that read it read the "
         "tensor's window; in a kernel valid_shape= marks the part of a 2-D window that holds "
-        "data, r and c known when compiling or at run time)")
+        "data, r and c known when compiling or at run time; an orchestration's view carries "
+        "it to the kernels it is passed to, which load that part with pl.load(..., "
+        "valid_shape=...))")
 
 
 def _dim(args, kw, span):

@@ -172,9 +172,12 @@ class AnnotationsMixin:
             self.bad_annotation(whole, f"unexpected type parameter {ast.unparse(e)}")
         if valid is not None:
             valid = tuple(getattr(v, "value", v) for v in valid)
-            valid = tuple(None if v == -1 else v for v in valid)     # -1: known at run time
+            # -1 or a pl.dynamic dim: known at run time; the dim's own pl.dynamic: all of it
+            valid = tuple(s if isinstance(v, DynDim) and v == s else
+                          None if v == -1 or isinstance(v, DynDim) else v
+                          for v, s in zip(valid, list(shape) + [None] * len(valid)))
             if len(valid) != len(shape) or not all(
-                    v is None or isinstance(v, int) and 0 < v and (not isinstance(s, int) or v <= s)
+                    v is None or v is s or isinstance(v, int) and 0 < v and (not isinstance(s, int) or v <= s)
                     for v, s in zip(valid, shape)):
                 self.bad_annotation(whole, f"valid_shape {list(valid)} does not lie inside "
                                            f"the {kind.lower()} shape {shape}")

@@ -127,12 +127,7 @@ class CallsMixin:
             return None
         if self.ctx is None or not (self.ctx.incore or self.ctx.sig.func_type in
                                     KERNEL_TYPES):
-            from pypto.errors import NotBuiltError
-            raise NotBuiltError(f"{display}(..., valid_shape=...) in an orchestration: a view whose "
-                                f"valid part is narrower than its window is not supported by this "
-                                f"pypto yet (in a kernel it is)", self.span(node),
-                                "pass the valid extent to the kernel as a scalar and load with "
-                                "pl.load(..., valid_shape=[...])")
+            return None       # an orchestration's view: tensor.slice's valid_shape operand
         if not isinstance(kw.value, (ast.List, ast.Tuple)) or len(kw.value.elts) != 2 \
                 or len(base.type.shape) != 2:
             self.error(f"{display}(..., valid_shape=[rows, cols]): a 2-D window and two extents",
