@@ -97,48 +97,44 @@ def test_an_assemble_of_a_parameter_is_misplaced():
                 return out
 
 
+FILL_THEN = """
+import pypto.language as pl
+
+
+@pl.program
+class P:
+    @pl.function(type=pl.FunctionType.InCore)
+    def fill(self, x: pl.Tensor[[4, 16], pl.FP32],
+             out: pl.Out[pl.Tensor[[4, 16], pl.FP32]]) -> pl.Tensor[[4, 16], pl.FP32]:
+        out = pl.store(pl.load(x, [0, 0], [4, 16]), [0, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[4, 16], pl.FP32],
+             out: pl.Out[pl.Tensor[[{rows}, 16], pl.FP32]]) -> pl.Tensor[[{rows}, 16], pl.FP32]:
+        c = pl.create_tensor([4, 16], dtype=pl.FP32)
+        c = self.fill(x, c)
+{then}
+        return out
+"""
+
+
 def test_a_target_made_after_the_source_is_refused_at_the_assemble(tmp_path):
     """The window must exist where the source is created; otherwise codegen refuses
-    the assemble at its line (an orchestration has no copy)."""
-    @pl.program
-    class Late:
-        @pl.function(type=pl.FunctionType.InCore)
-        def fill(self, x: pl.Tensor[[4, 16], pl.FP32],
-                 out: pl.Out[pl.Tensor[[4, 16], pl.FP32]]) -> pl.Tensor[[4, 16], pl.FP32]:
-            out = pl.store(pl.load(x, [0, 0], [4, 16]), [0, 0], out)
-            return out
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[4, 16], pl.FP32],
-                 out: pl.Out[pl.Tensor[[4, 16], pl.FP32]]) -> pl.Tensor[[4, 16], pl.FP32]:
-            c = pl.create_tensor([4, 16], dtype=pl.FP32)
-            c = self.fill(x, c)
-            late = pl.create_tensor([8, 16], dtype=pl.FP32)
-            late = pl.assemble(late, c, [0, 0])
-            out = self.fill(x, out)
-            return out
+    the assemble (an orchestration has no copy)."""
+    late = FILL_THEN.format(rows=4, then="""\
+        late = pl.create_tensor([8, 16], dtype=pl.FP32)
+        late = pl.assemble(late, c, [0, 0])
+        out = self.fill(x, out)""")
     with pytest.raises(CodegenError, match="pl.assemble into 'late'.*copies no data") as e:
-        ir.compile(Late, output_dir=str(tmp_path / "o"))
+        ir.compile(pl.parse(late, filename="/u/late.py"), output_dir=str(tmp_path / "o"))
     # host statements carry no location in the canonical text: the function's line
-    assert e.value.span.file == "test_pass_fuse_create_assemble.py" and e.value.span.line > 0
+    assert e.value.span.file == "late.py" and e.value.span.line > 0
 
 
 def test_assembled_twice_is_not_folded():
-    @pl.program
-    class Twice:
-        @pl.function(type=pl.FunctionType.InCore)
-        def fill(self, x: pl.Tensor[[4, 16], pl.FP32],
-                 out: pl.Out[pl.Tensor[[4, 16], pl.FP32]]) -> pl.Tensor[[4, 16], pl.FP32]:
-            out = pl.store(pl.load(x, [0, 0], [4, 16]), [0, 0], out)
-            return out
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[4, 16], pl.FP32],
-                 out: pl.Out[pl.Tensor[[8, 16], pl.FP32]]) -> pl.Tensor[[8, 16], pl.FP32]:
-            c = pl.create_tensor([4, 16], dtype=pl.FP32)
-            c = self.fill(x, c)
-            out = pl.assemble(out, c, [0, 0])
-            out = pl.assemble(out, c, [4, 0])
-            return out
-    out = run(before(Twice, NAME), NAME)
+    twice = FILL_THEN.format(rows=8, then="""\
+        out = pl.assemble(out, c, [0, 0])
+        out = pl.assemble(out, c, [4, 0])""")
+    out = run(before(pl.parse(twice, filename="/u/twice.py"), NAME), NAME)
     assert len(assigns(fn(out, "main"), "tensor.assemble")) == 2
