@@ -6,7 +6,8 @@ A Group keeps one body. `halves` projects it on each core: tiles stay with the c
 their memory space (Mat/Left/Right/Acc/Bias: cube; Vec: vector), scalar work and control
 flow go to both, and a `tile.move` from one core's space to the other's (Acc -> Vec,
 Vec -> Mat) becomes a push into the group's pipe on one side and a pop on the other.
-Both halves run the same control flow, so pushes and pops meet in program order.
+Both halves run the same control flow, so pushes and pops meet in program order. A
+tensor one core stores and the other then loads is fenced the same way (mixed_fence).
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pypto.ir.nodes import (CUBE_SPACES, Assign, Call, Eval, For, Function, Func
                             Program, PtrType, Return, TensorType, TileType, Var, While, Yield,
                             derived_level_role)
 from pypto.ir.visit import Substitute, defs, stmt_exprs, vars_used, walk
+from pypto.passes.mixed_fence import fence
 from pypto.passes.vector_split import Halver
 
 NAME = "ExpandMixedKernel"
@@ -43,7 +45,8 @@ def _classify(f: Function) -> Function:
     else:
         ftype = FunctionType.AIC if cube else FunctionType.AIV
     level, role = derived_level_role(ftype)
-    out = Function(f.name, f.params, f.return_types, f.body, ftype, level, role, dict(f.attrs), f.span)
+    body = fence(f.body) if ftype is FunctionType.Group else f.body
+    out = Function(f.name, f.params, f.return_types, body, ftype, level, role, dict(f.attrs), f.span)
     if ftype is FunctionType.Group:
         halves(out)          # refuse here, at the user's line, what cannot be split
     elif f.attrs.get("split") and cube:
