@@ -91,6 +91,11 @@ def build_options(*, strategy=OptimizationStrategy.Default, dump_passes=True,
     profiling = bool(profiling) or _truthy("PYPTO_COMPILE_PROFILING", False)
     if distributed_config is not None:
         _not_yet("distributed_config", distributed_config, "distributed (HOST-level) compilation")
+    if os.environ.get("PYPTO_EXECUTOR", "").strip():
+        raise UnsupportedOptionError(
+            f"PYPTO_EXECUTOR={os.environ['PYPTO_EXECUTOR']!r}: building on a Dask cluster is not "
+            f"available in this version of pypto yet; unset PYPTO_EXECUTOR (the remote cache, "
+            f"PYPTO_REMOTE_CACHE, is)")
     rt = coerce(RuntimeKind, runtime or RuntimeKind.TENSORMAP_AND_RINGBUFFER, "runtime")
     emit_loc = _truthy("PYPTO_EMIT_PTO_LOC", True) if emit_source_loc is None else bool(emit_source_loc)
     l0c_double_buffer = bool(enable_pypto_l0c_double_buffer)

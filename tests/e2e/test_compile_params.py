@@ -151,8 +151,11 @@ def test_dump_ptoas_passes(iso):
         (iso / "d" / "ptoas" / "main_incore_0.cpp").read_bytes()
 
 
-@pytest.mark.parametrize("kw", [dict(distributed_config={"ranks": 2})])
-def test_options_not_built_yet_say_so(iso, kw):
+@pytest.mark.parametrize("kw, env", [(dict(distributed_config={"ranks": 2}), None),
+                                     ({}, "tcp://scheduler:8786")])
+def test_options_not_built_yet_say_so(iso, kw, env, monkeypatch):
+    if env:
+        monkeypatch.setenv("PYPTO_EXECUTOR", env)
     with pytest.raises(UnsupportedOptionError, match="not available"):
         ir.compile(TileAdd, output_dir=iso / "x", **kw)
     assert not (iso / "x" / "kernel_config.py").exists()
