@@ -10,7 +10,7 @@ folder above and hands the tensors to `_user_compare` (a summary by default, you
 checks in its place). Generated from compiled_meta.json's parameters: no torch here."""
 from __future__ import annotations
 
-from pypto.runtime.dtypes import _TORCH, to_dtype
+from pypto.runtime.dtypes import to_dtype, torch_name
 
 # a random input of a float dtype; integers get a small range, bool a coin
 _FLOAT = {"FP32", "FP16", "BF16"}
@@ -22,7 +22,7 @@ def _init(p: dict) -> str:
         return "1.0" if d.is_float else ("True" if d.name == "BOOL" else "1")
     dims = [("dyn" if n < 0 else str(n)) for n in p["shape"]]
     shape = f"({dims[0]},)" if len(dims) == 1 else f"({', '.join(dims)})"
-    torch_dt = f"torch.{_TORCH[d.name]}"
+    torch_dt = f"torch.{torch_name(d)}"
     if p["direction"] == "Out":
         return f"torch.zeros({shape}, dtype={torch_dt})"
     if d.name in _FLOAT:

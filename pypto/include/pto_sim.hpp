@@ -548,7 +548,7 @@ template <class F> inline void pipe_wait(int64_t* w, F ready, const char* what, 
     auto* stop = reinterpret_cast<std::atomic<int64_t>*>(w + 2);
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     for (int spins = 0; !ready(); ++spins) {
-        if (stop->load()) fail(site, "%s: the other half of the group stopped", what);
+        if (stop->load()) fail<Stopped>(site, "%s: the other half of the group stopped", what);
         if (std::chrono::steady_clock::now() > until)
             fail(site, "%s: waited 60 s for the other half of the group", what);
         if (spins < 1000) std::this_thread::yield();

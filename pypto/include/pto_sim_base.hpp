@@ -36,8 +36,14 @@ struct Error {
     const char* what() const { return msg; }
 };
 
+// A half of a core group that stops because the other half failed first: the entry
+// returns kStopped for it, so the runtime reports the half that failed, not this one.
+struct Stopped : Error {};
+constexpr int kStopped = 2;
+
+template <class E = Error>
 [[noreturn]] inline void fail(const char* site, const char* fmt, ...) {
-    Error e;
+    E e;
     int n = std::snprintf(e.msg, sizeof e.msg, "%s: error: ", site);
     if (n < 0 || n >= int(sizeof e.msg)) n = 0;
     va_list ap;

@@ -46,6 +46,14 @@ class MemorySpace(enum.Enum, metaclass=_DslEnum):
 # the spaces of the cube core (AIC); Vec is the vector core's (AIV)
 CUBE_SPACES = frozenset({MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc,
                          MemorySpace.Bias})
+CUBE, VECTOR = "cube", "vector"
+
+
+def side_of_space(space) -> str | None:
+    """The core (CUBE or VECTOR) whose buffer a memory space is; None for no space."""
+    if space is None:
+        return None
+    return CUBE if space in CUBE_SPACES else VECTOR
 
 
 class PadValue(enum.Enum, metaclass=_DslEnum):

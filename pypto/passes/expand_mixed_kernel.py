@@ -12,9 +12,9 @@ tensor one core stores and the other then loads is fenced the same way (mixed_fe
 from __future__ import annotations
 
 from pypto.errors import CodegenError, NotBuiltError
-from pypto.ir.nodes import (CUBE_SPACES, Assign, Call, Eval, For, Function, FunctionType, If, IterArg,
-                            Program, PtrType, Return, TensorType, TileType, Var, While, Yield,
-                            derived_level_role)
+from pypto.ir.nodes import (CUBE, CUBE_SPACES, VECTOR, Assign, Call, Eval, For, Function, FunctionType,
+                            If, IterArg, Program, PtrType, Return, TensorType, TileType, Var, While,
+                            Yield, derived_level_role, side_of_space)
 from pypto.ir.visit import Substitute, defs, stmt_exprs, vars_used, walk
 from pypto.passes.mixed_fence import fence
 from pypto.passes.vector_split import Halver
@@ -22,7 +22,6 @@ from pypto.passes.vector_split import Halver
 NAME = "ExpandMixedKernel"
 READS = ()
 
-CUBE, VECTOR = "cube", "vector"
 
 
 def run(prog: Program, opts) -> Program:
@@ -59,11 +58,6 @@ def _classify(f: Function) -> Function:
 
 
 # ----------------------------------------------------------------------------- the halves
-def side_of_space(space) -> str | None:
-    if space is None:
-        return None
-    return CUBE if space in CUBE_SPACES else VECTOR
-
 
 def _side(v) -> str | None:
     """The core a tile belongs to; None for anything else."""

@@ -13,8 +13,8 @@ Only a load in the store's own body (or nested in a statement of it) that comes 
 the store is fenced: one push meets one pop on every path."""
 from __future__ import annotations
 
-from pypto.ir.nodes import (CUBE_SPACES, Assign, Call, Eval, For, If, MemorySpace, TensorType,
-                            TileType, Var, While)
+from pypto.ir.nodes import (VECTOR, Assign, Call, Eval, For, If, MemorySpace, TensorType, TileType,
+                            Var, While, side_of_space)
 from pypto.ir.visit import walk
 
 _VIEWS = ("tensor.slice", "tensor.view", "tensor.reshape")
@@ -38,12 +38,6 @@ def fence(body: list) -> list:
     return out
 
 
-def _core(space) -> str | None:
-    if space is None:
-        return None
-    return "cube" if space in CUBE_SPACES else "vector"
-
-
 def _handoff(s, rest: list):
     c = s.value if isinstance(s, Assign) else (s.expr if isinstance(s, Eval) else None)
     if not (isinstance(c, Call) and c.op == "tile.store" and len(c.args) > 2):
@@ -52,7 +46,7 @@ def _handoff(s, rest: list):
     tt = getattr(tile, "type", None)
     if not isinstance(tt, TileType) or not isinstance(getattr(target, "type", None), TensorType):
         return None
-    writer = _core(tt.memory_space)
+    writer = side_of_space(tt.memory_space)
     tensors = {id(target)} | ({id(s.var)} if isinstance(s, Assign) else set())
     for later in rest:
         for x in walk([later]):
@@ -62,9 +56,9 @@ def _handoff(s, rest: list):
             if v.op in _VIEWS and v.args and id(v.args[0]) in tensors:
                 tensors.add(id(x.var))          # a view of the tensor reads it too
             elif v.op == "tile.load" and v.args and id(v.args[0]) in tensors:
-                reader = _core(getattr(x.var.type, "memory_space", None))
+                reader = side_of_space(getattr(x.var.type, "memory_space", None))
                 if reader is not None and writer is not None and reader != writer:
-                    space = MemorySpace.Vec if reader == "vector" else MemorySpace.Mat
+                    space = MemorySpace.Vec if reader == VECTOR else MemorySpace.Mat
                     token = Var(f"{tile.name}_fence", TileType(tt.shape, tt.dtype, space, None, tt.valid),
                                 s.span)
                     return Assign(token, Call("tile.move", [tile], {"target_memory": space},

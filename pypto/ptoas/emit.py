@@ -533,6 +533,11 @@ def _entry(f: Func, symbol: str) -> list[str]:
         "    try {",
         f"        {fname}(" + (f"\n            {joined}" if call_args else "") + ");",
         "        return 0;",
+        *([
+            "    } catch (const pto::Stopped& e) {",        # the other half failed first
+            "        pto::copy_message(err, errlen, e.what());",
+            "        return pto::kStopped;",
+        ] if stop else []),
         "    } catch (const pto::Error& e) {",
         "        pto::copy_message(err, errlen, e.what());",
         "    } catch (...) {",

@@ -18,6 +18,7 @@ WRITES = frozenset({DIR_OUTPUT, DIR_INOUT, DIR_OUTPUT_EXISTING})
 KERNEL_ENTRY = "pypto_kernel_entry"
 ORCHESTRATION_ENTRY = "pypto_orchestration_entry"
 ERR_LEN = 1024
+KERNEL_STOPPED = 2     # a core group's half that stopped because the other half failed (pto::kStopped)
 
 
 class PyptoTensor(ctypes.Structure):
@@ -107,6 +108,14 @@ class CoreGroup(NamedTuple):
     vector: Any                # the vector half's entry
     aivs: int                  # how many AIVs run the vector half
     slots: int                 # the pipe's slots per channel
+
+
+def core_needs(core_type: str, group) -> tuple:
+    """The modelled cores one block of a kernel takes, ((core type, count), ...): a core
+    of its type, or, on a core group, an AIC (a Group) and its AIVs."""
+    if not group:
+        return ((core_type, 1),)
+    return (("aic", 1), ("aiv", group.aivs)) if group.cube is not None else (("aiv", group.aivs),)
 
 
 def core_group(lib: ctypes.CDLL, name: str, core_type: str) -> tuple:

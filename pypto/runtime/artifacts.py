@@ -152,6 +152,12 @@ class LoadedKernel:
     lib: Any = field(repr=False)
     # how it runs on a core group (abi.CoreGroup); () for a kernel on one core
     group: tuple = field(default=(), repr=False)
+    # abi.core_needs, once: read by every scheduling step
+    needs: tuple = field(init=False, repr=False)
+
+    def __post_init__(self):
+        from .abi import core_needs    # (loaded with the kernel's library already)
+        self.needs = core_needs(self.core_type, self.group)
 
 
 @dataclass

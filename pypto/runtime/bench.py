@@ -82,15 +82,15 @@ class BenchmarkResult:
 
     @property
     def device_us_min(self) -> float:
-        return min(self.device_wall_us)
+        return self.device_wall_min * 1e6
 
     @property
     def device_us_max(self) -> float:
-        return max(self.device_wall_us)
+        return max(self.device_wall) * 1e6
 
     @property
     def device_us_median(self) -> float:
-        return statistics.median(self.device_wall_us)
+        return self.device_wall_median * 1e6
 
     @property
     def orchestration_median(self) -> float:

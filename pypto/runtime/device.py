@@ -97,18 +97,9 @@ def _group_call(task, block: int) -> tuple:
         t.join()
     failed = [r for r in results if r[0] != 0]
     # the half that failed first, not one that then stopped because its pipe did
-    first = [r for r in failed if "other half of the group stopped" not in r[1]] or failed
+    first = [r for r in failed if r[0] != abi.KERNEL_STOPPED] or failed
     status, message = (first[0][0], first[0][1]) if first else (0, "")
     return status, message, min(r[2] for r in results), max(r[3] for r in results)
-
-
-def _needs(kernel) -> dict:
-    """The modelled cores one block of a kernel takes: a core of its type, or, on a core
-    group, an AIC (a Group) and its AIVs."""
-    group = getattr(kernel, "group", ())
-    if not group:
-        return {kernel.core_type: 1}
-    return {"aic": 1, "aiv": group.aivs} if group.cube is not None else {"aiv": group.aivs}
 
 
 def _element_value(raw: bytes, d) -> float:
@@ -136,7 +127,7 @@ def _new_pipe(depth: int):
 
 class _Dummy:
     """The 'kernel' of a task that runs nothing (pl.system.task_dummy)."""
-    name, core_type, entry = "task_dummy", "aiv", None
+    name, core_type, entry, needs = "task_dummy", "aiv", None, (("aiv", 1),)
 
 
 _DUMMY = _Dummy()
@@ -234,12 +225,12 @@ class Device:
             if q and self._has_free(ctype):
                 entry = q.popleft()
                 return entry, [(t, heapq.heappop(self._free[t]))
-                               for t, k in _needs(entry[0].kernel).items() for _ in range(k)]
+                               for t, k in entry[0].kernel.needs for _ in range(k)]
         return None
 
     def _has_free(self, ctype: str) -> bool:
         q = self._ready[ctype]
-        return bool(q) and all(len(self._free[t]) >= k for t, k in _needs(q[0][0].kernel).items())
+        return bool(q) and all(len(self._free[t]) >= k for t, k in q[0][0].kernel.needs)
 
     def _loop(self, index: int) -> None:
         err = ctypes.create_string_buffer(abi.ERR_LEN)

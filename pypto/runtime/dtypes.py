@@ -71,9 +71,14 @@ def numpy_dtype(d: DataType):
     return np.dtype(_NUMPY[d.name])
 
 
+def torch_name(d: DataType) -> str:
+    """The torch dtype's attribute name ("bfloat16"), without importing torch."""
+    return _TORCH[d.name]
+
+
 def torch_dtype(d: DataType):
     import torch
-    return getattr(torch, _TORCH[d.name])
+    return getattr(torch, torch_name(d))
 
 
 def from_numpy_dtype(npd) -> DataType | None:

@@ -39,9 +39,9 @@ def group(cube_body: str, vector_body: str) -> str:
             + head.format(half="aiv", kind="vector") + vector_body + "    return\n  }\n}\n")
 
 
-def run_group(tmp_path, text: str, x: np.ndarray, y: np.ndarray) -> list:
+def run_group(tmp_path, text: str, x: np.ndarray, y: np.ndarray, statuses=None) -> list:
     """Both halves at once on threads of their own, as the runtime runs a Group block;
-    returns each half's error (None when it succeeded)."""
+    returns each half's error (None when it succeeded); `statuses` gets their codes."""
     from pypto.cxx import build_kernel
     cpp = compile_pto(text, arch="a2a3", level="level3", source_name="g.pto").cpp
     path = tmp_path / "g.so"
@@ -53,11 +53,12 @@ def run_group(tmp_path, text: str, x: np.ndarray, y: np.ndarray) -> list:
     descs = [describe(x), describe(y)]
     args = (ctypes.c_int64 * (2 + abi.HIDDEN_ARGS))(*[ctypes.addressof(d) for d in descs])
     args[2 + 4] = pipe.ctypes.data
-    errors = [None, None]
+    errors, codes = [None, None], [0, 0]
 
     def half(i):
         err = ctypes.create_string_buffer(abi.ERR_LEN)
-        if entries[i](args, err, abi.ERR_LEN) != 0:
+        codes[i] = entries[i](args, err, abi.ERR_LEN)
+        if codes[i] != 0:
             errors[i] = err.value.decode()
 
     threads = [threading.Thread(target=half, args=(i,)) for i in range(2)]
@@ -66,6 +67,8 @@ def run_group(tmp_path, text: str, x: np.ndarray, y: np.ndarray) -> list:
     for t in threads:
         t.join(timeout=30)
     assert not any(t.is_alive() for t in threads), "a half still waits"
+    if statuses is not None:
+        statuses[:] = codes
     return errors
 
 
@@ -125,9 +128,11 @@ def test_a_half_that_fails_stops_the_other(tmp_path):
     vector = (f"    %t = pto.alloc_tile addr = %a0 : {VEC}\n"
               f"    pto.tpop_from_aic ins(%__pypto_group_pipe : i64) outs(%t : {VEC})\n")
     x, y = np.zeros((16, 16), np.float32), np.zeros((16, 16), np.float32)
-    cube_err, vector_err = run_group(tmp_path, group(cube, vector), x, y)
+    codes = []
+    cube_err, vector_err = run_group(tmp_path, group(cube, vector), x, y, codes)
     assert cube_err and "tpop" not in cube_err
     assert "the other half of the group stopped" in vector_err
+    assert codes == [1, abi.KERNEL_STOPPED]     # the runtime tells them apart by code
 
 
 @pytest.mark.parametrize("body, kind, msg", [

@@ -220,9 +220,11 @@ from pypto.runtime.abi import CoreGroup  # noqa: E402
 
 class _Kernel:
     """What the scheduler reads of a loaded kernel: its core type and, on a core group,
-    its CoreGroup."""
+    its CoreGroup, and the cores a block takes (as LoadedKernel derives them)."""
     def __init__(self, core_type, group=()):
+        from pypto.runtime.abi import core_needs
         self.core_type, self.group = core_type, group
+        self.needs = core_needs(core_type, group)
 
 
 class _Task:
