@@ -1,15 +1,21 @@
-"""Simulator runtime benchmarks (pypto.runtime).
+"""Simulator runtime benchmarks (pypto.runtime), each figure next to the goal of issue 15.
 
-1. Dispatch overhead: launches of a registered handle of the quickstart add
-   (one [128, 128] fp32 kernel) versus the same add in torch eager.
-2. Scheduling: 16 dependent kernels (each reads what the previous one wrote) versus 16
+1. Dispatch overhead of the quickstart add (one [128, 128] fp32 kernel), called three
+   ways -- a `@pl.jit` function whose specialization is cached, a `CompiledProgram`, a
+   registered handle -- each as a per-call cost over the kernel's own time (the kernel
+   call itself, from the launch records), next to torch eager.
+2. Large kernels (2 M elements: element-wise add and exp, a row sum; a [1024, 128] x
+   [128, 1024] matmul, 1 M outputs), SPMD over the device's cores, versus torch eager.
+3. Scheduling: 16 dependent kernels (each reads what the previous one wrote) versus 16
    independent ones (all read x), for a small kernel and a larger one. The independent
    program can use as many cores as the device has host threads, so its speed-up over
    the chain is bounded by that thread count.
 
     .venv/bin/python bench/bench_runtime.py [--rounds N] [--quick]
 
-Programs are compiled into a temporary directory with a private artifact store.
+Programs are compiled into a temporary directory with a private artifact store. Every
+ratio is measured side by side in one run (the machine is shared); results are checked
+against torch.
 """
 from __future__ import annotations
 
@@ -24,6 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+import pypto.language as pl  # noqa: E402
 
 N_KERNELS = 16
 T = "pl.Tensor[[64, 64], pl.FP32]"
@@ -40,6 +48,83 @@ class Quickstart:
             out[:] = pl.add(a, b)
         return out
 '''
+
+
+# -- large kernels: SPMD blocks, each taking row chunks b, b + n, ... -----------------------
+ROWS, COLS, CHUNK, BLOCKS = 2048, 1024, 8, 4
+BIG = f"pl.Tensor[[{ROWS}, {COLS}], pl.FP32]"
+MM_M, MM_K, MM_N, MM_T = 1024, 128, 1024, 128
+# what each large program's kernel does to a [CHUNK, COLS] chunk (or a matmul tile), and
+# torch's eager equivalent (into a preallocated output, as the kernel writes its own)
+LARGE = {
+    "add": ("pl.add(ta, tb)", lambda a, b, o: torch_mod().add(a, b, out=o)),
+    "exp": ("pl.exp(ta)", lambda a, b, o: torch_mod().exp(a, out=o)),
+    "row_sum": (f"pl.row_sum(ta, pl.create_tile([{CHUNK}, {COLS}], dtype=pl.FP32, "
+                "target_memory=pl.Mem.Vec))", lambda a, b, o: torch_mod().sum(a, 1, keepdim=True, out=o)),
+    "matmul": (None, lambda a, b, o: torch_mod().matmul(a, b, out=o)),
+}
+
+
+def torch_mod():
+    import torch
+    return torch
+
+
+def large_program(op: str) -> str:
+    """One InCore kernel over the whole tensor, launched as BLOCKS SPMD blocks."""
+    expr = LARGE[op][0]
+    if op == "matmul":
+        a_t, b_t = f"pl.Tensor[[{MM_M}, {MM_K}], pl.FP32]", f"pl.Tensor[[{MM_K}, {MM_N}], pl.FP32]"
+        y_t = f"pl.Tensor[[{MM_M}, {MM_N}], pl.FP32]"
+        body = f'''        for i in pl.range(me, {MM_M // MM_T}, n):
+            ta = pl.load(a, [i * {MM_T}, 0], [{MM_T}, {MM_K}], target_memory=pl.Mem.Mat)
+            left = pl.move(ta, target_memory=pl.Mem.Left)
+            for j in pl.range({MM_N // MM_T}):
+                tb = pl.load(b, [0, j * {MM_T}], [{MM_K}, {MM_T}], target_memory=pl.Mem.Mat)
+                right = pl.move(tb, target_memory=pl.Mem.Right)
+                y = pl.store(pl.matmul(left, right), [i * {MM_T}, j * {MM_T}], y)'''
+    else:
+        a_t = b_t = BIG
+        y_t = f"pl.Tensor[[{ROWS}, 1], pl.FP32]" if op == "row_sum" else BIG
+        tb = f"            tb = pl.load(b, [r * {CHUNK}, 0], [{CHUNK}, {COLS}])\n" if "tb" in expr else ""
+        body = f'''        for r in pl.range(me, {ROWS // CHUNK}, n):
+            ta = pl.load(a, [r * {CHUNK}, 0], [{CHUNK}, {COLS}])
+{tb}            y = pl.store({expr}, [r * {CHUNK}, 0], y)'''
+    return f'''
+import pypto.language as pl
+
+@pl.program
+class Large_{op}:
+    @pl.function(type=pl.FunctionType.InCore)
+    def work(self, a: {a_t}, b: {b_t}, y: pl.Out[{y_t}]) -> {y_t}:
+        me = pl.tile.get_block_idx()
+        n = pl.tile.get_block_num()
+{body}
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: {a_t}, b: {b_t}, y: pl.Out[{y_t}]) -> {y_t}:
+        with pl.spmd({BLOCKS}):
+            y = self.work(a, b, y)
+        return y
+'''
+
+
+def large_inputs(op: str, g):
+    import torch
+    if op == "matmul":
+        return (torch.randn(MM_M, MM_K, generator=g), torch.randn(MM_K, MM_N, generator=g),
+                torch.zeros(MM_M, MM_N))
+    a, b = torch.randn(ROWS, COLS, generator=g), torch.randn(ROWS, COLS, generator=g)
+    return a, b, torch.zeros(ROWS, 1 if op == "row_sum" else COLS)
+
+
+@pl.jit
+def jit_add(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+    """The quickstart add as a @pl.jit function (its specialization is cached)."""
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.add(a, b)
+    return out
 
 
 def sixteen(name: str, loops: int, chain: bool) -> str:
@@ -98,25 +183,47 @@ def fmt_us(seconds: float) -> str:
     return f"{seconds * 1e6:10.1f}"
 
 
+def call_median(fn, rounds: int) -> float:
+    """Median seconds of single calls of fn (after one untimed call)."""
+    fn()
+    samples = []
+    for _ in range(rounds):
+        t = time.perf_counter_ns()
+        fn()
+        samples.append((time.perf_counter_ns() - t) / 1e9)
+    return statistics.median(samples)
+
+
+def kernel_ns(record) -> int:
+    """The kernels' own time in a launch: summed kernel calls."""
+    return sum(t.duration_ns for t in record.tasks)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=50, help="timed launches per case")
     ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--quick", action="store_true", help="fewer rounds, small kernels only")
+    ap.add_argument("--quick", action="store_true", help="fewer rounds, small scheduling kernels only")
     args = ap.parse_args(argv)
     rounds = 10 if args.quick else args.rounds
 
     import torch
-    from pypto.runtime import ChipWorker, RunConfig, benchmark
+    from pypto.runtime import ChipWorker, RunConfig
     from pypto.runtime.device import host_threads
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_runtime_"))
     os.environ["PYPTO_CACHE_DIR"] = str(tmp / "store")
     os.environ["PYPTO_PROG_BUILD_DIR"] = str(tmp / "builds")
+    cfg = RunConfig(platform="a2a3sim")
 
     sizes = [("small", 4)] if args.quick else [("small", 4), ("large", 256)]
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(128, 128, generator=g), torch.randn(128, 128, generator=g)
+    out = torch.zeros(128, 128)
     t = time.perf_counter()
     quick = compile_text(QUICKSTART, tmp / "quickstart")
+    jit_add(a, b, out, config=cfg)           # compiles; later calls hit the cache
+    large = {op: compile_text(large_program(op), tmp / f"Large_{op}") for op in LARGE}
     progs = {}
     for label, loops in sizes:
         for chain in (True, False):
@@ -124,21 +231,66 @@ def main(argv=None) -> int:
             progs[(label, chain)] = compile_text(sixteen(name, loops, chain), tmp / name)
     compile_s = time.perf_counter() - t
 
-    g = torch.Generator().manual_seed(0)
-    rows = []
-    with ChipWorker(RunConfig(platform="a2a3sim")) as worker:
+    # -- 1. dispatch overhead: the three ways of calling, and torch, interleaved ---------
+    n_calls = max(rounds * 20, 200)
+    with ChipWorker(cfg) as worker:
         threads = worker._device.n_threads
-        # -- 1. dispatch overhead --------------------------------------------------------
-        a, b = torch.randn(128, 128, generator=g), torch.randn(128, 128, generator=g)
-        out = torch.zeros(128, 128)
-        stats = benchmark(quick, (a, b, out), rounds=max(rounds * 4, 40), warmup=args.warmup)
-        assert torch.equal(out, a + b)
-        eager = eager_median(lambda: torch.add(a, b, out=out), max(rounds, 20))
-        dispatch = stats.median - stats.device_wall_median
+        handle = worker.register(quick)
+        kernel, host = [], []
+        for _ in range(args.warmup):
+            handle.launch(a, b, out)
+        for _ in range(n_calls):
+            t0 = time.perf_counter_ns()
+            _, rec = handle.launch(a, b, out)
+            host.append((time.perf_counter_ns() - t0) / 1e9)
+            kernel.append(kernel_ns(rec) / 1e9)
+            assert len(rec.tasks) == 1
+        orch_s = (rec.orchestration_end_ns - rec.orchestration_start_ns) / 1e9
+        wall_s = rec.device_wall_ns / 1e9
+    assert torch.equal(out, a + b)
+    med = statistics.median
+    kernel_s = med(kernel)
+    dispatch = [("registered handle: handle(a, b, out)", med(host), 10e-6)]
+    out.zero_()
+    dispatch.append(("CompiledProgram: compiled(a, b, out)",
+                     call_median(lambda: quick(a, b, out), n_calls), 25e-6))
+    assert torch.equal(out, a + b)
+    out.zero_()
+    dispatch.append(("@pl.jit, cached: jit_add(a, b, out)",
+                     call_median(lambda: jit_add(a, b, out), n_calls), 30e-6))
+    assert torch.equal(out, a + b)
+    eager = eager_median(lambda: torch.add(a, b, out=out), max(rounds, 20))
 
-        # -- 2. chain vs independent -------------------------------------------------------
-        # The two programs of a size are launched alternately, round by round, so both
-        # see the same machine load.
+    # -- 2. large kernels vs torch eager, alternately ---------------------------------------
+    big_rows = []
+    with ChipWorker(cfg) as worker:
+        for op, (_, ref) in LARGE.items():
+            x, y, dst = large_inputs(op, g)
+            h = worker.register(large[op])
+            want = torch.empty_like(dst)
+            sim, tor, kern = [], [], []
+            # in batches: torch's intra-op threads spin a while after each op and would
+            # slow the kernel threads (and those torch's) if the two alternated call by call
+            for r in range(2 + max(rounds // 2, 5)):
+                t0 = time.perf_counter_ns()
+                _, rec = h.launch(x, y, dst)
+                if r >= 2:
+                    sim.append((time.perf_counter_ns() - t0) / 1e9)
+                    kern.append(rec.device_wall_ns / 1e9)
+            for r in range(2 + max(rounds // 2, 5)):
+                t0 = time.perf_counter_ns()
+                ref(x, y, want)
+                if r >= 2:
+                    tor.append((time.perf_counter_ns() - t0) / 1e9)
+            torch.testing.assert_close(dst, want, rtol=1e-4, atol=1e-3)
+            numel = dst.numel() if op != "row_sum" else x.numel()
+            big_rows.append((op, numel, med(sim), med(kern), med(tor)))
+
+    # -- 3. chain vs independent -------------------------------------------------------
+    # The two programs of a size are launched alternately, round by round, so both
+    # see the same machine load.
+    rows = []
+    with ChipWorker(cfg) as worker:
         x = torch.randn(64, 64, generator=g)
         results = {}
         for label, loops in sizes:
@@ -147,22 +299,21 @@ def main(argv=None) -> int:
                 ys = [torch.zeros(64, 64) for _ in range(N_KERNELS)]
                 cases[chain] = (worker.register(progs[(label, chain)]), (x, *ys), [], [], [])
             for r in range(args.warmup + rounds):
-                for chain, (handle, call, launch, wall, conc) in cases.items():
-                    t = time.perf_counter_ns()
-                    _, rec = handle.launch(*call)
+                for chain, (h, call, launch, wall, conc) in cases.items():
+                    t0 = time.perf_counter_ns()
+                    _, rec = h.launch(*call)
                     if r >= args.warmup:
-                        launch.append((time.perf_counter_ns() - t) / 1e9)
+                        launch.append((time.perf_counter_ns() - t0) / 1e9)
                         wall.append(rec.device_wall_ns / 1e9)
                         # kernel time / device wall: 1 = one kernel at a time
-                        conc.append(sum(t.duration_ns for t in rec.tasks) / rec.device_wall_ns)
-            for chain, (handle, call, launch, wall, conc) in cases.items():
+                        conc.append(kernel_ns(rec) / rec.device_wall_ns)
+            for chain, (h, call, launch, wall, conc) in cases.items():
                 ys = call[1:]
                 want = work_ref(x, loops)
                 for i in range(N_KERNELS):
                     if chain and i:
                         want = work_ref(ys[i - 1], loops)
                     torch.testing.assert_close(ys[i], want, rtol=1e-4, atol=1e-4)
-                med = statistics.median
                 results[(label, chain)] = (med(launch), med(wall))
                 rows.append((f"{'chain' if chain else 'independent'} x16 ({label}, {loops} loops)",
                              med(launch), med(wall), med(wall) / N_KERNELS, med(conc)))
@@ -172,16 +323,28 @@ def main(argv=None) -> int:
           f"{rounds} rounds, medians; compile {compile_s:.1f} s; load average "
           f"{os.getloadavg()[0]:.1f}")
     print()
-    print("1. Dispatch overhead: quickstart add [128, 128] fp32, registered handle vs torch eager")
-    print(f"{'case':<44}{'per call (us)':>14}")
+    print("1. Dispatch: quickstart add [128, 128] fp32, per call; overhead = call - the kernel's "
+          "own time")
+    print(f"{'case':<44}{'per call (us)':>14}{'overhead (us)':>15}{'goal (us)':>11}")
     print(f"{'torch.add(a, b, out=out) eager':<44}{fmt_us(eager):>14}")
-    print(f"{'handle(a, b, out): launch, host wall':<44}{fmt_us(stats.median):>14}")
-    print(f"{'  of which device wall (kernel)':<44}{fmt_us(stats.device_wall_median):>14}")
-    print(f"{'  of which orchestration':<44}{fmt_us(stats.orchestration_median):>14}")
-    print(f"{'  dispatch overhead (launch - device wall)':<44}{fmt_us(dispatch):>14}")
-    print(f"{'ratio launch / torch eager':<44}{stats.median / eager:>13.1f}x")
+    print(f"{'kernel own time (kernel call, from records)':<44}{fmt_us(kernel_s):>14}")
+    for name, per_call, goal in dispatch:
+        over = per_call - kernel_s
+        mark = "ok" if over <= goal else "over"
+        print(f"{name:<44}{fmt_us(per_call):>14}{fmt_us(over):>15}{'<= ' + format(goal * 1e6, '.0f'):>11}  {mark}")
+    print(f"{'  handle: device wall (first start..last end)':<44}{fmt_us(wall_s):>14}")
+    print(f"{'  handle: orchestration':<44}{fmt_us(orch_s):>14}")
+    print(f"{'ratio handle / torch eager':<44}{dispatch[0][1] / eager:>13.1f}x")
     print()
-    print(f"2. {N_KERNELS} dependent kernels (chain) vs {N_KERNELS} independent ones")
+    print(f"2. Large kernels, {BLOCKS} SPMD blocks, vs torch eager (launch wall; goal: within 2x)")
+    print(f"{'kernel':<30}{'elements':>10}{'sim launch (us)':>17}{'device wall':>13}"
+          f"{'torch (us)':>12}{'ratio':>8}")
+    for op, numel, sim, kern, tor in big_rows:
+        mark = "ok" if sim / tor <= 2 else "over"
+        print(f"{op:<30}{numel:>10}{fmt_us(sim):>17}{fmt_us(kern):>13}{fmt_us(tor):>12}"
+              f"{sim / tor:>7.1f}x  {mark}")
+    print()
+    print(f"3. {N_KERNELS} dependent kernels (chain) vs {N_KERNELS} independent ones")
     print("   (launched alternately; concurrency = summed kernel time / device wall)")
     print(f"{'case':<40}{'launch (us)':>13}{'device wall':>13}{'wall/kernel':>12}{'concurrency':>13}")
     for name, launch, wall, per, conc in rows:
