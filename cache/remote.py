@@ -278,46 +278,56 @@ class RemoteTier:
                 and self._signed(mac, b"obj", digest, sha))
 
     # -- writes --
-    def publish(self, key: str, body: bytes, digests, read, counters) -> bool:
-        """Put the objects of `digests` the remote lacks (their bytes from `read`),
-        then the entry `body` under `key`: the entry is never there before its objects.
-        False if nothing was published (read-only, remote off or failed, or an object
-        could not be read here)."""
+    def _send_objects(self, r, unknown: list[str], read) -> int | None:
+        """Put those of `unknown` the remote lacks (or served damaged); the bytes sent,
+        or None if one could not be read here."""
+        there = []
+        for i in range(0, len(unknown), BATCH):
+            p = r.pipeline(transaction=False)
+            for d in unknown[i:i + BATCH]:
+                p.exists(OBJ + d)
+            there += p.execute()
+        send = [d for d, e in zip(unknown, there) if not e or d in self._bad]
+        up, p, queued = 0, r.pipeline(transaction=False), 0
+        for d in send:
+            data = read(d)
+            if data is None:
+                return None
+            sha = hashlib.sha256(data).hexdigest()
+            p.hset(OBJ + d, mapping={"data": data, "sha256": sha,
+                                     "hmac": self._mac(b"obj", d, sha.encode())})
+            up += len(data)
+            queued += 1
+            if queued >= BATCH or up >= 32 << 20:
+                p.execute()
+                p, queued = r.pipeline(transaction=False), 0
+        if queued:
+            p.execute()
+        return up
+
+    def publish_objects(self, digests, read, counters) -> bool:
+        """Make sure the remote holds these objects (their bytes from `read`), without
+        an entry naming them: what another machine is asked to read. False if it
+        could not (read-only, remote off or failed, an object unreadable here)."""
         if not self.writable or self.disabled:
             return False
-        unknown = sorted(d for d in digests if d not in self._present or d in self._bad)
-
-        def objects(r):
-            there = []
-            for i in range(0, len(unknown), BATCH):
-                p = r.pipeline(transaction=False)
-                for d in unknown[i:i + BATCH]:
-                    p.exists(OBJ + d)
-                there += p.execute()
-            send = [d for d, e in zip(unknown, there) if not e or d in self._bad]
-            up, p, queued = 0, r.pipeline(transaction=False), 0
-            for d in send:
-                data = read(d)
-                if data is None:
-                    return None
-                sha = hashlib.sha256(data).hexdigest()
-                p.hset(OBJ + d, mapping={"data": data, "sha256": sha,
-                                         "hmac": self._mac(b"obj", d, sha.encode())})
-                up += len(data)
-                queued += 1
-                if queued >= BATCH or up >= 32 << 20:
-                    p.execute()
-                    p, queued = r.pipeline(transaction=False), 0
-            if queued:
-                p.execute()
-            return up
-
-        up = self._call("publishing objects", counters, objects) if unknown else 0
+        unknown = sorted(d for d in set(digests) if d not in self._present or d in self._bad)
+        up = self._call("publishing objects", counters,
+                        lambda r: self._send_objects(r, unknown, read)) if unknown else 0
         if up is None:
             return False
         counters.bump("remote_bytes_up", up)
         self._present.update(unknown)
         self._bad.difference_update(unknown)
+        return True
+
+    def publish(self, key: str, body: bytes, digests, read, counters) -> bool:
+        """Put the objects of `digests` the remote lacks (their bytes from `read`),
+        then the entry `body` under `key`: the entry is never there before its objects.
+        False if nothing was published (read-only, remote off or failed, or an object
+        could not be read here)."""
+        if not self.publish_objects(digests, read, counters):
+            return False
         done = self._call("publishing an action entry", counters, lambda r: r.hset(
             ACT + key, mapping={"body": body, "hmac": self._mac(b"act", key, body)}))
         if done is None:

@@ -324,6 +324,19 @@ class Store:
         self._overlay.put_action(key, data)
         return data
 
+    def publish_objects(self, digests) -> bool:
+        """Put these objects of this store into the remote tier (those it lacks), for
+        another machine to read; False with no writable remote, or if it failed."""
+        remote = self._remote
+        if remote is None or not remote.writable or remote.disabled:
+            return False
+        return remote.publish_objects(digests, self._get_local, self._counters)
+
+    @property
+    def remote(self):
+        """The remote tier behind this store (None: this disk only)."""
+        return self._remote
+
     # -- the remote tier, asked on a local miss --
     def _action_from_remote(self, key: str, found) -> dict | None:
         """The remote's entry under `key` once every object it names is here: each is

@@ -37,6 +37,21 @@ def _step(name, stage, inputs, outputs, options, targets=None, executable=(), do
                 executable=tuple(executable), editable=tuple(editable), doc=doc)
 
 
+def executor():
+    """The process's Dask executor when $PYPTO_EXECUTOR is set (pipeline/executor.py,
+    imported only then), else None."""
+    if not os.environ.get("PYPTO_EXECUTOR", "").strip():
+        return None
+    from pypto_pipeline.executor import from_env
+    return from_env(impl_check)
+
+
+def impl_check(step: Step):
+    """How a worker recomputes `step`'s implementation digest with its own code."""
+    what = _IMPL_OF.get(step.impl)
+    return None if what is None else ("pypto_pipeline.stages:stage_impl", what)
+
+
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "_.-" else "_" for c in name)
 
@@ -527,6 +542,7 @@ class _Phases:
         # no doit database on disk: with serve_hits doit only sees what the store lacks
         self.db, self.jobs = None, jobs or jobs_default()
         self.progress, self.deep = progress.record if progress else None, deep
+        self.executor = executor()
         self.phases: list[list[Step]] = []
         self.producer: dict[str, int] = {}     # output digest -> index of its phase
         self.made_by: dict[str, str] = {}      # output digest -> the step that made it
@@ -539,9 +555,13 @@ class _Phases:
         # Python stages hold the GIL: threads only pay off where a step waits on the
         # C++ compiler; elsewhere they would only add hand-offs
         jobs = self.jobs if any(s.stage in _COMPILERS for s in steps) else 1
+        ex = self.executor
+        if ex is not None and ex.client() is not None and any(ex.wants(s) for s in steps):
+            # the stages run out there: enough threads here to keep every worker busy
+            jobs = max(self.jobs, 2 * ex.slots)
         r = self.run_steps(steps, store=self.store, db_path=self.db, jobs=jobs,
                            progress=self.progress, deep=self.deep, bad=bad,
-                           serve_hits=True)
+                           serve_hits=True, executor=ex)
         self.deep = self.deep or r.damaged
         for rec in r.records:          # a rebuild supersedes the earlier record
             if rec.status == "ran" or rec.name not in self._records:

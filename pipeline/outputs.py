@@ -111,16 +111,18 @@ def write_report(out: Path, records) -> None:
 
 
 def tasks_report(records) -> str:
-    """The text of report/tasks.json."""
+    """The text of report/tasks.json: per task its name, stage, status (ran, cached),
+    seconds and worker (where it ran: a Dask worker's address, or local)."""
     rows = []
     for r in records:
         name, stage = r.name, r.stage
-        if _plain(name) and _plain(stage):   # what json.dumps gives, without its call
+        worker = getattr(r, "worker", "local")     # a Dask worker's address, or local
+        if _plain(name) and _plain(stage) and _plain(worker):   # json.dumps's text, without it
             rows.append(f'{{"name": "{name}", "stage": "{stage}", "status": "{r.status}", '
-                        f'"seconds": {float(round(r.seconds, 6))!r}}}')
+                        f'"seconds": {float(round(r.seconds, 6))!r}, "worker": "{worker}"}}')
         else:
             rows.append(json.dumps({"name": name, "stage": stage, "status": r.status,
-                                    "seconds": round(r.seconds, 6)}))
+                                    "seconds": round(r.seconds, 6), "worker": worker}))
     return "[\n" + ",\n".join(rows) + ("\n]\n" if rows else "]\n")
 
 

@@ -194,7 +194,9 @@ def dodo_globals(programs: str | Iterable[str] | Mapping[str, tuple], *,
             raise ProjectError(f"programs {named[name]!r} and {label!r} are both named {name!r}")
         named[name] = label
     store = store if store is not None else open_store()
-    ctx = BuildContext(store, deep=True)   # deep: a damaged object is rebuilt, not a failure
+    from pypto_pipeline.driver import executor
+    # deep: a damaged object is rebuilt, not a failure; $PYPTO_EXECUTOR: steps on Dask
+    ctx = BuildContext(store, deep=True, executor=executor())
     stages: dict[str, str] = {}
     preload()                              # stage modules imported here, not on a worker thread
     out_root = Path(output)

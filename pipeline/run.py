@@ -37,7 +37,8 @@ from pypto_cache import deferred_stats, file_holds as target_ok
 
 from .graph import GraphError, Step, check_graph, step_key
 
-__all__ = ["TaskRecord", "RunResult", "StepFailed", "InputUnavailable", "BuildContext",
+__all__ = ["TaskRecord", "RunResult", "StepFailed", "InputUnavailable", "WorkerMismatch",
+           "BuildContext",
            "run_steps", "run_phased", "to_task_dict"]
 
 
@@ -57,6 +58,11 @@ class InputUnavailable(StepFailed):
         self.digest = digest
 
 
+class WorkerMismatch(StepFailed):
+    """A worker of the executor refused a step: its code for the step's stage is not
+    the client's (another pypto), so its result would not be this build's."""
+
+
 @dataclass
 class TaskRecord:
     name: str
@@ -66,6 +72,7 @@ class TaskRecord:
     started: float = 0.0   # time.time() at action start (= finished when skipped)
     finished: float = 0.0  # time.time() when the action returned
     thread: str = ""       # the thread that ran the action ("" when doit skipped it)
+    worker: str = "local"  # where the stage ran: a Dask worker's address, or "local"
 
 
 @dataclass
@@ -93,8 +100,11 @@ class BuildContext:
     """What the tasks of one doit run share: the store, the keys computed by the
     actions (saved as doit values), the original exceptions, the records."""
 
-    def __init__(self, store, *, level: int = 0, bad=(), deep: bool = False):
+    def __init__(self, store, *, level: int = 0, bad=(), deep: bool = False,
+                 executor=None):
         self.store = store
+        # pipeline.executor.Executor: sends the steps it wants to a cluster (None: here)
+        self.executor = executor
         self.level = level
         # deep: the up-to-date check hashes every output object instead of only
         # looking for it (set once this build has met a damaged object)
@@ -128,7 +138,7 @@ def _execute(ctx: BuildContext, step: Step, **upstream):
                    for inp, ref in step.inputs.items()}
         key = step_key(step, digests)
         ctx.keys[step.name] = key
-        status, outputs = _build(ctx, step, key, digests)
+        status, outputs, worker = _build(ctx, step, key, digests)
     except _StageRaised as raised:
         return _fail(ctx, step, raised.exc)
     except Exception as exc:  # our side: store, contract, file system
@@ -141,7 +151,7 @@ def _execute(ctx: BuildContext, step: Step, **upstream):
         _TLS.level = outer
     finished = time.time()
     ctx.done[step.name] = TaskRecord(step.name, step.stage, status, time.perf_counter() - t0,
-                                     started, finished, threading.current_thread().name)
+                                     started, finished, threading.current_thread().name, worker)
     return dict(outputs)
 
 
@@ -170,12 +180,16 @@ def _build(ctx: BuildContext, step: Step, key: str, digests: dict[str, str]):
     store = ctx.store
     outputs = _usable(store.get_action(key), step)
     if outputs is not None and _materialize(store, step, outputs):
-        return "cached", outputs
+        return "cached", outputs, "local"
     with store.lock(key):
         # Another process (or thread) may have built it while we waited.
         outputs = _usable(store.get_action(key), step)
         if outputs is not None and _materialize(store, step, outputs):
-            return "cached", outputs
+            return "cached", outputs, "local"
+        if ctx.executor is not None and ctx.executor.wants(step):
+            got = ctx.executor.build(step, key, digests, store)   # None: build it here
+            if got is not None and _materialize(store, step, got[0]):
+                return "ran", got[0], got[1]
         inputs = {}
         for inp, d in digests.items():
             data = store.get_bytes(d)
@@ -195,7 +209,7 @@ def _build(ctx: BuildContext, step: Step, key: str, digests: dict[str, str]):
         if not _materialize(store, step, outputs):
             raise StepFailed(f"step {step.name}: could not materialise its targets from "
                              f"the objects it just stored (store damaged under us?)")
-        return "ran", outputs
+        return "ran", outputs, "local"
 
 
 def _check_outputs(step: Step, produced) -> dict[str, bytes]:
@@ -532,7 +546,8 @@ class _Materializer(threading.Thread):
 
 def run_steps(steps: list[Step], *, store, db_path: str | None, jobs: int = 1,
               verbosity: int = 0, progress: Callable[[TaskRecord], None] | None = None,
-              deep: bool = False, bad=(), serve_hits: bool = False) -> RunResult:
+              deep: bool = False, bad=(), serve_hits: bool = False,
+              executor=None) -> RunResult:
     """Build `steps` with doit in this process. Returns every step's output digests
     and one TaskRecord per step in completion order. A failing stage's own exception
     is re-raised unchanged; anything else raises StepFailed.
@@ -545,7 +560,10 @@ def run_steps(steps: list[Step], *, store, db_path: str | None, jobs: int = 1,
 
     `serve_hits`: first serve every step whose key hits the store's action cache
     (in graph order, outside doit) and give doit only the rest: the way to build
-    in a new output directory, where doit's own database knows nothing yet."""
+    in a new output directory, where doit's own database knows nothing yet.
+
+    `executor` (pipeline.executor.Executor): the steps it wants are built on its
+    cluster, through the remote cache; their records name the worker."""
     ordered = check_graph(steps)
     stages = {s.name: s.stage for s in ordered}
     level = getattr(_TLS, "level", 0)
@@ -562,7 +580,7 @@ def run_steps(steps: list[Step], *, store, db_path: str | None, jobs: int = 1,
         # one only if objects keep disappearing under us (another process damaging
         # the store while we build); the bound is a guard, not a tuning knob.
         for _attempt in range(len(ordered) + 2):
-            ctx = BuildContext(store, level=level, bad=bad, deep=deep)
+            ctx = BuildContext(store, level=level, bad=bad, deep=deep, executor=executor)
             reporter = _Reporter(ctx, stages, verbosity, on_record)
             config = {
                 "backend": "sqlite3" if db_path is not None else "pypto-memory",

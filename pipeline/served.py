@@ -37,6 +37,7 @@ class Cached:
     __slots__ = ("name", "stage")
     status = "cached"
     seconds = 0.0
+    worker = "local"
 
     def __init__(self, name: str, stage: str):
         self.name, self.stage = name, stage

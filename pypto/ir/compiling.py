@@ -92,10 +92,8 @@ def build_options(*, strategy=OptimizationStrategy.Default, dump_passes=True,
     if distributed_config is not None:
         _not_yet("distributed_config", distributed_config, "distributed (HOST-level) compilation")
     if os.environ.get("PYPTO_EXECUTOR", "").strip():
-        raise UnsupportedOptionError(
-            f"PYPTO_EXECUTOR={os.environ['PYPTO_EXECUTOR']!r}: building on a Dask cluster is not "
-            f"available in this version of pypto yet; unset PYPTO_EXECUTOR (the remote cache, "
-            f"PYPTO_REMOTE_CACHE, is)")
+        from pypto_pipeline.executor import settings    # ExecutorError: what to fix
+        settings()
     rt = coerce(RuntimeKind, runtime or RuntimeKind.TENSORMAP_AND_RINGBUFFER, "runtime")
     emit_loc = _truthy("PYPTO_EMIT_PTO_LOC", True) if emit_source_loc is None else bool(emit_source_loc)
     l0c_double_buffer = bool(enable_pypto_l0c_double_buffer)

@@ -151,13 +151,28 @@ def test_dump_ptoas_passes(iso):
         (iso / "d" / "ptoas" / "main_incore_0.cpp").read_bytes()
 
 
-@pytest.mark.parametrize("kw, env", [(dict(distributed_config={"ranks": 2}), None),
-                                     ({}, "tcp://scheduler:8786")])
-def test_options_not_built_yet_say_so(iso, kw, env, monkeypatch):
-    if env:
-        monkeypatch.setenv("PYPTO_EXECUTOR", env)
+def test_options_not_built_yet_say_so(iso):
     with pytest.raises(UnsupportedOptionError, match="not available"):
-        ir.compile(TileAdd, output_dir=iso / "x", **kw)
+        ir.compile(TileAdd, output_dir=iso / "x", distributed_config={"ranks": 2})
+    assert not (iso / "x" / "kernel_config.py").exists()
+
+
+@pytest.mark.parametrize("env, says", [
+    ({"PYPTO_EXECUTOR": "scheduler:8786"}, "not a Dask scheduler address"),
+    ({"PYPTO_EXECUTOR": "tcp://scheduler:8786"}, "PYPTO_REMOTE_CACHE is not set"),
+    ({"PYPTO_EXECUTOR": "tcp://scheduler:8786", "PYPTO_REMOTE_CACHE": "redis://localhost:1/0",
+      "PYPTO_REMOTE_CACHE_MODE": "read-only"}, "PYPTO_REMOTE_CACHE_MODE is read-only"),
+    ({"PYPTO_EXECUTOR": "tcp://scheduler:8786", "PYPTO_REMOTE_CACHE": "redis://localhost:1/0",
+      "PYPTO_EXECUTOR_TASK_TIMEOUT": "soon"}, "not a number of seconds")])
+def test_executor_that_cannot_work_says_what_to_fix(iso, env, says, monkeypatch):
+    """PYPTO_EXECUTOR (tests/pipeline/test_dask_executor.py builds on a real cluster)
+    malformed, or without the remote cache its workers exchange objects through: a
+    typed error before anything is built."""
+    from pypto_pipeline.executor import ExecutorError
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    with pytest.raises(ExecutorError, match=says):
+        ir.compile(TileAdd, output_dir=iso / "x")
     assert not (iso / "x" / "kernel_config.py").exists()
 
 

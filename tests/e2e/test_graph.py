@@ -64,7 +64,8 @@ def test_cold_then_warm_in_new_process(iso, source):
     assert {"frontend", "pass", "layout", "pto", "ptoas", "kernel", "orchestration", "config"} \
         <= {t["stage"] for t in cold}
     for t in cold:
-        assert set(t) == {"name", "stage", "status", "seconds"} and t["seconds"] >= 0
+        assert set(t) == {"name", "stage", "status", "seconds", "worker"} and t["seconds"] >= 0
+        assert t["worker"] == "local"                 # no PYPTO_EXECUTOR: built here
     run_py(script, env, iso, [str(iso / "warm")])
     warm = tasks(iso / "warm")
     assert [t["name"] for t in sorted(warm, key=lambda t: t["name"])] == \
