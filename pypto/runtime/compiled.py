@@ -23,7 +23,8 @@ class CompiledProgram:
     `compiled(a, b, out)` runs in place and returns the Out tensor(s) when the program
     returns something; `out = compiled(a, b)` leaves the Out parameters off and gets
     them allocated and returned. Inside `with ChipWorker(...)` the call runs on that
-    worker, otherwise on a one-shot worker.
+    worker, otherwise on the process's shared worker for its platform and runtime
+    (runtime.shared).
     """
 
     def __init__(self, output_dir, *, program: Any = None, check: bool = True):
@@ -127,17 +128,18 @@ class CompiledProgram:
 
     # -- calling -------------------------------------------------------------------------
     def __call__(self, *args, config: RunConfig | None = None):
-        from .config import RunConfig
-        from .worker import ChipWorker, current_worker
+        from .worker import current_worker
         worker = current_worker()
         if worker is not None:
             return worker.run(self, *args, config=config)
+        from .config import runtime_kind_name
+        from .shared import handle_for, shared_worker
         if config is None:
-            config = RunConfig(platform=self.platform, runtime=self.runtime_name)
-        elif config.runtime is None:
-            config = config.replace(runtime=self.runtime_name)
-        with ChipWorker(config=config) as one_shot:
-            return one_shot.run(self, *args)
+            platform, runtime, device = self.platform, self.runtime_name, 0
+        else:
+            platform, device = config.platform, config.device_id
+            runtime = self.runtime_name if config.runtime is None else runtime_kind_name(config.runtime)
+        return handle_for(shared_worker(platform, runtime, device), self)(*args, config=config)
 
     def _prepare_call(self, args: tuple):
         """Full argument list, plus the indices of Out tensors allocated here."""
