@@ -243,29 +243,57 @@ class Device:
                     if got is not None:
                         break
                     self.cond.wait()
-                (task, block), slot = got
-                if not task.started:
-                    task.started = True
-                    task.launch.running += 1
-                    if task.launch.record.arg_dumps is not None:     # what it reads, before
-                        from .arg_dump import capture
-                        capture(task.launch, task, "before_dispatch")
-                task.active += task.spec.blocks if block == ALL_BLOCKS else 1
-                if self._takeable():        # pass the baton: more work than this thread
-                    self.cond.notify()
-            if block == ALL_BLOCKS:
-                results = list(enumerate(_gang(task)))
-            elif getattr(task.kernel, "group", ()):
-                results = [(block, _group_call(task, block))]
-            else:
-                results = [(block, _call(task, block, err))]
-            with self.cond:
-                for t, i in slot:
-                    heapq.heappush(self._free[t], i)
-                slot = slot[0][1]           # (the record names its first core)
-                for b, (status, message, start, end) in results:
-                    task.times[b] = (start, end)
-                    task.launch.block_finished(task, status, message, start, end, slot, index)
+                self._started(got)
+            self._run(got, index, err)
+
+    def _started(self, got) -> None:
+        """A taken entry is about to run (with self.cond held)."""
+        (task, block), _ = got
+        if not task.started:
+            task.started = True
+            task.launch.running += 1
+            if task.launch.record.arg_dumps is not None:     # what it reads, before
+                from .arg_dump import capture
+                capture(task.launch, task, "before_dispatch")
+        task.active += task.spec.blocks if block == ALL_BLOCKS else 1
+        if self._takeable():        # pass the baton: more work than this thread
+            self.cond.notify()
+
+    def _run(self, got, index: int, err) -> None:
+        """Run a taken entry (without the lock), then hand back its cores and finish it."""
+        (task, block), slot = got
+        if block == ALL_BLOCKS:
+            results = list(enumerate(_gang(task)))
+        elif getattr(task.kernel, "group", ()):
+            results = [(block, _group_call(task, block))]
+        else:
+            results = [(block, _call(task, block, err))]
+        with self.cond:
+            for t, i in slot:
+                heapq.heappush(self._free[t], i)
+            slot = slot[0][1]           # (the record names its first core)
+            for b, (status, message, start, end) in results:
+                task.times[b] = (start, end)
+                task.launch.block_finished(task, status, message, start, end, slot, index)
+
+    def help_until(self, done) -> None:
+        """The launching thread runs ready entries itself until `done()` (with self.cond
+        held on entry and exit): a small launch then needs no hand-off to a pool thread
+        and back. It counts as thread n_threads in the records."""
+        err = None
+        while not done():
+            got = self._take() if not self._stopping else None
+            if got is None:
+                self.done.wait()
+                continue
+            self._started(got)
+            if err is None:
+                err = ctypes.create_string_buffer(abi.ERR_LEN)
+            self.cond.release()
+            try:
+                self._run(got, self.n_threads, err)
+            finally:
+                self.cond.acquire()
 
 
 class Launch:
@@ -493,8 +521,7 @@ class Launch:
     def wait(self) -> None:
         with self.device.cond:
             try:
-                while self.submitting or self.remaining > 0:
-                    self.device.done.wait()
+                self.device.help_until(lambda: not self.submitting and self.remaining <= 0)
             except BaseException:   # e.g. KeyboardInterrupt: start nothing more
                 self.fail(SimulatorError("launch interrupted"))
                 raise

@@ -5,6 +5,13 @@ start as soon as their producers are done, while the orchestration is still runn
 HOST_BUILD_GRAPH: the orchestration runs to completion into a Graph first; the graph
 is then executed, and can be executed again for arguments with the same binding key
 without re-running the orchestration.
+
+TENSORMAP_AND_RINGBUFFER replays too (the orchestration is most of a small launch): an
+orchestration depends only on the binding key (shapes, dtypes, aliasing, scalars) unless
+it reads tensor data, so the second launch with a key records its tasks with exact
+dependencies (also those on tasks already done at submit) into a Graph, and later
+launches with that key run the Graph instead of the orchestration. One that read data,
+or failed, is not replayed.
 """
 from __future__ import annotations
 
@@ -46,7 +53,21 @@ def execute(device: Device, chip, binding: Binding, runtime: str, record: RunRec
     record.start_ns = time.perf_counter_ns()
     try:
         if runtime == TENSORMAP_AND_RINGBUFFER:
-            _run_tensormap(device, chip, binding, record, keep_tensors, exact_deps)
+            # graphs[key]: None = run once, False = not replayable, else its Graph
+            graph = graphs.get(binding.key, False) if graphs is not None else False
+            if graph:
+                graphs.move_to_end(binding.key)
+                record.replayed = True
+                run_graph(device, chip, graph, binding, record, keep_tensors)
+            else:
+                # seen once before with this key: record the Graph this time
+                recording = graph is None
+                graph = _run_tensormap(device, chip, binding, record, keep_tensors, exact_deps,
+                                       recording)
+                if recording:
+                    _keep(graphs, binding.key, graph or False)
+                elif graphs is not None and binding.key not in graphs:
+                    _keep(graphs, binding.key, None)
         elif runtime == HOST_BUILD_GRAPH:
             _run_host_graph(device, chip, binding, record, graphs, keep_tensors)
         else:
@@ -56,10 +77,30 @@ def execute(device: Device, chip, binding: Binding, runtime: str, record: RunRec
     return record
 
 
-def _run_tensormap(device, chip, binding, record, keep_tensors, exact_deps=False):
+def _keep(graphs: OrderedDict, key, graph) -> None:
+    graphs[key] = graph
+    graphs.move_to_end(key)
+    while len(graphs) > GRAPH_CACHE_SIZE:
+        graphs.popitem(last=False)
+
+
+def _run_tensormap(device, chip, binding, record, keep_tensors, exact_deps=False,
+                   recording=False) -> "Graph | None":
+    """Run the orchestration, tasks starting as they are submitted; with `recording`,
+    also return the Graph of its tasks with exact deps (None if it is not replayable)."""
     launch = Launch(device, chip, binding.buffers, binding.addrs, record, keep_tensors)
-    recorder = Recorder(chip, binding.buffers, on_task=launch.submit, on_alloc=launch.alloc,
-                        alive=None if exact_deps else launch.alive, on_read=launch.read)
+    on_task, graph = launch.submit, None
+    if recording:
+        graph = Graph(binding.key, list(binding.buffers), len(binding.buffers))
+
+        def on_task(spec):
+            graph.tasks.append(spec)
+            if not exact_deps:    # this launch records only the edges that constrain it
+                spec = spec._replace(deps=tuple(d for d in spec.deps if launch.alive(d)))
+            launch.submit(spec)
+    recorder = Recorder(chip, binding.buffers, on_task=on_task, on_alloc=launch.alloc,
+                        alive=None if exact_deps or recording else launch.alive,
+                        on_read=launch.read)
     status, exc = 0, None
     record.orchestration_start_ns = time.perf_counter_ns()
     try:
@@ -80,6 +121,11 @@ def _run_tensormap(device, chip, binding, record, keep_tensors, exact_deps=False
         raise exc
     if launch.error is not None:
         raise launch.error
+    if graph is None or recorder.reads > 0:
+        return None
+    graph.buffers = list(recorder.buffers)
+    graph.scopes = list(record.scopes)
+    return graph
 
 
 def build_graph(chip, binding: Binding) -> Graph:

@@ -44,7 +44,7 @@ class RunRecord:
     orchestration_start_ns: int = 0
     orchestration_end_ns: int = 0
     graph_built: bool = False        # HOST_BUILD_GRAPH: the orchestration ran this launch
-    replayed: bool = False           # HOST_BUILD_GRAPH: a cached graph was executed
+    replayed: bool = False           # a cached graph was executed (no orchestration ran)
     n_threads: int = 0
     error: str | None = None
     dfx_outputs: dict = field(default_factory=dict)   # name -> path of files written for it
