@@ -180,7 +180,7 @@ class Executor:
         payload.targets = {}         # the client's paths: nothing for a worker to write
         try:
             future = client.submit(remote_build, payload, key, digests, check, pure=False,
-                                   key=f"pypto-{step.stage}-{uuid.uuid4().hex}")
+                                   key=f"pypto {step.name} {uuid.uuid4().hex}")
             try:
                 answer = future.result(timeout=self.task_timeout)
             finally:

@@ -1,0 +1,198 @@
+"""PYPTO_EXECUTOR (issue 14.4) on a real cluster: a `distributed.LocalCluster` of two
+worker processes and a real redis-server between them and the client, never mocks.
+The steps run on the workers (report/tasks.json names them), the artifacts are the
+bytes a local compile makes, another machine on the same Redis runs nothing, a worker
+with other code refuses, a worker killed mid-build costs nothing but time, and a
+cluster that cannot be used costs one warning line."""
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+for p in (HERE.parent / "cache", HERE.parent / "graph"):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
+
+from graph_helpers import artifacts, import_file, tasks, write_program  # noqa: E402
+from redis_helpers import INSTALL_HINT, RedisServer, dead_port, redis_server_binary  # noqa: E402
+
+from distributed import Client, LocalCluster  # noqa: E402
+
+from pypto import ir  # noqa: E402
+from pypto_cache import Store  # noqa: E402
+from pypto_cache.remote import forget_tiers  # noqa: E402
+from pypto_pipeline import executor as executor_mod  # noqa: E402
+
+REMOTE_STAGES = {"pass", "pto", "ptoas", "kernel", "orchestration"}
+
+
+@pytest.fixture(scope="module")
+def redis_srv(tmp_path_factory):
+    binary = redis_server_binary()
+    if binary is None:      # a failure, not a skip: CI must run these tests
+        pytest.fail(f"the executor tests need redis-server: {INSTALL_HINT}", pytrace=False)
+    srv = RedisServer(tmp_path_factory.mktemp("redis"), binary).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster(redis_srv, tmp_path_factory):
+    """Two worker processes (one thread each), each with a store of its own on this
+    machine's disk (two machines), both on the test's Redis."""
+    root = tmp_path_factory.mktemp("dask")
+    env = {"PYPTO_REMOTE_CACHE": redis_srv.url, "PYPTO_CACHE_DIR": str(root / "worker-store"),
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    c = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, scheduler_port=0,
+                     dashboard_address=":0", local_directory=str(root / "scratch"),
+                     env=env, silence_logs=40)
+    yield c
+    c.close(timeout=20)
+
+
+@pytest.fixture
+def watcher(cluster):
+    """A client of the test's own, to look at the cluster (not the build's)."""
+    c = Client(cluster.scheduler_address, set_as_default=False, timeout=20)
+    c.wait_for_workers(2, timeout=60)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def machine(tmp_path, monkeypatch, redis_srv):
+    """Compile as a machine with its own local store, on the shared Redis."""
+    monkeypatch.setenv("PYPTO_REMOTE_CACHE", redis_srv.url)
+    for k in ("PYPTO_CACHE_DISABLE", "PYPTO_REMOTE_CACHE_MODE", "PYPTO_REMOTE_CACHE_SECRET",
+              "PYPTO_EXECUTOR_STAGES", "PYPTO_JOBS"):
+        monkeypatch.delenv(k, raising=False)
+    forget_tiers()
+    executor_mod.forget()
+
+    def compile_on(name: str, prog: Path, *, executor: str | None):
+        monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / f"store-{name}"))
+        if executor:
+            monkeypatch.setenv("PYPTO_EXECUTOR", executor)
+        else:
+            monkeypatch.delenv("PYPTO_EXECUTOR", raising=False)
+        out = tmp_path / f"out-{name}"
+        ir.compile(import_file(prog).PROGRAM, output_dir=out, platform="a2a3sim")
+        return out
+    yield compile_on
+    executor_mod.forget()
+    forget_tiers()
+
+
+def local_build(tmp_path, prog: Path, monkeypatch) -> Path:
+    """The same compile on this machine alone: no remote, no executor."""
+    monkeypatch.delenv("PYPTO_REMOTE_CACHE", raising=False)
+    monkeypatch.delenv("PYPTO_EXECUTOR", raising=False)
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store-alone"))
+    out = tmp_path / "out-alone"
+    ir.compile(import_file(prog).PROGRAM, output_dir=out, platform="a2a3sim")
+    return out
+
+
+def test_steps_run_on_the_workers_and_make_the_local_bytes(cluster, watcher, machine, tmp_path,
+                                                           monkeypatch, capfd):
+    prog = write_program(tmp_path / "prog.py", 4, name="OnWorkers")
+    out = machine("a", prog, executor=cluster.scheduler_address)
+    recs = tasks(out)
+    workers = set(watcher.scheduler_info()["workers"])
+    remote = [r for r in recs if r["stage"] in REMOTE_STAGES]
+    assert remote and all(r["status"] == "ran" for r in remote)
+    assert {r["worker"] for r in remote} == workers          # both worker processes built
+    assert {r["worker"] for r in recs if r["stage"] not in REMOTE_STAGES} == {"local"}
+    assert capfd.readouterr().err == ""
+    # B: a second machine on the same Redis, empty local store: nothing runs anywhere
+    b = machine("b", prog, executor=cluster.scheduler_address)
+    assert {r["status"] for r in tasks(b)} == {"cached"}
+    assert Store(tmp_path / "store-b").stats()["remote_hits"] >= 1
+    # and the artifacts are those this machine makes alone, byte for byte
+    alone = local_build(tmp_path, prog, monkeypatch)
+    assert artifacts(out) == artifacts(alone) == artifacts(b)
+    assert {r["worker"] for r in tasks(alone)} == {"local"}
+
+
+def test_a_worker_with_other_code_refuses(cluster, machine, tmp_path, monkeypatch):
+    """The client's ptoas code 'differs' from the workers': they refuse its steps."""
+    from pypto_pipeline import driver
+    from pypto_pipeline.run import WorkerMismatch
+    real = driver.stage_impl
+    monkeypatch.setattr(driver, "stage_impl", lambda stage, extra="": (
+        "0" * 32 if stage == "ptoas" else real(stage, extra)))
+    prog = write_program(tmp_path / "prog.py", 2, name="OtherCode")
+    with pytest.raises(WorkerMismatch, match=r"refuses step ptoas:OtherCode:k\d.*its pypto "
+                                             r"differs from the client's .*ptoas: [0-9a-f]{32} "
+                                             r"on the worker, 0{32} on the client"):
+        machine("a", prog, executor=cluster.scheduler_address)
+
+
+def test_a_worker_killed_mid_build_costs_only_time(cluster, watcher, machine, tmp_path,
+                                                   monkeypatch):
+    prog = write_program(tmp_path / "prog.py", 6, name="KilledWorker")
+    pids = watcher.run(os.getpid)
+    killed: list[tuple[str, str]] = []      # (worker, the step it was building)
+
+    def kill_one_busy():          # a worker in the middle of a kernel's C++ compile
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            for addr, keys in watcher.processing().items():
+                busy = [str(k) for k in keys if str(k).startswith("pypto kernel:")]
+                if busy and addr in pids:
+                    os.kill(pids[addr], signal.SIGKILL)
+                    killed.append((addr, busy[0].split()[1]))
+                    return
+            time.sleep(0.01)
+    t = threading.Thread(target=kill_one_busy)
+    t.start()
+    out = machine("a", prog, executor=cluster.scheduler_address)
+    t.join()
+    assert killed, "no kernel step was seen running on a worker"
+    addr, step = killed[0]
+    recs = {r["name"]: r for r in tasks(out)}
+    assert all(r["status"] == "ran" for r in recs.values())
+    # Dask gave the lost step to another worker (or it was built here)
+    assert recs[step]["worker"] != addr
+    assert artifacts(out) == artifacts(local_build(tmp_path, prog, monkeypatch))
+    watcher.wait_for_workers(2, timeout=60)       # the nanny restarts it for the next test
+
+
+def test_an_unreachable_scheduler_costs_one_warning(machine, tmp_path, monkeypatch, capfd):
+    monkeypatch.setenv("PYPTO_EXECUTOR_CONNECT_TIMEOUT", "0.5")
+    prog = write_program(tmp_path / "prog.py", 2, name="NoScheduler")
+    out = machine("a", prog, executor=f"tcp://127.0.0.1:{dead_port()}")
+    assert {r["worker"] for r in tasks(out)} == {"local"}
+    assert {r["status"] for r in tasks(out)} == {"ran"}
+    err = [ln for ln in capfd.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and "warning: executor tcp://127.0.0.1:" in err[0] \
+        and "building locally" in err[0], err
+
+
+def test_a_scheduler_without_workers_costs_one_warning(machine, tmp_path, capfd):
+    empty = LocalCluster(n_workers=0, processes=True, scheduler_port=0, dashboard_address=":0",
+                         local_directory=str(tmp_path / "scratch"), silence_logs=40)
+    try:
+        prog = write_program(tmp_path / "prog.py", 2, name="NoWorkers")
+        out = machine("a", prog, executor=empty.scheduler_address)
+    finally:
+        empty.close(timeout=20)
+    assert {r["worker"] for r in tasks(out)} == {"local"}
+    err = capfd.readouterr().err
+    assert "no workers" in err and err.count("warning") == 1, err
+
+
+def test_importing_pypto_imports_no_dask():
+    code = ("import sys, pypto, pypto.ir, pypto_pipeline.driver; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))")
+    env = {k: v for k, v in os.environ.items() if k != "PYPTO_EXECUTOR"}
+    got = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True, cwd=str(ROOT)).stdout.strip()
+    assert got == "[]"
