@@ -75,7 +75,7 @@ result another MemRef, the acc is first copied there with `pto.tmov`).
 """
 from __future__ import annotations
 
-
+from pypto import dtype as dt
 from pypto.codegen.common import Names, c_string, fail, mlir_float
 from pypto.codegen.control_flow import ControlFlow
 from pypto.codegen.gm_access import GmAccess
@@ -85,7 +85,8 @@ from pypto.ir import layout as _layout
 from pypto.ir.layout import tile_rows_cols
 from pypto.ir.ops.system import BLOCK_IDENTITY
 from pypto.codegen.scalars import Scalars
-from pypto.ir.nodes import (ArrayType, Assign, Call, DynDim, Eval, For, FunctionType, If,
+from pypto.errors import NotBuiltError
+from pypto.ir.nodes import (ArrayType, Assign, BinOp, Call, Const, DynDim, Eval, For, FunctionType, If,
                             MemorySpace, Program, PtrType, Return, ScalarType, TensorType,
                             TileType, TupleType, Var, While, Yield)
 from pypto.ir.visit import walk
@@ -204,6 +205,7 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
         self.temp = 0
         self.env: dict[int, object] = {}                 # id(Var) -> _Tensor|_Tile|_Scalar
         self.ptrs: dict[int, MemorySpace] = {}           # id(Ptr var) -> space
+        self.slot_stride: dict[int, int] = {}              # id(Ptr var) -> bytes per slot
         self.tensors: list[_Tensor] = []
         self.dyn_args: list[tuple[DynDim, str]] = []
         self.spmd_used: set[str] = set()     # block identity ops the body reads
@@ -445,6 +447,8 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
             if not isinstance(space, MemorySpace):
                 fail("tile.alloc needs target_memory=pl.Mem.<space>", span)
             self.ptrs[id(v)] = space
+            if "slots" in e.attrs:      # a declared multi-slot allocation: its slots' size
+                self.slot_stride[id(v)] = int(e.args[0].value) // int(e.attrs["slots"])
             return
         if isinstance(e, Var):          # plain alias
             self.env[id(v)] = self.value_of(e, span)
@@ -613,6 +617,12 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
         t: TileType = v.type
         ty = self.tile_ty(t, span, pad=pad)
         key = None
+        if self.level != "level3" and t.slot is not None:
+            raise NotBuiltError(
+                f"tile {v.name!r} takes a slot of the declared allocation {t.slot.region!r}; with "
+                f"memory_planner=PTOAS ptoas places every tile itself, and declared multi-slot "
+                f"allocations are not supported that way by this pypto yet", span,
+                "compile with memory_planner=PYPTO (the default) or DSA_RP, which place the slots")
         if self.level != "level3" and t.memref is not None:
             # without addresses, tiles the passes put in one buffer must be one SSA value
             key = (id(t.memref.base), t.memref.offset, ty)
@@ -627,7 +637,7 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
                 rows, cols = tile_rows_cols(t.valid_shape)
                 valid = (self.const(rows, "index"), self.const(cols, "index"))
         name = "%" + self.names.fresh(_mlir_name(v.name))
-        addr = f"addr = {self.const(t.memref.offset, 'i64')} " if self.level == "level3" else ""
+        addr = f"addr = {self.tile_addr(t, span)} " if self.level == "level3" else ""
         self.emit(f"{name} = pto.alloc_tile {addr}valid_row = {valid[0]} "
                   f"valid_col = {valid[1]} : {ty}", span)
         val = _Tile(name, ty, t, tuple(valid))
@@ -635,6 +645,25 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
         if key is not None:
             self.buffers[-1][key] = val
         return val
+
+    def tile_addr(self, t: TileType, span) -> str:
+        """The i64 byte address of a tile: its buffer's, plus, in a declared multi-slot
+        allocation, index * stride -- computed where the tile is defined when the index
+        is known only at run time (ptoas takes `addr` by value)."""
+        sl = t.slot
+        if sl is None:
+            return self.const(t.memref.offset, "i64")
+        stride = self.slot_stride.get(id(t.memref.base))
+        if stride is None or stride < t.nbytes():
+            fail(f"tile of {sl.region!r}: its buffer {t.memref.base.name!r} is not a declared "
+                 f"allocation of {sl.count} slots of at least {t.nbytes()} bytes", span,
+                 "run InitMemRef, which allocates declared slots")
+        if isinstance(sl.index, Const):
+            return self.const(t.memref.offset + int(sl.index.value) * stride, "i64")
+        at = BinOp("*", sl.index, Const(stride, dt.INDEX, span), dt.INDEX, span)
+        if t.memref.offset:
+            at = BinOp("+", Const(t.memref.offset, dt.INDEX, span), at, dt.INDEX, span)
+        return self.scalar(at, "i64", span).ssa
 
     def op(self, name: str, ins: list, outs: _Tile, span, attr_first: str = "", attrs: str = ""):
         """`pto.name ins(...) outs(...)`; `attr_first` rides on the last operand, `attrs`

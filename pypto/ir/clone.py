@@ -35,6 +35,8 @@ def clone(node):
             return nodes.Functions(go(x) for x in v)
         if cls is dict:
             return {k: go(x) for k, x in v.items()}
+        if cls is nodes.TileType and v.slot is not None:    # its slot index names Vars
+            return nodes.map_slot(v, go)
         if cls is tuple:
             return tuple(go(x) for x in v)
         return v               # str, numbers, enums, frozen types and spans

@@ -222,6 +222,20 @@ class MemRef:
         return hash((self.offset, self.size))
 
 
+@dataclass(frozen=True, eq=False)
+class Slot:
+    """`pl.MemRef("name", slots=N)[index]` on a tile: one of N equal slots of a declared
+    allocation, chosen by `index` (a constant or a scalar expression evaluated where the
+    tile is defined). InitMemRef allocates the region (`pl.tile.alloc(N * stride, ...,
+    attrs={"slots": N})`); the tile's address is the region's plus index * stride."""
+    region: str
+    count: int
+    index: Any           # Const or a scalar Expr
+
+    def with_index(self, index) -> "Slot":
+        return Slot(self.region, self.count, index)
+
+
 @dataclass(frozen=True)
 class TensorType:
     shape: tuple[Dim, ...]
@@ -253,6 +267,7 @@ class TileType:
     # the region that holds data, when smaller than the tile (pl.load(..., valid_shape=));
     # the rest is padding that ops do not read until pl.fillpad fills it. None: all of it
     valid: tuple[int, ...] | None = None
+    slot: Slot | None = None     # a declared multi-slot allocation (pl.MemRef(slots=N)[i])
 
     @property
     def valid_shape(self) -> tuple:
@@ -290,7 +305,16 @@ def with_memref(t, memref):
     if isinstance(t, TensorType):
         return TensorType(t.shape, t.dtype, memref, t.valid)
     if isinstance(t, TileType):
-        return TileType(t.shape, t.dtype, t.memory_space, memref, t.valid)
+        return TileType(t.shape, t.dtype, t.memory_space, memref, t.valid, t.slot)
+    return t
+
+
+def map_slot(t, f):
+    """`t` with its slot's index mapped by `f` (an expression rewriter), for passes that
+    give a tile a new Var: the index may name Vars the pass renames."""
+    if isinstance(t, TileType) and t.slot is not None:
+        return TileType(t.shape, t.dtype, t.memory_space, t.memref, t.valid,
+                        t.slot.with_index(f(t.slot.index)))
     return t
 
 

@@ -88,6 +88,8 @@ class _Printer:
             parts = [self.shape(t.shape), repr(t.dtype)]
             if t.memref is not None:
                 parts.append(self.memref(t.memref))
+            if t.slot is not None:
+                parts.append(f'pl.MemRef("{t.slot.region}", slots={t.slot.count})[{self.expr(t.slot.index)}]')
             if t.memory_space is not None:
                 parts.append(f"pl.Mem.{t.memory_space.name}")
             if self.explicit and t.memory_space is not None:

@@ -76,6 +76,9 @@ def _memref_vars(t):
     m = getattr(t, "memref", None)
     if m is not None and isinstance(m.base, Var):
         yield m.base
+    slot = getattr(t, "slot", None)
+    if slot is not None:            # the slot index is read where the tile is defined
+        yield from vars_used(slot.index)
 
 
 def _stmt_types(s):

@@ -62,12 +62,30 @@ class Ptr(metaclass=_Subscriptable):
     """`pl.Ptr` — the identity of an on-chip allocation (`pl.tile.alloc`)."""
 
 
-@dataclass(frozen=True)
 class MemRef:
-    """`pl.MemRef(base, byte_offset, size)` in a type: where the value lives."""
-    base: Any
-    offset: Any
-    size: Any
+    """In a type, where the value lives: `pl.MemRef(base, byte_offset, size)` (explicit
+    dumps), or a declared allocation of N equal slots, `pl.MemRef("name", slots=N)` --
+    written inline or bound to a module-level name -- with the slot a tile takes chosen
+    by subscript: `pl.Tile[[64, 64], pl.FP32, pl.MemRef("ub", slots=2)[i % 2], pl.Mem.Vec]`."""
+
+    def __init__(self, base: Any = None, offset: Any = None, size: Any = None, *, slots: Any = None):
+        self.base, self.offset, self.size, self.slots = base, offset, size, slots
+
+    def __getitem__(self, index):
+        return (self, index)          # only read from the source by the parser
+
+    def __eq__(self, other):
+        return isinstance(other, MemRef) and (self.base, self.offset, self.size, self.slots) == \
+            (other.base, other.offset, other.size, other.slots)
+
+    def __hash__(self):
+        return hash((MemRef, self.base, self.offset, self.size, self.slots))
+
+    def __repr__(self) -> str:
+        if self.slots is not None:
+            return f"pl.MemRef({self.base!r}, slots={self.slots!r})" if self.base is not None \
+                else f"pl.MemRef(slots={self.slots!r})"
+        return f"pl.MemRef({self.base!r}, {self.offset!r}, {self.size!r})"
 
 
 class TileView:

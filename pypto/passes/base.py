@@ -75,9 +75,12 @@ class Clone(Rewriter):
         self.new_var = new_var
 
     def define(self, v):
+        from pypto.ir.nodes import map_slot
         got = self.map.get(id(v))
         if got is None:
             got = self.new_var(v)
+            if got is not v:        # a slot index names Vars of the copied body
+                got.type = map_slot(got.type, self.expr)
             self.map[id(v)] = got
         return got
 
@@ -142,7 +145,7 @@ def rebind_names(f):
     copy statements before SSA (UnrollLoops, InlineFunctions) end with this."""
     from pypto.ir.nodes import (Assign, BinOp, Call, Const, Eval, For, Function, If,
                                 InCoreScope, IterArg, Return, RuntimeScope, TupleExpr, Var,
-                                While, Yield)
+                                While, Yield, map_slot)
     env = {p.var.name: p.var for p in f.params}
 
     def define(v):
@@ -172,7 +175,9 @@ def rebind_names(f):
     def stmt(s):
         if isinstance(s, Assign):
             value = expr(s.value)
-            return Assign(define(s.var), value, s.span)
+            var = define(s.var)
+            var.type = map_slot(var.type, expr)
+            return Assign(var, value, s.span)
         if isinstance(s, Eval):
             return Eval(expr(s.expr), s.span)
         if isinstance(s, (Return, Yield)):

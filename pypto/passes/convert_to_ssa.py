@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pypto.errors import ParserError
 from pypto.ir.nodes import (Assign, For, Function, If, InCoreScope, IterArg, Program, While,
-                            RuntimeScope, Var, Yield)
+                            RuntimeScope, Var, Yield, map_slot)
 from pypto.ir import ops
 from pypto.ir.visit import Rewriter, walk, defs
 from pypto.passes.base import Namer
@@ -83,7 +83,9 @@ class _SSA(Rewriter):
         self.span = s.span
         if isinstance(s, Assign):
             value = self.expr(s.value)
-            return [Assign(self.version(s.var), value, s.span)]
+            var = self.version(s.var)
+            var.type = map_slot(var.type, self.expr)     # its slot index reads current versions
+            return [Assign(var, value, s.span)]
         if isinstance(s, For):
             return [self.for_(s)]
         if isinstance(s, While):

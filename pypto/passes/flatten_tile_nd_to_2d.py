@@ -66,7 +66,7 @@ def flat_shape(shape) -> tuple:
 
 def _flat(t: TileType) -> TileType:
     # valid shapes exist on 2-D tiles only (the load refuses others), which stay as they are
-    return TileType(flat_shape(t.shape), t.dtype, t.memory_space, t.memref, t.valid)
+    return TileType(flat_shape(t.shape), t.dtype, t.memory_space, t.memref, t.valid, t.slot)
 
 
 def _ints(shape, span):

@@ -177,5 +177,5 @@ def _space(v):
 def _set_space(v, space):
     t = v.type
     if isinstance(t, TileType) and space is not None:
-        v.type = TileType(t.shape, t.dtype, space, t.memref, t.valid)
+        v.type = TileType(t.shape, t.dtype, space, t.memref, t.valid, t.slot)
 

@@ -127,9 +127,22 @@ def _function(f: Function) -> Function:
     for k, v in g.var.items():
         members.setdefault(g.find(k), []).append(v)
     allocs, ptr_of = [], {}
+    regions = _regions(order, g, members)
     for v in order:
         root = g.find(id(v))
         if root in ptr_of:
+            continue
+        if v.type.slot is not None:
+            region = regions[v.type.slot.region]
+            ptr = region.get("ptr")
+            if ptr is None:
+                ptr = region["ptr"] = Var(f"mem_{region['space'].value}_{counter}", PtrType(), v.span)
+                counter += 1
+                size = region["count"] * region["stride"]
+                allocs.append(Assign(ptr, Call("tile.alloc", [Const(size, dt.INDEX, v.span)],
+                                               {"target_memory": region["space"]}, PtrType(),
+                                               {"slots": region["count"]}, v.span), v.span))
+            ptr_of[root] = ptr
             continue
         group = members[root]
         space = v.type.memory_space
@@ -148,6 +161,38 @@ def _function(f: Function) -> Function:
     _retype_calls(body)
     return Function(f.name, f.params, f.return_types, allocs + body, f.func_type, f.level,
                     f.role, dict(f.attrs), f.span)
+
+
+SLOT_ALIGN = 512       # a slot starts on a fractal box boundary, whatever the space
+
+
+def _regions(order, g: _Groups, members) -> dict[str, dict]:
+    """The declared multi-slot allocations (pl.MemRef("name", slots=N)) the kernel's tiles
+    take slots of: name -> {count, space, stride}; a slot is as large as the largest tile
+    placed in it. A slotted tile owns its slot: it shares it with no other value."""
+    regions: dict[str, dict] = {}
+    for v in order:
+        sl = v.type.slot
+        if sl is None:
+            continue
+        group = members[g.find(id(v))]
+        if len(group) > 1:
+            other = next(m for m in group if m is not v)
+            raise CodegenError(
+                f"tile {v.name!r} takes a slot of {sl.region!r} but would share its buffer with "
+                f"{other.name!r} (a loop-carried value, an if's result or a view of it)", v.span,
+                "give the slotted tile a value of its own (pl.move into a fresh tile), or drop "
+                "the pl.MemRef slot from its type")
+        space = v.type.memory_space
+        r = regions.setdefault(sl.region, {"count": sl.count, "space": space, "stride": 0, "first": v})
+        if r["count"] != sl.count or r["space"] is not space:
+            first = r["first"]
+            raise CodegenError(
+                f"{sl.region!r} is declared as {sl.count} slots in {space.name} here but as "
+                f"{r['count']} slots in {r['space'].name} for {first.name!r}", v.span,
+                "one declared allocation has one slot count and one memory space")
+        r["stride"] = max(r["stride"], -(-v.type.nbytes() // SLOT_ALIGN) * SLOT_ALIGN)
+    return regions
 
 
 def _last_reads(body):

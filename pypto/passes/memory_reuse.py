@@ -7,7 +7,8 @@ each element in place), which is how the quickstart's three 64 KiB tiles fit in 
 but only an operand of the result's own shape: writing a [64, 64] result over the
 [64, 1] vector a row_expand_sub is still reading would clobber it. An Acc tile of a
 double-buffered pair (a matmul DoubleBufferAcc tagged `acc_buffer`) is live through its
-whole loop, so the pair never shares.
+whole loop, so the pair never shares. A declared multi-slot allocation
+(pl.MemRef(slots=N)) is live through the whole kernel: its slots are the user's to rotate.
 """
 from __future__ import annotations
 
@@ -78,6 +79,10 @@ def lifetimes(f: Function):
                 if lp not in loops_of_def.get(id(v), ()):
                     end = max(end, loop_end[lp][1])
             life[id(m.base)][1] = max(life[id(m.base)][1], end)
+    for s in f.body:        # a declared multi-slot allocation is the user's for the whole kernel
+        if isinstance(s, Assign) and isinstance(s.var.type, PtrType) and "slots" in s.value.attrs \
+                and id(s.var) in life:
+            life[id(s.var)] = [0, len(order), set()]
     return ptrs, life
 
 

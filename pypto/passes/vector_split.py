@@ -68,7 +68,7 @@ class Halver:
                                     f"{self.axis} is not all of it", span, "drop pl.split")
             valid = tuple(n // 2 if i == self.axis else x for i, x in enumerate(valid))
         shape = tuple(n // 2 if i == self.axis else x for i, x in enumerate(t.shape))
-        return TileType(shape, t.dtype, t.memory_space, t.memref, valid)
+        return TileType(shape, t.dtype, t.memory_space, t.memref, valid, t.slot)
 
     def var(self, v: Var, subst: dict) -> Var:
         """v, or its half (recorded in subst for the uses that follow)."""

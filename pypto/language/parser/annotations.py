@@ -5,7 +5,7 @@ import ast
 
 from pypto.ir.ops.base import dyn_dim_of
 from pypto.language.parser.common import (ArrayType, Const, DynDim, MemRef, MemorySpace, ParamDirection,
-                                          ParserError, PtrType, ScalarType, TensorType, TileType,
+                                          ParserError, PtrType, ScalarType, Slot, TensorType, TileType,
                                           TupleType, UnknownOpError, _lang, dt)
 from pypto.errors import NotBuiltError
 
@@ -129,7 +129,13 @@ class AnnotationsMixin:
         dtype = self.ann_dtype(elts[1], whole)
         memref, space, valid = None, None, None
         pl = _lang()
+        slot = None
         for e in elts[2:]:
+            if isinstance(e, ast.Subscript) and is_tile:
+                if slot is not None:
+                    self.bad_annotation(whole, "two slot selections (pl.MemRef(...)[i]) in one type")
+                slot = self.slot_ann(e, whole)
+                continue
             if isinstance(e, ast.Call):
                 f = self.static(e.func, "a type parameter")
                 if f is pl.MemRef:
@@ -184,8 +190,51 @@ class AnnotationsMixin:
             if valid == tuple(shape):
                 valid = None
         if is_tile:
-            return TileType(tuple(shape), dtype, space, memref, valid)
+            return TileType(tuple(shape), dtype, space, memref, valid, slot)
         return TensorType(tuple(shape), dtype, memref, valid)
+
+    def slot_ann(self, node: ast.Subscript, whole) -> Slot:
+        """`pl.MemRef("name", slots=N)[index]`, or `R[index]` with `R = pl.MemRef(slots=N)`
+        bound next to the program: slot `index` of the declared allocation. The region is
+        known by its name (the string, else the Python name it is bound to)."""
+        pl = _lang()
+        try:
+            d = node.value
+            if isinstance(d, ast.Call) and self.static(d.func, "a slot declaration") is pl.MemRef:
+                decl = pl.MemRef(*[self.static(a, "a pl.MemRef argument") for a in d.args],
+                                 **{k.arg: self.static(k.value, f"pl.MemRef's {k.arg}") for k in d.keywords})
+            else:
+                decl = self.static(d, "a slot declaration")
+        except TypeError as e:
+            self.bad_annotation(whole, f"{ast.unparse(node.value)}: {e}")
+        except ParserError as e:
+            if isinstance(e, UnknownOpError):
+                raise
+            self.bad_annotation(whole, e.message)
+        if not isinstance(decl, pl.MemRef) or decl.slots is None:
+            self.bad_annotation(whole, f"{ast.unparse(node.value)} is not a pl.MemRef(..., slots=N) "
+                                       f"declaration, so it has no slots to index")
+        count = decl.slots
+        if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= 16:
+            self.bad_annotation(whole, f"slots={count!r}: a declared allocation has 1 to 16 slots")
+        if decl.base is not None:
+            if not isinstance(decl.base, str) or not decl.base.isidentifier():
+                self.bad_annotation(whole, f"the slot declaration's name {decl.base!r} is not an identifier")
+            region = decl.base
+        elif isinstance(node.value, ast.Name):
+            region = node.value.id
+        else:
+            self.bad_annotation(whole, "name the declaration: pl.MemRef(\"buf\", slots=2)[i]")
+        if self.ctx is None:
+            self.bad_annotation(whole, "a slot is chosen where a tile is defined, inside a function body")
+        index = self.expr(node.slice)
+        ty = getattr(index, "type", None) if not isinstance(index, Const) else ScalarType(index.dtype)
+        if not isinstance(ty, ScalarType) or ty.dtype.is_float or ty.dtype is dt.BOOL:
+            self.bad_annotation(whole, f"the slot index {ast.unparse(node.slice)} is not an integer scalar")
+        if isinstance(index, Const) and not 0 <= index.value < count:
+            self.bad_annotation(whole, f"slot {index.value} of a {count}-slot allocation: "
+                                       f"the slots are 0..{count - 1}")
+        return Slot(region, count, index)
 
     def memref_ann(self, call: ast.Call, whole) -> MemRef:
         names = ["base", "offset", "size"]

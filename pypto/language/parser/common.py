@@ -19,7 +19,7 @@ from pypto.ir import ops
 from pypto.ir.nodes import (ArrayType, Assign, BinOp, Call, Const, DynDim, Eval, Expr, For,
                             MaskPattern, PadValue, ForKind, Function, FunctionType, If, InCoreScope, IterArg, Level,
                             MemorySpace, MemRef, Param, ParamDirection, Program, PtrType,
-                            Return, Role, RuntimeScope, ScalarType, TensorType, TileType,
+                            Return, Role, RuntimeScope, ScalarType, Slot, TensorType, TileType,
                             TupleExpr, TupleType, Var, While, Yield, derived_level_role)
 from pypto.ir.visit import walk
 from pypto.language.parser.source import Source

@@ -257,11 +257,11 @@ class StatementsMixin:
                 if ann.valid is not None and ann.valid_shape != vt.valid_shape:
                     bad = f"the value's valid shape is {list(vt.valid_shape)}"
                 elif ann.memory_space is None:
-                    return TileType(ann.shape, ann.dtype, vt.memory_space, ann.memref, vt.valid)
+                    return TileType(ann.shape, ann.dtype, vt.memory_space, ann.memref, vt.valid, ann.slot)
                 elif vt.memory_space is not None and vt.memory_space != ann.memory_space:
                     bad = f"the value lives in {vt.memory_space.name}, not {ann.memory_space.name}"
                 else:
-                    return TileType(ann.shape, ann.dtype, ann.memory_space, ann.memref, vt.valid)
+                    return TileType(ann.shape, ann.dtype, ann.memory_space, ann.memref, vt.valid, ann.slot)
         elif isinstance(ann, ScalarType):
             if not isinstance(vt, ScalarType):
                 bad = f"the value is {ops._tname(vt)}"
