@@ -17,7 +17,16 @@ Redis and empty stores:
                     its local store and the remote, step by step
 
 For each, the seconds of ir.compile inside the child and the child's wall time, the
-tasks that ran and the remote's hits and bytes. Then, in this process, the cost of one
+tasks that ran and the remote's hits and bytes.
+
+Then builds on a Dask cluster (PYPTO_EXECUTOR, issue 14.4): a --cluster-kernels program
+(default 64) compiled by a fresh process alone (empty store, no remote) and by a fresh
+process with an empty store sending its steps to a `distributed.LocalCluster` of two
+worker processes (one thread each, empty stores of their own, this script's Redis
+between them), best of --repeat, a new cluster each time; the artifacts of the two
+must be the same bytes, and the ratio cluster / local is printed. All of it shares
+this machine's CPUs: the workers do not add any, so the ratio is the executor's
+overhead (publishing inputs, Dask round trips, pulling outputs), not a speed-up. Then, in this process, the cost of one
 remote hit through the Store API: --hits action entries of 3 objects of 4 KiB each,
 published by one store and looked up by another with an empty local store, next to the
 same look-ups once they are local; and what importing the redis client costs a fresh
@@ -55,21 +64,26 @@ def child_main(prog: str, out: str) -> None:
 
 
 # ----------------------------------------------------------------------------- parent
-def env_for(store: Path, url: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYPTO_REMOTE_CACHE")}
+def env_for(store: Path, url: str | None, executor: str | None = None) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYPTO_REMOTE_CACHE", "PYPTO_EXECUTOR"))}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(HELPERS)])
     for name in ("PYPTO_CACHE_DISABLE", "PYPTO_JOBS", "PYTHONDONTWRITEBYTECODE"):
         env.pop(name, None)                        # the last: as on a user's machine
     env["PYPTO_CACHE_DIR"] = str(store)
-    env["PYPTO_REMOTE_CACHE"] = url
+    if url:
+        env["PYPTO_REMOTE_CACHE"] = url
+    if executor:
+        env["PYPTO_EXECUTOR"] = executor
     return env
 
 
-def compile_child(prog: Path, out: Path, store: Path, url: str) -> dict:
+def compile_child(prog: Path, out: Path, store: Path, url: str | None,
+                  executor: str | None = None) -> dict:
     t = time.perf_counter()
     proc = subprocess.run([sys.executable, __file__, "--child", str(prog), str(out)],
-                          env=env_for(store, url), cwd=str(out.parent), capture_output=True,
-                          text=True, timeout=1800)
+                          env=env_for(store, url, executor), cwd=str(out.parent),
+                          capture_output=True, text=True, timeout=1800)
     wall = time.perf_counter() - t
     if proc.returncode != 0:
         raise RuntimeError(f"compile child failed:\n{proc.stdout}{proc.stderr}")
@@ -81,6 +95,8 @@ def compile_child(prog: Path, out: Path, store: Path, url: str) -> dict:
     st = Store(store).stats()
     return {"seconds": json.loads(line[6:])["seconds"], "wall": wall,
             "ran": sum(r["status"] == "ran" for r in recs), "tasks": len(recs),
+            "workers": sorted({r.get("worker", "local") for r in recs} - {"local"}),
+            "on_workers": sum(r.get("worker", "local") != "local" for r in recs),
             "hits": st["remote_hits"], "down": st["remote_bytes_down"],
             "up": st["remote_bytes_up"]}
 
@@ -102,6 +118,52 @@ def measure_size(tmp: Path, srv, n: int, repeat: int) -> dict:
         e["down"] -= b["down"]
         e["up"] -= b["up"]
         for name, r in (("a", a), ("b", b), ("e", e)):
+            if name not in best or r["seconds"] < best[name]["seconds"]:
+                best[name] = r
+    return best
+
+
+def artifact_bytes(out: Path) -> dict[str, bytes]:
+    """Every file of a compile but its report (which is about the run)."""
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and p.relative_to(out).parts[0] != "report"}
+
+
+def measure_cluster(tmp: Path, srv, n: int, repeat: int) -> dict:
+    """The n-kernel program compiled alone and on a fresh two-worker LocalCluster."""
+    from distributed import LocalCluster
+    from graph_helpers import write_program
+    best: dict[str, dict] = {}
+    for i in range(repeat):
+        d = tmp / f"cluster{n}" / f"r{i}"
+        prog = write_program(d / "prog.py", n, name=f"Cluster{n}")
+        srv.client().flushall()
+        local = compile_child(prog, d / "out_local", d / "store_local", None)
+        env = {"PYPTO_REMOTE_CACHE": srv.url, "PYPTO_CACHE_DIR": str(d / "store_workers"),
+               "PYTHONPATH": os.pathsep.join([str(ROOT), str(HELPERS)])}
+        for attempt in range(3):
+            # (a source file edited between the client's look at the code and the workers'
+            # makes them refuse, rightly: on a shared checkout, measure again)
+            srv.client().flushall()
+            shutil.rmtree(d / "store_workers", ignore_errors=True)
+            shutil.rmtree(d / "store_client", ignore_errors=True)
+            try:
+                with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  scheduler_port=0, dashboard_address=":0",
+                                  local_directory=str(d / "dask"), env=env,
+                                  silence_logs=40) as cluster:
+                    dask = compile_child(prog, d / "out_dask", d / "store_client", srv.url,
+                                         executor=cluster.scheduler_address)
+                break
+            except RuntimeError as e:
+                if "WorkerMismatch" not in str(e) or attempt == 2:
+                    raise
+                print("  .. the sources changed under the cluster run: again", file=sys.stderr)
+        if artifact_bytes(d / "out_local") != artifact_bytes(d / "out_dask"):
+            raise RuntimeError(f"{n} kernels: the cluster's artifacts differ from the local ones")
+        if len(dask["workers"]) != 2:
+            raise RuntimeError(f"{n} kernels: the steps ran on {dask['workers']}, not on both workers")
+        for name, r in (("local", local), ("dask", dask)):
             if name not in best or r["seconds"] < best[name]["seconds"]:
                 best[name] = r
     return best
@@ -146,9 +208,11 @@ def import_cost(repeat: int) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="8,32", help="kernel counts (default 8,32)")
+    ap.add_argument("--sizes", default="8,32", help="kernel counts (default 8,32; '' for none)")
     ap.add_argument("--repeat", type=int, default=2, help="best of N (default 2)")
     ap.add_argument("--hits", type=int, default=200, help="entries for the per-hit cost")
+    ap.add_argument("--cluster-kernels", type=int, default=64,
+                    help="kernels of the program built locally and on 2 Dask workers (0: skip)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -170,7 +234,7 @@ def main() -> int:
         print(f"  .. {label}", file=sys.stderr, flush=True)
 
     try:
-        for n in [int(x) for x in args.sizes.split(",")]:
+        for n in [int(x) for x in args.sizes.split(",") if x.strip()]:
             m = measure_size(tmp, srv, n, args.repeat)
             a, b, e = m["a"], m["b"], m["e"]
             row(f"{n} kernels: A cold (empty store, empty Redis)", a,
@@ -183,6 +247,15 @@ def main() -> int:
             row(f"{n} kernels: B edit k3 (same Redis)", e,
                 f"{e['ran']}/{e['tasks']} ran, {e['hits']} remote hits, "
                 f"{e['up'] / 1024:.0f} KiB up")
+        if args.cluster_kernels:
+            n = args.cluster_kernels
+            m = measure_cluster(tmp, srv, n, args.repeat)
+            lo, dk = m["local"], m["dask"]
+            row(f"{n} kernels: alone (empty store, no remote)", lo, f"{lo['ran']}/{lo['tasks']} ran")
+            row(f"{n} kernels: on 2 Dask workers (empty stores)", dk,
+                f"{dk['on_workers']}/{dk['tasks']} on the workers, same bytes as alone")
+            rows.append((f"{n} kernels: cluster / alone", f"{dk['seconds'] / lo['seconds']:7.1%}",
+                         f"{dk['wall'] / lo['wall']:7.1%}", "executor overhead (same CPUs)"))
         h = per_hit(tmp, srv.url, args.hits)
         rows.append(("per remote hit (3 x 4 KiB objects)", f"{h['remote'] * 1e3:8.3f}", "",
                      f"ms in-process; {h['bytes'] / 1024:.1f} KiB down each"))
