@@ -89,7 +89,7 @@ from pypto.errors import NotBuiltError
 from pypto.ir.nodes import (ArrayType, Assign, BinOp, Call, Const, DynDim, Eval, For, FunctionType, If,
                             MemorySpace, Program, PtrType, Return, ScalarType, TensorType,
                             TileType, TupleType, Var, While, Yield)
-from pypto.ir.visit import walk
+from pypto.ir.visit import defs as defs_of, walk
 from pypto.codegen.tile_types import tile_buf_type
 
 # ----------------------------------------------------------------------------- op tables
@@ -206,6 +206,7 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
         self.env: dict[int, object] = {}                 # id(Var) -> _Tensor|_Tile|_Scalar
         self.ptrs: dict[int, MemorySpace] = {}           # id(Ptr var) -> space
         self.slot_stride: dict[int, int] = {}              # id(Ptr var) -> bytes per slot
+        self.multi: dict[int, tuple[str, str]] = {}      # id(Ptr var) -> its multi-slot buffer, type
         self.tensors: list[_Tensor] = []
         self.dyn_args: list[tuple[DynDim, str]] = []
         self.spmd_used: set[str] = set()     # block identity ops the body reads
@@ -449,6 +450,8 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
             self.ptrs[id(v)] = space
             if "slots" in e.attrs:      # a declared multi-slot allocation: its slots' size
                 self.slot_stride[id(v)] = int(e.args[0].value) // int(e.attrs["slots"])
+                if self.level != "level3":
+                    self.multi_tile(v, int(e.attrs["slots"]), span)
             return
         if isinstance(e, Var):          # plain alias
             self.env[id(v)] = self.value_of(e, span)
@@ -618,11 +621,7 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
         ty = self.tile_ty(t, span, pad=pad)
         key = None
         if self.level != "level3" and t.slot is not None:
-            raise NotBuiltError(
-                f"tile {v.name!r} takes a slot of the declared allocation {t.slot.region!r}; with "
-                f"memory_planner=PTOAS ptoas places every tile itself, and declared multi-slot "
-                f"allocations are not supported that way by this pypto yet", span,
-                "compile with memory_planner=PYPTO (the default) or DSA_RP, which place the slots")
+            return self.multi_tile_get(v, ty, span)
         if self.level != "level3" and t.memref is not None:
             # without addresses, tiles the passes put in one buffer must be one SSA value
             key = (id(t.memref.base), t.memref.offset, ty)
@@ -644,6 +643,47 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
         self.env[id(v)] = val
         if key is not None:
             self.buffers[-1][key] = val
+        return val
+
+    def multi_tile(self, ptr: Var, count: int, span) -> None:
+        """Without addresses (ptoas plans): a declared allocation is one ptoas multi-slot
+        buffer, which ptoas places whole and never shares; its tiles select their slot
+        (pto.multi_tile_get). Its slots hold tiles of one type."""
+        members = [s.var for s in walk(self.f.body) if isinstance(s, Assign)
+                   and isinstance(s.var.type, TileType) and s.var.type.slot is not None
+                   and s.var.type.memref is not None and s.var.type.memref.base is ptr]
+        tys = {self.tile_ty(m.type, m.span) for m in members}
+        first = members[0].type
+        if len(tys) > 1 or any(m.type.valid_shape != first.valid_shape for m in members):
+            fail(f"the slots of {first.slot.region!r} hold tiles of different shapes, types or valid "
+                 f"shapes; with memory_planner=PTOAS its slots are one ptoas multi-slot buffer", span,
+                 "give every tile of the declaration one type, or use memory_planner=PYPTO")
+        for loop in (s for s in walk(self.f.body) if isinstance(s, (For, While))):
+            inside = [m for m in members if any(x is m for s in walk(loop.body) for x in defs_of(s))]
+            if len(inside) > 1:
+                raise NotBuiltError(
+                    f"{first.slot.region!r}: {inside[0].name!r} and {inside[1].name!r} take slots in one "
+                    f"iteration of a loop; with memory_planner=PTOAS ptoas guards only the first slot "
+                    f"an iteration takes, so the other could be overwritten while it is read",
+                    inside[1].span, "take one slot per iteration, or compile with memory_planner=PYPTO "
+                                    "(the default), which places the slots itself")
+        ty = self.tile_ty(first, span)
+        mty = f"!pto.multi_tile_buf<{ty}, count={count}>"
+        rows, cols = tile_rows_cols(first.valid_shape)
+        name = "%" + self.names.fresh(_mlir_name(first.slot.region) + "_mb")
+        self.emit(f"{name} = pto.alloc_multi_tile valid_row = {self.const(rows, 'index')} "
+                  f"valid_col = {self.const(cols, 'index')} : {mty}", span)
+        self.multi[id(ptr)] = (name, mty)
+
+    def multi_tile_get(self, v: Var, ty: str, span) -> _Tile:
+        t: TileType = v.type
+        region, mty = self.multi[id(t.memref.base)]
+        name = "%" + self.names.fresh(_mlir_name(v.name))
+        self.emit(f"{name} = pto.multi_tile_get {region}[{self.scalar(t.slot.index, 'index', span).ssa}] "
+                  f": {mty} -> {ty}", span)
+        rows, cols = tile_rows_cols(t.valid_shape)
+        val = _Tile(name, ty, t, (self.const(rows, "index"), self.const(cols, "index")))
+        self.env[id(v)] = val
         return val
 
     def tile_addr(self, t: TileType, span) -> str:

@@ -6,6 +6,11 @@ accumulating matmul and its accumulator; a reshape and its source). Each group g
 one `pl.tile.alloc` at the top of the kernel and every member a `MemRef(ptr, 0, size)`;
 addresses come later (AllocateMemoryAddr). Tensor parameters get DDR MemRefs.
 
+A declared multi-slot allocation (`pl.MemRef("name", slots=N)[index]` in tiles' types)
+is one `pl.tile.alloc(N * stride, ..., attrs={"slots": N})`, the stride the largest of
+its tiles rounded up to 512 bytes; each of its tiles points at it and keeps its slot
+index in its type (codegen adds index * stride to the address).
+
 Sharing means writing in place: a loop's initial value that is still read once the loop
 has started is copied first (`tile.move` within its space); a yielded value computed while
 the carried one is still to be read gets its own buffer (codegen copies it at the yield);

@@ -23,9 +23,11 @@ def static_valid(v: Value, defs: dict[Value, Op]) -> tuple[int | None, int | Non
     if not isinstance(t, TileType):
         return (None, None)
     op = defs.get(v)
+    if op is not None and op.name == "pto.multi_tile_get":      # a slot: its region's valid
+        op = defs.get(op.group("source")[0])
     dims = []
     for key, static, full in (("valid_row", t.v_row, t.rows), ("valid_col", t.v_col, t.cols)):
-        if op is not None and op.name == "pto.alloc_tile" and key in op.operands:
+        if op is not None and op.name in ("pto.alloc_tile", "pto.alloc_multi_tile") and key in op.operands:
             dims.append(const_int(op.operands[key][0], defs))
         else:
             dims.append(static if static is not None else full)
@@ -34,6 +36,13 @@ def static_valid(v: Value, defs: dict[Value, Op]) -> tuple[int | None, int | Non
 
 def tile_bytes(t: TileType, nbytes: int) -> int:
     return t.rows * t.cols * nbytes
+
+
+def slot_bytes(t: TileType) -> int:
+    """Bytes between the slots of a !pto.multi_tile_buf of `t` tiles: each starts aligned."""
+    from ..dtype import BY_MLIR
+    from .arch import ALIGN
+    return -(-tile_bytes(t, BY_MLIR[t.dtype].nbytes) // ALIGN) * ALIGN
 
 
 def shape_str(s) -> str:

@@ -12,6 +12,7 @@ import struct
 
 from ..dtype import BY_MLIR
 from .arch import CXX_SPACE, Arch
+from .analysis import defining_ops, slot_bytes
 from .errors import op_error
 from .ir import (Func, Module, Op, PartitionType, PtrType, ScalarType, TensorViewType, TileType,
                  Value, walk)
@@ -105,6 +106,7 @@ class FuncEmitter:
         self.f = f
         self.arch = arch
         self.source_name = source_name
+        self.defs = defining_ops(f)
         self.names: dict[Value, str] = {}
         self.taken: set[str] = set()
         self.lines: list[str] = []
@@ -196,8 +198,12 @@ class FuncEmitter:
             self.emit(ind, f"const {cxx_type(r.type)} {self.n(r)} = pto::partition_view("
                            f"{self.n(op.group('source')[0])}, pto::dims({offs}), pto::dims({sizes}), "
                            f"{self.site(op)});")
-        elif name == "pto.alloc_tile":
+        elif name in ("pto.alloc_tile", "pto.multi_tile_get"):
             self.alloc_tile(op, ind)
+        elif name == "pto.alloc_multi_tile":     # its slots' tiles are made by multi_tile_get
+            if "addr" not in op.operands:
+                raise self.error(op, "alloc_multi_tile has no address: run the planner (level2) first")
+            self.emit(ind, f"const int64_t {self.n(op.results[0])} = {self.n(op.operands['addr'][0])};")
         elif name == "pto.load_scalar":
             r = op.results[0]
             self.emit(ind, f"const {cxx_type(r.type)} {self.n(r)} = pto::load_scalar("
@@ -259,18 +265,27 @@ class FuncEmitter:
             raise self.error(op, f"ptoas cannot emit '{name}'")
 
     def alloc_tile(self, op: Op, ind: str) -> None:
+        """A tile at its planned address; a slot of a multi-slot buffer at the buffer's
+        address plus slot * the slot size (the valid extent is the buffer's)."""
         r = op.results[0]
         t: TileType = r.type
-        if "addr" not in op.operands:
+        at = op
+        if op.name == "pto.multi_tile_get":
+            region = op.group("source")[0]
+            at = self.defs[region]
+            addr = f"({self.n(region)} + int64_t({self.n(op.group('slot')[0])}) * {slot_bytes(t)})"
+        elif "addr" not in op.operands:
             raise self.error(op, "alloc_tile has no address: run the planner (level2) first")
+        else:
+            addr = self.n(op.operands["addr"][0])
         valid = []
         for key, static, full in (("valid_row", t.v_row, t.rows), ("valid_col", t.v_col, t.cols)):
-            if key in op.operands:
-                valid.append(self.n(op.operands[key][0]))
+            if key in at.operands:
+                valid.append(self.n(at.operands[key][0]))
             else:
                 valid.append(str(static if static is not None else full))
         self.emit(ind, f"const {cxx_type(t)} {self.n(r)} = pto::alloc_tile<{_elem_cxx(t.dtype)}>("
-                       f"{CXX_SPACE[t.loc]}, {self.n(op.operands['addr'][0])}, {t.rows}, {t.cols}, "
+                       f"{CXX_SPACE[t.loc]}, {addr}, {t.rows}, {t.cols}, "
                        f"{valid[0]}, {valid[1]}, {self.site(op)});")
 
     def arith(self, op: Op, ind: str) -> None:

@@ -91,6 +91,17 @@ class TileType:
 
 
 @dataclass(frozen=True)
+class MultiTileType:
+    """`!pto.multi_tile_buf<!pto.tile_buf<...>, count=N>`: N equal slots of one buffer
+    (pto.alloc_multi_tile), each a tile of `tile`'s type (pto.multi_tile_get)."""
+    tile: TileType
+    count: int
+
+    def __str__(self) -> str:
+        return f"!pto.multi_tile_buf<{self.tile}, count={self.count}>"
+
+
+@dataclass(frozen=True)
 class OpaqueType:
     """Any type ptoas does not model (printed back verbatim; ops reject it)."""
     text: str
@@ -99,7 +110,8 @@ class OpaqueType:
         return self.text
 
 
-Type = Union[ScalarType, PtrType, TensorViewType, PartitionType, TileType, LocalArrayType, OpaqueType]
+Type = Union[ScalarType, PtrType, TensorViewType, PartitionType, TileType, MultiTileType, LocalArrayType,
+             OpaqueType]
 
 
 # ------------------------------------------------------------------ values and ops

@@ -99,6 +99,7 @@ PIPE_OPS = {"pto.tpush_to_aiv": ("cube", "push", ("acc", "mat"), "pto::TO_AIV"),
 
 # Ops with their own syntax (parser handlers) that are not in TILE_OPS.
 STRUCTURAL_OPS = {"pto.make_tensor_view", "pto.partition_view", "pto.alloc_tile", "pto.treshape",
+                  "pto.alloc_multi_tile", "pto.multi_tile_get",
                   "pto.declare_local_array", "pto.local_array_get", "pto.local_array_set",
                   "pto.load_scalar", "pto.store_scalar", "pto.tgetval", "pto.tsetval", "pto.subview",
                   "pto.syncall"} | set(PIPE_OPS)

@@ -20,6 +20,7 @@ CAST_OPS = {"arith.index_cast", "arith.index_castui", "arith.sitofp", "arith.uit
 _LINE_LOC = re.compile(r'loc\("([^"]*)":(\d+):(\d+)\)')
 KEYWORD_OPERANDS = {
     "pto.alloc_tile": ("addr", "valid_row", "valid_col"),
+    "pto.alloc_multi_tile": ("addr", "valid_row", "valid_col"),
 }
 
 
@@ -552,6 +553,17 @@ class Parser:
         self.expect(":")
         return [self.type()]
 
+    def p_multi_tile_get(self, op: Op):
+        """`%t = pto.multi_tile_get %region[%slot] : !pto.multi_tile_buf<...> -> !pto.tile_buf<...>`."""
+        op.operands["source"] = [self.ssa()]
+        self.expect("[")
+        op.operands["slot"] = [self.ssa()]
+        self.expect("]")
+        self.expect(":")
+        op.types["source"] = [self.type()]
+        self.expect("->")
+        return [self.type()]
+
     def p_treshape(self, op: Op):
         op.operands["source"] = [self.ssa()]
         if self.tok.kind == "punct" and self.tok.text == "{":
@@ -669,6 +681,8 @@ class Parser:
         "pto.make_tensor_view": p_make_tensor_view,
         "pto.partition_view": p_partition_view,
         "pto.alloc_tile": p_alloc_tile,
+        "pto.alloc_multi_tile": p_alloc_tile,
+        "pto.multi_tile_get": p_multi_tile_get,
         "pto.treshape": p_treshape,
         "pto.load_scalar": p_treshape,        # %v = pto.load_scalar %pview : P -> T
         "pto.tgetval": p_getval,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..dtype import BY_MLIR
-from .analysis import tile_bytes
+from .analysis import slot_bytes, tile_bytes
 from .arch import ALIGN, Arch
 from .errors import op_error
 from .ir import Func, Module, Op, ScalarType, TileType, Value, walk
@@ -54,7 +54,12 @@ def _lifetimes(f: Func) -> tuple[list[Buffer], dict[int, Op], dict[Value, Buffer
             b = Buffer(op, op.results[0], t.loc, size)
             buffers.append(b)
             owner[op.results[0]] = b
-        elif op.name in ("pto.treshape", "pto.subview"):  # a view of the same bytes
+        elif op.name == "pto.alloc_multi_tile":   # one buffer of N slots, never split or shared
+            mt = op.results[0].type
+            b = Buffer(op, op.results[0], mt.tile.loc, slot_bytes(mt.tile) * mt.count)
+            buffers.append(b)
+            owner[op.results[0]] = b
+        elif op.name in ("pto.treshape", "pto.subview", "pto.multi_tile_get"):  # views of the same bytes
             b = owner.get(op.group("source")[0])
             if b is not None:
                 owner[op.results[0]] = b
@@ -91,7 +96,8 @@ def _inplace_sources(op: Op, b: Buffer, owner: dict) -> list:
     found = []
     for v in op.group("ins"):
         t = v.type
-        if isinstance(t, TileType) and v in owner and owner[v] is not b and (t.rows, t.cols) == \
+        if isinstance(t, TileType) and v in owner and owner[v] is not b \
+                and owner[v].alloc.name == "pto.alloc_tile" and (t.rows, t.cols) == \
                 (out_t.rows, out_t.cols) and BY_MLIR[t.dtype].nbytes == BY_MLIR[out_t.dtype].nbytes:
             found.append(owner[v])
     return found

@@ -96,7 +96,10 @@ def op_body(op: Op) -> str:
         if op.attrs:
             text += " " + _attrs(op.attrs)
         return f"{text} : {op.types['source'][0]} -> {res_t[0]}"
-    if n == "pto.alloc_tile":
+    if n == "pto.multi_tile_get":
+        return (f"{_v(op.group('source')[0])}[{_v(op.group('slot')[0])}] : {op.types['source'][0]} "
+                f"-> {res_t[0]}")
+    if n in ("pto.alloc_tile", "pto.alloc_multi_tile"):
         text = "".join(f"{k} = {_v(op.operands[k][0])} " for k in ("addr", "valid_row", "valid_col")
                        if k in op.operands)
         if op.attrs:

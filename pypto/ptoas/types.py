@@ -1,8 +1,8 @@
 """Parsing type text (builtin scalar names and `!pto.*<...>` tokens) into ir types."""
 from __future__ import annotations
 
-from .ir import (LocalArrayType, OpaqueType, PartitionType, PtrType, ScalarType, TensorViewType,
-                 TileType, Type)
+from .ir import (LocalArrayType, MultiTileType, OpaqueType, PartitionType, PtrType, ScalarType,
+                 TensorViewType, TileType, Type)
 
 SCALAR_NAMES = {"index", "i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64",
                 "f16", "bf16", "f32", "f64"}
@@ -73,6 +73,13 @@ def parse_type(text: str) -> Type:
             return PartitionType(*_shape(body))
         if head == "!pto.tile_buf":
             return _tile(body)
+        if head == "!pto.multi_tile_buf":
+            inner, sep, count = body.rpartition(",")
+            key, _, n = count.partition("=")
+            tile = parse_type(inner.strip())
+            if not sep or key.strip() != "count" or not isinstance(tile, TileType):
+                raise ValueError("a multi-slot buffer is !pto.multi_tile_buf<!pto.tile_buf<...>, count=N>")
+            return MultiTileType(tile, int(n))
         if head == "!pto.local_array":
             dims, elem = _shape(body)
             if len(dims) != 1 or dims[0] is None or dims[0] <= 0 or elem not in SCALAR_NAMES:

@@ -5,11 +5,12 @@ Every failure is a PtoasError located at the op (its loc(...) when it has one).
 from __future__ import annotations
 
 from ..dtype import BY_MLIR
-from .analysis import const_int, defining_ops, same as _same, shape_str as _shape_str, static_valid, tile_bytes
+from .analysis import (const_int, defining_ops, same as _same, shape_str as _shape_str, slot_bytes, static_valid,
+                       tile_bytes)
 from .arch import ALIGN, CUBE_SPACES, Arch
 from .errors import PtoasError, op_error
-from .ir import (Func, LocalArrayType, Module, Op, PartitionType, PtrType, ScalarType, TensorViewType, TileType,
-                 Value)
+from .ir import (Func, LocalArrayType, Module, MultiTileType, Op, PartitionType, PtrType, ScalarType,
+                 TensorViewType, TileType, Value)
 from .ops import (FLOAT_DTYPES, FP8_DTYPES, kind_of, PIPE_OPS, STRUCTURAL_OPS, TILE_DTYPES, TILE_OPS, round_mode)
 from .parser import CAST_OPS
 from .types import STATUS_VECTOR
@@ -132,8 +133,10 @@ class Verifier(OpChecks):
             return self.make_tensor_view(op)
         if n == "pto.partition_view":
             return self.partition_view(op)
-        if n == "pto.alloc_tile":
+        if n in ("pto.alloc_tile", "pto.alloc_multi_tile"):
             return self.alloc_tile(op)
+        if n == "pto.multi_tile_get":
+            return self.multi_tile_get(op)
         if n == "pto.treshape":
             return self.treshape(op)
         if n == "pto.subview":
@@ -355,9 +358,14 @@ class Verifier(OpChecks):
 
     # ------------------------------------------------------------ tiles
     def alloc_tile(self, op: Op) -> None:
-        if len(op.results) != 1 or not isinstance(op.results[0].type, TileType):
-            raise self.error(op, "alloc_tile must define one !pto.tile_buf value")
-        t: TileType = op.results[0].type
+        multi = op.name == "pto.alloc_multi_tile"
+        if len(op.results) != 1 or not isinstance(op.results[0].type, MultiTileType if multi else TileType):
+            raise self.error(op, f"{op.name[4:]} must define one "
+                                 f"{'!pto.multi_tile_buf' if multi else '!pto.tile_buf'} value")
+        t: TileType = op.results[0].type.tile if multi else op.results[0].type
+        count = op.results[0].type.count if multi else 1
+        if multi and not 2 <= count <= 16:
+            raise self.error(op, f"a multi-slot buffer has 2 to 16 slots, not {count}")
         self.tile_type(op, t)
         if self.f.kernel_kind == "vector" and t.loc in CUBE_SPACES:
             raise self.error(op, f"a vector (AIV) kernel has no '{t.loc}' buffer: cube tiles belong in a cube kernel")
@@ -382,11 +390,25 @@ class Verifier(OpChecks):
             self.index_like(op, a, "addr")
             addr = const_int(a, self.defs)
             if addr is not None:
-                self.placed(op, t, addr)
+                self.placed(op, t, addr, count)
 
-    def placed(self, op: Op, t: TileType, addr: int) -> None:
-        """A tile at a known byte offset: aligned and inside its space."""
+    def multi_tile_get(self, op: Op) -> None:
+        region, slot = op.group("source")[0], op.group("slot")[0]
+        rt = region.type
+        if not isinstance(rt, MultiTileType):
+            raise self.error(op, f"multi_tile_get reads a !pto.multi_tile_buf, not {rt}")
+        self.index_like(op, slot, "the slot")
+        k = const_int(slot, self.defs)
+        if k is not None and not 0 <= k < rt.count:
+            raise self.error(op, f"slot {k} of a {rt.count}-slot buffer")
+        if len(op.results) != 1 or op.results[0].type != rt.tile:
+            raise self.error(op, f"multi_tile_get gives a slot's tile, {rt.tile}")
+
+    def placed(self, op: Op, t: TileType, addr: int, count: int = 1) -> None:
+        """A tile (or `count` slots of one) at a known byte offset: aligned and inside its space."""
         size = tile_bytes(t, BY_MLIR[t.dtype].nbytes)
+        if count > 1:
+            size = slot_bytes(t) * count
         cap = self.arch.capacity[t.loc]
         if addr < 0 or addr % ALIGN:
             raise self.error(op, f"tile address {addr} in '{t.loc}' is not a multiple of {ALIGN} bytes")

@@ -190,7 +190,29 @@ def test_one_region_one_shape_of_declaration(tmp_path):
     assert e.value.span.line == 11      # y's line (the source starts with a blank line)
 
 
-def test_ptoas_planner_refuses_slots_clearly(tmp_path):
-    with pytest.raises(E.NotBuiltError, match=r"memory_planner=PTOAS") as e:
-        _compile_src(tmp_path, _kernel_src("R[i % 2], pl.Mem.Vec"), memory_planner=MemoryPlanner.PTOAS)
-    assert e.value.span.line == 10 and "memory_planner=PYPTO" in e.value.hint
+def test_ptoas_planner_takes_one_slot_per_iteration(tmp_path):
+    """Under memory_planner=PTOAS a declaration is one ptoas multi-slot buffer
+    (pto.alloc_multi_tile) and each tile selects its slot (pto.multi_tile_get)."""
+    src = _kernel_src("R[i % 2], pl.Mem.Vec")
+    c = _compile_src(tmp_path, src, memory_planner=MemoryPlanner.PTOAS)
+    a, out = randn(32, 64, seed=78), torch.zeros(32, 64)
+    c(a, out)
+    close(out, a + a, 1e-6, 1e-6)
+    pto = next((tmp_path / "out" / "ptoas").glob("*.pto")).read_text()
+    assert "pto.alloc_multi_tile" in pto and "pto.multi_tile_get %R_mb[" in pto
+    assert "addr =" not in pto
+
+
+def test_ptoas_planner_constant_slots_stay_apart(tmp_path):
+    a, b = randn(TR, TC, seed=79), randn(TR, TC, seed=80)
+    out = torch.zeros(TR, TC)
+    ir.compile(ConstSlots, output_dir=str(tmp_path), platform="a2a3sim",
+               memory_planner=MemoryPlanner.PTOAS)(a, b, out)
+    close(out, a - b, 1e-6, 1e-6)
+
+
+def test_ptoas_planner_refuses_two_slots_in_one_iteration(tmp_path):
+    with pytest.raises(E.NotBuiltError, match=r"take slots in one iteration") as e:
+        ir.compile(CoLiveSlots, output_dir=str(tmp_path), platform="a2a3sim",
+                   memory_planner=MemoryPlanner.PTOAS)
+    assert e.value.span.file.endswith("test_prog_memref_slots.py") and "memory_planner=PYPTO" in e.value.hint

@@ -81,3 +81,46 @@ module {
     t_line = next(l for l in dump.splitlines() if "%t = pto.alloc_tile" in l)
     assert "vec[0, 1024)" in acc_line and "vec[1024, 2048)" in t_line
     assert compile_pto(r.pass_dumps["03_plan_memory"], level="level3").cpp  # planned IR is level3 IR
+
+
+def _slots(count: int = 2, slots=(0, 1), get_rows: int = 32) -> str:
+    """out = x - y with x, y two slots of one pto.alloc_multi_tile buffer."""
+    p = Pto("slots", [("f32", (32, 64))] * 3, level="level2")
+    t = "!pto.tile_buf<loc=vec, dtype=f32, rows=32, cols=64, v_row=?, v_col=?, blayout=row_major, " \
+        "slayout=none_box, fractal=512, pad=0>"
+    got = t.replace("rows=32", f"rows={get_rows}")
+    mt = f"!pto.multi_tile_buf<{t}, count={count}>"
+    p.emit(f"%r = pto.alloc_multi_tile valid_row = {p.c(32)} valid_col = {p.c(64)} : {mt}")
+    for name, k in zip(("x", "y"), slots):
+        p.emit(f"%{name} = pto.multi_tile_get %r[{p.c(k)}] : {mt} -> {got}")
+        p.types[f"%{name}"] = got
+    p.load("%x", 0)
+    p.load("%y", 1)
+    d = p.tile("d", "vec", "f32", 32, 64)
+    p.op("tsub", ["%x", "%y"], d)
+    p.store(d, 2)
+    return p.text()
+
+
+def test_multi_slot_buffer_is_planned_whole_and_its_slots_stay_apart(make_kernel):
+    text = _slots()
+    r = compile_pto(text, level="level2", dump_passes=True)
+    dump = r.pass_dumps["03_plan_memory"]
+    region = next(l for l in dump.splitlines() if "%r = pto.alloc_multi_tile" in l)
+    assert "planned vec[0, 16384)" in region           # two 8 KiB slots, one buffer
+    kern = make_kernel(text, level="level2")
+    rng = np.random.default_rng(12)
+    x, y = rng.standard_normal((2, 32, 64), dtype=np.float32)
+    out = np.zeros_like(x)
+    assert kern(x, y, out) is None
+    np.testing.assert_allclose(out, x - y, rtol=1e-6)
+
+
+@pytest.mark.parametrize("kw,msg", [
+    ({"count": 1}, "2 to 16 slots, not 1"),
+    ({"slots": (0, 2)}, "slot 2 of a 2-slot buffer"),
+    ({"get_rows": 16}, "multi_tile_get gives a slot's tile"),
+])
+def test_multi_slot_buffer_misuse_is_rejected(kw, msg):
+    with pytest.raises(PtoasError, match=msg):
+        compile_pto(_slots(**kw), level="level2")
