@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <limits>
 
 #include "pypto_abi.h"
@@ -270,6 +271,25 @@ inline unsigned char* space_base(int s) {
     return arena.base + space_offset(s);
 }
 
+// ---------------------------------------------------------------- time split
+// Nanoseconds the calling thread (= core) spent moving data -- GM <-> on-chip, between on-chip
+// spaces, through a core group's pipe -- since the runtime last read it: after a kernel call
+// it reads and clears it (pypto_kernel_move_ns) for the swimlane; the rest of the call is
+// compute. Two clock reads per tile move, nothing per element.
+inline int64_t& move_ns() {
+    static thread_local int64_t ns = 0;
+    return ns;
+}
+inline int64_t now_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+struct MoveTimer {
+    int64_t t0 = now_ns();
+    ~MoveTimer() { move_ns() += now_ns() - t0; }
+};
+
 // ---------------------------------------------------------------- scalar helpers
 template <class T> inline T max_(T a, T b) { return a < b ? b : a; }
 template <class T> inline T min_(T a, T b) { return b < a ? b : a; }
@@ -292,3 +312,10 @@ template <class T> inline T ceildivsi(T a, T b, const char* site) {
 }
 
 }  // namespace pto
+
+// read and clear this thread's data-movement time (pto::move_ns)
+extern "C" __attribute__((visibility("default"), used)) inline int64_t pypto_kernel_move_ns(void) {
+    const int64_t ns = pto::move_ns();
+    pto::move_ns() = 0;
+    return ns;
+}

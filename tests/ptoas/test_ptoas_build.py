@@ -114,4 +114,4 @@ def test_missing_compiler_is_a_clear_error():
 def test_toolchain_id_names_compiler_flags_and_headers():
     tid = toolchain_id()
     assert toolchain_id() is tid  # cached per process
-    assert "g++" in tid and "-std=c++17 -O1" in tid and "headers: " in tid
+    assert "g++" in tid and "-std=c++17 -O3" in tid and "headers: " in tid
