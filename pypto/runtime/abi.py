@@ -16,6 +16,7 @@ READS = frozenset({DIR_INPUT, DIR_INOUT})
 WRITES = frozenset({DIR_OUTPUT, DIR_INOUT, DIR_OUTPUT_EXISTING})
 
 KERNEL_ENTRY = "pypto_kernel_entry"
+MOVE_NS = "pypto_kernel_move_ns"
 ORCHESTRATION_ENTRY = "pypto_orchestration_entry"
 ERR_LEN = 1024
 KERNEL_STOPPED = 2     # a core group's half that stopped because the other half failed (pto::kStopped)
@@ -91,6 +92,17 @@ def bind_kernel_entry(lib: ctypes.CDLL, symbol: str = KERNEL_ENTRY):
     fn = getattr(lib, symbol)
     fn.argtypes = [i64p, ctypes.c_char_p, ctypes.c_int32]
     fn.restype = ctypes.c_int
+    return fn
+
+
+def bind_move_ns(lib: ctypes.CDLL):
+    """The kernel's pypto_kernel_move_ns (read-and-clear the calling thread's data-movement
+    ns, pto_sim_base.hpp), or None for a kernel built without it."""
+    fn = getattr(lib, MOVE_NS, None)
+    if fn is None:
+        return None
+    fn.argtypes = []
+    fn.restype = ctypes.c_int64
     return fn
 
 

@@ -152,6 +152,7 @@ class LoadedKernel:
     lib: Any = field(repr=False)
     # how it runs on a core group (abi.CoreGroup); () for a kernel on one core
     group: tuple = field(default=(), repr=False)
+    move_ns: Any = field(default=None, repr=False)   # abi.bind_move_ns
     # abi.core_needs, once: read by every scheduling step
     needs: tuple = field(init=False, repr=False)
 
@@ -227,7 +228,7 @@ def load_chip_callable(output_dir: Path, config: dict[str, Any]) -> ChipCallable
             raise ArtifactError(f"kernel '{k['name']}': cannot load {path}: {e}") from e
         kernels[int(k["func_id"])] = LoadedKernel(
             int(k["func_id"]), str(k["name"]), k["core_type"], tuple(k.get("signature", ())),
-            path, digest, entry, lib, group)
+            path, digest, entry, lib, group, abi.bind_move_ns(lib))
     if "binary" not in orch:
         raise ArtifactError(f"{output_dir / KERNEL_CONFIG}: ORCHESTRATION has no 'binary'")
     name = str(orch.get("name", "orchestration"))

@@ -37,10 +37,13 @@ ALL_BLOCKS = -1        # a ready-queue entry running every block of a sync_start
 
 
 def _call(task, block: int, err=None, entry=None, args=None) -> tuple:
-    """Run one block of a task: (status, message, start ns, end ns)."""
+    """Run one block of a task: (status, message, start ns, end ns, ns of data movement)."""
     err = err if err is not None else ctypes.create_string_buffer(abi.ERR_LEN)
     err[0] = b"\0"
     message = ""
+    moves = task.kernel.move_ns if task.launch.record.measure_moves else None
+    if moves is not None:
+        moves()             # (clears what this thread's earlier calls left)
     start = time.perf_counter_ns()
     try:
         status = int((entry or task.kernel.entry)(task.args[block] if args is None else args,
@@ -48,9 +51,10 @@ def _call(task, block: int, err=None, entry=None, args=None) -> tuple:
     except BaseException as e:  # a ctypes-level failure, not a kernel status
         status, message = -1, f"{type(e).__name__}: {e}"
     end = time.perf_counter_ns()
+    moved = moves() if moves is not None else 0
     if status != 0 and not message:
         message = err.value.decode("utf-8", "replace")
-    return status, message, start, end
+    return status, message, start, end, moved
 
 
 def _gang(task) -> list:
@@ -99,7 +103,8 @@ def _group_call(task, block: int) -> tuple:
     # the half that failed first, not one that then stopped because its pipe did
     first = [r for r in failed if r[0] != abi.KERNEL_STOPPED] or failed
     status, message = (first[0][0], first[0][1]) if first else (0, "")
-    return status, message, min(r[2] for r in results), max(r[3] for r in results)
+    return (status, message, min(r[2] for r in results), max(r[3] for r in results),
+            sum(r[4] for r in results))
 
 
 def _element_value(raw: bytes, d) -> float:
@@ -127,7 +132,7 @@ def _new_pipe(depth: int):
 
 class _Dummy:
     """The 'kernel' of a task that runs nothing (pl.system.task_dummy)."""
-    name, core_type, entry, needs = "task_dummy", "aiv", None, (("aiv", 1),)
+    name, core_type, entry, needs, move_ns = "task_dummy", "aiv", None, (("aiv", 1),), None
 
 
 _DUMMY = _Dummy()
@@ -138,7 +143,7 @@ class Task:
     (they differ in the hidden block index), and is done when all of them are."""
     __slots__ = ("launch", "spec", "kernel", "pending", "successors", "done", "started",
                  "descs", "args", "deps", "ready_ns", "left", "first_start", "last_end",
-                 "status", "message", "slot", "thread", "active", "times", "skipped")
+                 "status", "message", "slot", "thread", "active", "times", "skipped", "moved")
 
     def __init__(self, launch: "Launch", spec: TaskSpec, kernel, descs, args):
         self.launch, self.spec, self.kernel = launch, spec, kernel
@@ -156,6 +161,7 @@ class Task:
         self.active = 0                         # blocks running now
         self.times: dict = {}                   # block -> (start, end)
         self.skipped = False                    # its predicate was false at dispatch
+        self.moved = 0                          # ns its blocks spent moving data
 
 
 class Device:
@@ -272,8 +278,9 @@ class Device:
             for t, i in slot:
                 heapq.heappush(self._free[t], i)
             slot = slot[0][1]           # (the record names its first core)
-            for b, (status, message, start, end) in results:
+            for b, (status, message, start, end, moved) in results:
                 task.times[b] = (start, end)
+                task.moved += moved
                 task.launch.block_finished(task, status, message, start, end, slot, index)
 
     def help_until(self, done) -> None:
@@ -388,6 +395,25 @@ class Launch:
         task = Task(self, spec, kernel, (descs, barrier, pipes), per_block)   # (kept alive with it)
         return task
 
+    def _graph_tasks(self, graph: Graph) -> list:
+        """The graph's tasks; their argument arrays are those of its last run when every
+        buffer is where it was then (a replay with the same tensors: nothing to rebuild)."""
+        addrs = tuple(self.addrs)
+        prep = graph.prepared
+        if prep is not None and prep[0] == addrs:
+            tasks = []
+            for spec, (kernel, descs, args) in zip(graph.tasks, prep[1]):
+                if descs is not None:
+                    barrier = descs[1]
+                    barrier[0] = barrier[1] = 0
+                tasks.append(Task(self, spec, kernel, descs, args))
+            return tasks
+        tasks = [self._make_task(spec) for spec in graph.tasks]
+        # a Group's pipes must start zeroed: those tasks are built afresh each run
+        if not any(t.descs is not None and t.descs[2] for t in tasks):
+            graph.prepared = (addrs, [(t.kernel, t.descs, t.args) for t in tasks])
+        return tasks
+
     def submit(self, spec: TaskSpec) -> None:
         """TENSORMAP_AND_RINGBUFFER: add a task while the orchestration is running; it
         starts as soon as its producers are done."""
@@ -402,17 +428,17 @@ class Launch:
                 self.device.cond.notify()
 
     def run_graph(self, graph: Graph) -> None:
-        """HOST_BUILD_GRAPH: add a whole recorded graph at once."""
-        tasks = [self._make_task(spec) for spec in graph.tasks]
+        """Add a whole recorded graph at once."""
+        tasks = self._graph_tasks(graph)
         with self.device.cond:
             self.tasks = tasks
             for task in tasks:
                 self._link(task, task.spec.deps)
             self.remaining += len(tasks)
-            for task in tasks:
-                if task.pending == 0:
-                    self._ready(task)
-            self.device.cond.notify_all()
+            ready = sum(1 for task in tasks if task.pending == 0 and self._ready(task))
+            # the launching thread takes one itself as it waits (Device.help_until)
+            if ready > 1:
+                self.device.cond.notify(ready - 1)
 
     def _ready(self, task: Task) -> bool:
         """A task whose producers are done: queued for a core (True), or, a task that runs
@@ -482,7 +508,7 @@ class Launch:
                 end, task.deps, thread, spec.scope, status, tensors,
                 spec.scalars if self.keep_tensors else (), task.ready_ns,
                 tuple(task.times[b] for b in sorted(task.times)) if spec.blocks > 1 else (),
-                task.skipped)
+                task.skipped, task.moved)
             if status != 0:
                 self.fail(KernelExecutionError(task.kernel.name, spec.func_id, spec.index, status,
                                                message, task.kernel.core_type))

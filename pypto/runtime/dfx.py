@@ -120,7 +120,8 @@ def _write_json(path: Path, data) -> Path:
 # -- swimlane records ---------------------------------------------------------------------
 def _origin(record) -> int:
     starts = [t.start_ns for t in record.tasks if t.start_ns]
-    return record.start_ns or (min(starts) if starts else 0)
+    # the caller's call (binding its arguments is part of the launch), else the launch start
+    return record.call_ns or record.start_ns or (min(starts) if starts else 0)
 
 
 def _meta(record) -> dict:
@@ -143,13 +144,49 @@ def _meta(record) -> dict:
         "core_types": dict(CORE_SLOTS[arch]),
         "n_threads": record.n_threads,
         "n_tasks": len(record.tasks),
-        "host_wall_ns": record.end_ns - record.start_ns if record.end_ns else 0,
+        "host_wall_ns": record.end_ns - t0 if record.end_ns else 0,
         "device_wall_ns": record.device_wall_ns,
         "orchestration": orch,
         "graph_built": record.graph_built,
         "replayed": record.replayed,
         "error": record.error,
+        "time_split": time_split(record),
     }
+
+
+def _busy_ns(tasks) -> int:
+    """Wall time during which at least one kernel ran."""
+    spans = sorted((t.start_ns, t.end_ns) for t in tasks if t.end_ns > t.start_ns)
+    busy, end = 0, None
+    for lo, hi in spans:
+        if end is None or lo > end:
+            busy += hi - lo
+            end = hi
+        elif hi > end:
+            busy += hi - end
+            end = hi
+    return busy
+
+
+def _kernel_ns(t) -> int:
+    """A task's kernel time, its blocks' summed (they may run at once)."""
+    return sum(e - s for s, e in t.blocks) if t.blocks else t.duration_ns
+
+
+def time_split(record) -> dict:
+    """Where a launch's time went. dispatch_ns: host wall from the call to the end of the
+    launch while no kernel ran (binding the arguments, the orchestration or a graph
+    replay, hand-offs to the cores, completion). Summed over the cores' kernel calls:
+    data_movement_ns (tile loads, stores and moves between buffers) and compute_ns (the
+    rest); data movement is measured only when a swimlane is asked for."""
+    begin = record.call_ns or record.start_ns
+    wall = record.end_ns - begin if record.end_ns and begin else 0
+    busy = _busy_ns(record.tasks)
+    kernel = sum(_kernel_ns(t) for t in record.tasks)
+    moved = sum(getattr(t, "move_ns", 0) for t in record.tasks)
+    return {"host_wall_ns": wall, "dispatch_ns": max(0, wall - busy), "device_busy_ns": busy,
+            "kernel_ns": kernel, "data_movement_ns": moved, "compute_ns": max(0, kernel - moved),
+            "data_movement_measured": bool(record.measure_moves)}
 
 
 def swimlane_records(record, level: int = 1) -> dict:
@@ -172,6 +209,9 @@ def swimlane_records(record, level: int = 1) -> dict:
         if level >= 2 and t.ready_ns:
             row["ready_ns"] = t.ready_ns - t0
             row["dispatch_wait_ns"] = t.start_ns - t.ready_ns
+        if record.measure_moves:
+            row["data_movement_ns"] = t.move_ns
+            row["compute_ns"] = max(0, _kernel_ns(t) - t.move_ns)
         rows.append(row)
     return {"version": 1, "metadata": meta, "records": rows}
 
@@ -205,6 +245,7 @@ def chrome_trace(record) -> dict:
     for ctype, index in used:
         events.append({"ph": "M", "name": "thread_name", "pid": _pid(ctype), "tid": index,
                        "args": {"name": f"{CORE_LABEL.get(ctype, ctype)} {index}"}})
+    events.extend(_dispatch_events(record, us))
     if record.orchestration_start_ns:
         events.append({"ph": "X", "name": "orchestration", "cat": "host", "pid": PIDS["host"],
                        "tid": 0, "ts": us(record.orchestration_start_ns),
@@ -217,6 +258,8 @@ def chrome_trace(record) -> dict:
                        "dur": round((t.end_ns - t.start_ns) / 1000.0, 3),
                        "args": {"task_id": t.task_id, "func_id": t.func_id, "deps": list(t.deps),
                                 "thread": t.thread, "status": t.status}})
+        if record.measure_moves:
+            events.extend(_split_events(t, us))
     flow = 0
     for t in record.tasks:
         for d in t.deps:
@@ -231,6 +274,37 @@ def chrome_trace(record) -> dict:
             events.append({"ph": "f", "bp": "e", "id": flow, "name": "dep", "cat": "dep",
                            "pid": _pid(t.core_type), "tid": t.core_index, "ts": us(t.start_ns)})
     return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": meta}
+
+
+def _dispatch_events(record, us) -> list:
+    """The host's dispatch lane: from the call to the first kernel's start (binding, the
+    orchestration or replay, hand-off) and from the last kernel's end to the return."""
+    begin = record.call_ns or record.start_ns
+    if not begin or not record.end_ns:
+        return []
+    starts = [t.start_ns for t in record.tasks if t.end_ns]
+    first = min(starts) if starts else record.end_ns
+    last = max((t.end_ns for t in record.tasks if t.end_ns), default=first)
+    out = [{"ph": "M", "name": "thread_name", "pid": PIDS["host"], "tid": 1,
+            "args": {"name": "dispatch"}}]
+    for name, lo, hi in (("dispatch", begin, first), ("completion", last, record.end_ns)):
+        if hi > lo:
+            out.append({"ph": "X", "name": name, "cat": "dispatch", "pid": PIDS["host"], "tid": 1,
+                        "ts": us(lo), "dur": round((hi - lo) / 1000.0, 3),
+                        "args": {"replayed": record.replayed}})
+    return out
+
+
+def _split_events(t, us) -> list:
+    """A task's kernel time as data movement then compute, nested in its slice (the two
+    are totals over its tile ops; their interleaving is not kept)."""
+    dur = t.end_ns - t.start_ns
+    moved = min(t.move_ns, dur)
+    base = {"cat": "split", "pid": _pid(t.core_type), "tid": t.core_index}
+    return [dict(base, ph="X", name="data movement", ts=us(t.start_ns), dur=round(moved / 1000.0, 3),
+                 args={"ns": t.move_ns}),
+            dict(base, ph="X", name="compute", ts=us(t.start_ns + moved),
+                 dur=round((dur - moved) / 1000.0, 3), args={"ns": dur - moved})]
 
 
 def _pid(core_type: str) -> int:

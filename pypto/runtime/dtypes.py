@@ -90,17 +90,27 @@ def from_numpy_dtype(npd) -> DataType | None:
     return None
 
 
+_FROM_TORCH: dict = {}       # torch dtype -> DataType | None, filled as they are met
+
+
 def from_torch_dtype(td) -> DataType | None:
+    try:
+        return _FROM_TORCH[td]
+    except KeyError:
+        pass
     text = str(td).replace("torch.", "")
+    found = None
     for key, value in _TORCH.items():
         if value == text and key != "INDEX":
-            return _dt.BY_NAME[key]
-    return None
+            found = _dt.BY_NAME[key]
+            break
+    _FROM_TORCH[td] = found
+    return found
 
 
 def accepts(param: DataType, actual: DataType) -> bool:
     """Whether a tensor of dtype `actual` may be passed for a parameter of `param`."""
-    if param == actual:
+    if param is actual or param == actual:
         return True
     return param.name == "INDEX" and actual.name == "INT64"
 

@@ -68,6 +68,7 @@ class Graph:
     scopes: list = field(default_factory=list)
     build_ns: int = 0
     reads_data: bool = False      # the orchestration read tensor elements: not replayable
+    prepared: Any = None          # (addresses, per task (kernel, descs, args)) of the last run
 
     @property
     def intermediates(self) -> list[BufferSpec]:

@@ -25,6 +25,8 @@ class TaskRecord:
     ready_ns: int = 0       # when its last producer finished (it entered the ready queue)
     blocks: tuple = ()      # an SPMD task's blocks: (start_ns, end_ns) each, in block order
     skipped: bool = False   # its predicate was false when it was dispatched: it did not run
+    move_ns: int = 0        # of its kernel time, moving data (tile loads/stores/moves; summed
+                            # over blocks and halves); measured when a swimlane is asked for
 
     @property
     def duration_ns(self) -> int:
@@ -49,6 +51,8 @@ class RunRecord:
     error: str | None = None
     dfx_outputs: dict = field(default_factory=dict)   # name -> path of files written for it
     arg_dumps: list | None = None    # enable_dump_args: the captured arguments (arg_dump.py)
+    call_ns: int = 0                 # when the caller called (before its arguments were bound)
+    measure_moves: bool = False      # TaskRecord.move_ns measured (a swimlane was asked for)
 
     @property
     def device_wall_ns(self) -> int:

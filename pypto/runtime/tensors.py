@@ -146,14 +146,14 @@ class HostView(NamedTuple):
 def host_view(x: Any, what: str, writable: bool = False, expect: DataType | None = None) -> HostView:
     """Address, shape and dtype of a contiguous CPU torch tensor or numpy array."""
     if is_torch_tensor(x):
-        if x.device.type != "cpu":
+        if not x.is_cpu:
             raise ValueError(f"{what}: tensor is on {x.device}; the simulator needs CPU tensors")
         if not x.is_contiguous():
             raise ValueError(f"{what}: tensor is not contiguous; pass .contiguous()")
         dt = dtypes.from_torch_dtype(x.dtype)
         if expect is not None and dt is not None and dtypes.accepts(expect, dt):
             dt = expect
-        return HostView(int(x.data_ptr()), tuple(x.shape), dt, x.numel() * x.element_size(), "torch")
+        return HostView(x.data_ptr(), tuple(x.shape), dt, x.nbytes, "torch")
     if is_numpy_array(x):
         if not x.flags.c_contiguous:
             raise ValueError(f"{what}: array is not C-contiguous; pass numpy.ascontiguousarray(...)")
@@ -183,9 +183,11 @@ def bind_arguments(params: list[Param], args: tuple, worker=None) -> Binding:
     if len(args) != len(params):
         raise TypeError(f"expected {len(params)} arguments, got {len(args)}")
     buffers_raw, addrs, scalars, keep = [], [], [], []
+    torch = sys.modules.get("torch")
+    tensor_type = torch.Tensor if torch is not None else ()
     for p, a in zip(params, args):
-        what = f"parameter '{p.name}'"
         if not p.is_tensor:
+            what = f"parameter '{p.name}'"
             if is_tensor_like(a):
                 raise TypeError(f"{what} is a {p.dtype} scalar; got a tensor")
             try:
@@ -194,23 +196,31 @@ def bind_arguments(params: list[Param], args: tuple, worker=None) -> Binding:
                 raise type(e)(f"{what}: {e}") from None
             keep.append(a)
             continue
-        if isinstance(a, DeviceTensor):
+        if type(a) is tensor_type and a.is_cpu and a.is_contiguous() \
+                and dtypes.from_torch_dtype(a.dtype) is p.dtype:
+            # the common case, checked in few calls (the general path names any problem)
+            shape = tuple(a.shape)
+            view = HostView(a.data_ptr(), shape, p.dtype, a.nbytes, "torch")
+        elif isinstance(a, DeviceTensor):
+            what = f"parameter '{p.name}'"
             if a.freed:
                 raise ValueError(f"{what}: DeviceTensor was freed")
             if worker is not None and a.worker is not worker:
                 raise ValueError(f"{what}: DeviceTensor belongs to another ChipWorker")
             view = HostView(a.data_ptr(), a.shape, a.dtype, a.nbytes, "device")
         else:
+            what = f"parameter '{p.name}'"
             if not (is_torch_tensor(a) or is_numpy_array(a)):
                 raise TypeError(f"{what} expects a tensor (torch.Tensor, numpy.ndarray or "
                                 f"DeviceTensor), got {type(a).__name__}")
             view = host_view(a, what, writable=p.direction != "In", expect=p.dtype)
-        if view.dtype is None or not dtypes.accepts(p.dtype, view.dtype):
+        if view.dtype is not p.dtype and (view.dtype is None or not dtypes.accepts(p.dtype, view.dtype)):
             got = view.dtype if view.dtype is not None else getattr(a, "dtype", "?")
-            raise TypeError(f"{what} expects dtype {p.dtype}, got {got}")
+            raise TypeError(f"parameter '{p.name}' expects dtype {p.dtype}, got {got}")
         if len(view.shape) != len(p.shape) or any(
                 want >= 0 and want != got for want, got in zip(p.shape, view.shape)):
-            raise ValueError(f"{what} expects shape {p.describe_shape()}, got {list(view.shape)}")
+            raise ValueError(f"parameter '{p.name}' expects shape {p.describe_shape()}, "
+                             f"got {list(view.shape)}")
         buffers_raw.append((p.dtype.code, tuple(view.shape), view.nbytes))
         addrs.append(view.addr)
         keep.append(a)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from typing import Any
 
@@ -192,6 +193,7 @@ class ChipWorker:
         return self.register(compiled).launch(*args, config=config)
 
     def _dispatch(self, handle: RegistrationHandle, args: tuple, config: RunConfig | None):
+        call_ns = time.perf_counter_ns()
         self._check_open()
         compiled = handle.compiled
         cfg = self.config if config is None else config
@@ -208,6 +210,8 @@ class ChipWorker:
         binding = bind_arguments(compiled.params, full_args, worker=self)
         chip = compiled.chip_callable
         record = RunRecord(str(compiled.output_dir), self.platform, self.runtime)
+        record.call_ns = call_ns
+        record.measure_moves = dfx.swimlane_level(cfg) > 0
         if cfg.enable_dump_args:
             record.arg_dumps = []
         keep = bool(cfg.enable_dump_args) or bool(cfg.enable_dep_gen)

@@ -109,7 +109,13 @@ def test_swimlane_outputs_one_record_per_task(pipelines, runtime):
     assert [r["task_id"] for r in rows] == [0, 1, 2, 3]
     assert [r["kernel"] for r in rows] == KERNELS
     t0 = meta["launch_start_ns"]
-    assert t0 == rec.start_ns
+    assert t0 == rec.call_ns and 0 < rec.call_ns < rec.start_ns      # from the call on
+    split = meta["time_split"]                 # where the time went (issue 15.4)
+    assert split["data_movement_measured"] and split["kernel_ns"] == sum(t.duration_ns for t in rec.tasks)
+    assert 0 < split["data_movement_ns"] < split["kernel_ns"]
+    assert split["compute_ns"] == split["kernel_ns"] - split["data_movement_ns"]
+    assert 0 < split["dispatch_ns"] < split["host_wall_ns"] == meta["host_wall_ns"]
+    assert all(r["data_movement_ns"] + r["compute_ns"] == r["duration_ns"] for r in rows)
     for r, t in zip(rows, rec.tasks):
         assert r["core_type"] == t.core_type == "aiv" and r["core_index"] == t.core_index
         assert r["start_ns"] == t.start_ns - t0 and r["end_ns"] == t.end_ns - t0
@@ -132,8 +138,11 @@ def test_swimlane_outputs_one_record_per_task(pipelines, runtime):
     procs = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
     threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"}
     assert procs == {0: "Host orchestration", 2: "AIV cores"}
-    assert threads == {(2, i): f"AIV {i}" for i in {r["core_index"] for r in rows}}
+    assert threads == {(0, 1): "dispatch", **{(2, i): f"AIV {i}" for i in {r["core_index"] for r in rows}}}
     assert [e for e in events if e["ph"] == "X" and e["name"] == "orchestration"]
+    assert [e["name"] for e in events if e.get("cat") == "dispatch"] == ["dispatch", "completion"]
+    split_events = [e for e in events if e.get("cat") == "split"]
+    assert [e["name"] for e in split_events] == ["data movement", "compute"] * len(rows)
     flows = [e for e in events if e["ph"] in ("s", "f")]
     assert len(flows) == 2 * len(rec.edges)
 
@@ -277,6 +286,7 @@ def test_writers_on_a_synthetic_record():
     json.dumps(trace)
     x = [e for e in trace["traceEvents"] if e["ph"] == "X"]
     assert [(e["name"], e["pid"], e["tid"], e["ts"], e["dur"]) for e in x] == [
+        ("dispatch", 0, 1, 0.0, 4.0), ("completion", 0, 1, 25.4, 24.6),
         ("orchestration", 0, 0, 0.5, 2.5), ("k<0>&", 1, 3, 4.0, 20.0),
         (names := "a_very_long_kernel_name_that_cannot_fit", 2, 7, 25.0, 0.4)]
     assert deps_graph(rec)["edges"] == [{"from": 0, "to": 1, "from_kernel": "k<0>&",
