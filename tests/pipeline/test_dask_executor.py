@@ -49,7 +49,7 @@ def cluster(redis_srv, tmp_path_factory):
     machine's disk (two machines), both on the test's Redis."""
     root = tmp_path_factory.mktemp("dask")
     env = {"PYPTO_REMOTE_CACHE": redis_srv.url, "PYPTO_CACHE_DIR": str(root / "worker-store"),
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+           "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE)])}   # HERE: pipeline_toys
     c = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, scheduler_port=0,
                      dashboard_address=":0", local_directory=str(root / "scratch"),
                      env=env, silence_logs=40)
@@ -68,7 +68,9 @@ def watcher(cluster):
 
 @pytest.fixture
 def machine(tmp_path, monkeypatch, redis_srv):
-    """Compile as a machine with its own local store, on the shared Redis."""
+    """Compile as a machine with its own local store, on the shared Redis (emptied: the
+    kernels of the tests' programs are alike, and a kernel's key is its text's)."""
+    redis_srv.client().flushall()
     monkeypatch.setenv("PYPTO_REMOTE_CACHE", redis_srv.url)
     for k in ("PYPTO_CACHE_DISABLE", "PYPTO_REMOTE_CACHE_MODE", "PYPTO_REMOTE_CACHE_SECRET",
               "PYPTO_EXECUTOR_STAGES", "PYPTO_JOBS"):
@@ -163,6 +165,84 @@ def test_a_worker_killed_mid_build_costs_only_time(cluster, watcher, machine, tm
     assert recs[step]["worker"] != addr
     assert artifacts(out) == artifacts(local_build(tmp_path, prog, monkeypatch))
     watcher.wait_for_workers(2, timeout=60)       # the nanny restarts it for the next test
+
+
+def test_a_stage_that_raises_out_there_raises_its_own_exception_here(cluster, redis_srv,
+                                                                    tmp_path, monkeypatch):
+    """The worker reports the failure; the step is built here, so the stage's own
+    exception (type, message, traceback) is what the build raises, as without Dask."""
+    import pipeline_toys
+    from pypto_pipeline import Ref, Step, run_steps
+    from pypto_cache.remote import RemoteTier
+    forget_tiers()
+    store = Store(tmp_path / "store", remote=RemoteTier(redis_srv.url))
+    src = Ref.blob(store.put_bytes(b"tile\n"))
+    ex = executor_mod.Executor(cluster.scheduler_address, stages=("kernel", "pass"),
+                               impl_check=lambda step: ("builtins:str", (step.impl,)))
+    try:
+        ok = Step("pass:up", "pass", pipeline_toys.upper, "impl-up", {}, {"text": src}, ("text",))
+        bad = Step("kernel:boom", "kernel", pipeline_toys.boom, "impl-boom", {},
+                   {"text": Ref("pass:up", "text")}, ("so",))
+        with pytest.raises(pipeline_toys.ToyCompileError, match="multiple of 32 bytes"):
+            run_steps([ok, bad], store=store, db_path=None, executor=ex)
+        r = run_steps([ok], store=Store(tmp_path / "other", remote=RemoteTier(redis_srv.url)),
+                      db_path=None, executor=ex)
+        assert r.records[0].status == "cached"          # pass:up was built out there
+        assert not ex.disabled                          # a stage's failure is not the cluster's
+    finally:
+        ex._client and ex._client.close()
+
+
+def test_a_scheduler_that_dies_mid_build_costs_one_warning(machine, redis_srv, tmp_path,
+                                                          monkeypatch, capfd):
+    """The one-machine try-out of the README (`dask scheduler`, `dask worker`), and its
+    scheduler killed while a kernel is being built: the rest is built here."""
+    dask = str(Path(sys.executable).with_name("dask"))
+    port = dead_port()
+    env = dict(os.environ, PYPTO_REMOTE_CACHE=redis_srv.url, PYPTO_CACHE_DIR=str(tmp_path / "ws"),
+               PYTHONPATH=str(ROOT))
+    env.pop("PYPTO_EXECUTOR", None)
+    procs = [subprocess.Popen([dask, "scheduler", "--port", str(port), "--no-dashboard"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        procs.append(subprocess.Popen(
+            [dask, "worker", f"tcp://127.0.0.1:{port}", "--nworkers", "1", "--nthreads", "1",
+             "--no-dashboard", "--local-directory", str(tmp_path / "scratch")],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        watcher = Client(f"tcp://127.0.0.1:{port}", set_as_default=False, timeout=30)
+        watcher.wait_for_workers(1, timeout=60)
+        seen: list[str] = []
+        done = threading.Event()
+
+        def kill_scheduler_mid_kernel():
+            while not done.is_set():
+                busy = [str(k) for ks in watcher.processing().values() for k in ks
+                        if str(k).startswith("pypto kernel:")]
+                if busy:
+                    procs[0].kill()
+                    seen.append(busy[0])
+                    return
+                time.sleep(0.01)
+        t = threading.Thread(target=kill_scheduler_mid_kernel)
+        t.start()
+        prog = write_program(tmp_path / "prog.py", 4, name="SchedulerDies")
+        try:
+            out = machine("a", prog, executor=f"tcp://127.0.0.1:{port}")
+        finally:
+            done.set()
+            t.join()
+        watcher.close(timeout=5)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait(30)
+    assert seen, "no kernel step was seen running"
+    recs = tasks(out)
+    assert {r["status"] for r in recs} == {"ran"}
+    assert {r["worker"] for r in recs if r["stage"] == "kernel"} >= {"local"}
+    assert artifacts(out) == artifacts(local_build(tmp_path, prog, monkeypatch))
+    warned = [ln for ln in capfd.readouterr().err.splitlines() if "warning: executor" in ln]
+    assert len(warned) == 1 and "building locally" in warned[0], warned
 
 
 def test_an_unreachable_scheduler_costs_one_warning(machine, tmp_path, monkeypatch, capfd):
