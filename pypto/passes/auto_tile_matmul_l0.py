@@ -12,7 +12,12 @@ follows from how `c` is used:
   - cast for the next matmul (`tile.cast(c)`, in Mat: the cube's write-back converts):
     each block is assembled into a Mat tile of the cast's dtype (Acc -> Mat), which the
     next matmul reads (and is itself tiled if it has to be);
-  - a result that fits L0C with operands that do not (only K is split) is used as is.
+  - a result that fits L0C with operands that do not (only K is split) is used as is;
+    so is `tile.matmul_acc(acc, move(A -> Left), move(B -> Right))`, whose K steps all
+    add into `acc` (its result is the accumulator: it is never blocked over M or N).
+
+A split-K loop whose accumulator does not fit L0C runs once per block of the result
+(carried_acc_blocks.py).
 
 The block shape is chosen from the shapes and the chip: full K if it fits, each block at
 most half of its buffer (the other half for the planner's double buffering); block edges
@@ -26,6 +31,7 @@ from pypto.ir.nodes import (Assign, BinOp, Call, Const, For, Function, IterArg, 
                             ScalarType, TileType, TupleExpr, Var, Yield)
 from pypto.ir.visit import bodies, defs, stmt_uses, walk
 from pypto.passes.base import Namer
+from pypto.passes.carried_acc_blocks import blocked, carried_acc
 
 NAME = "AutoTileMatmulL0"
 READS = ("backend_type",)
@@ -92,6 +98,13 @@ class _Tiler:
         for s in stmts:
             if id(s) in drop:
                 continue
+            carried = carried_acc(s, made, uses, self.cap)
+            if carried is not None:        # a split-K loop over a too-large accumulator
+                init, store, (bm, bn) = carried
+                drop |= {id(init), id(store)}
+                out = [x for x in out if x is not init]
+                out.extend(self.body(blocked(s, init, store, bm, bn, self)))
+                continue
             plan = self.plan(s, made, uses)
             if plan is None:
                 out.append(s)
@@ -105,9 +118,10 @@ class _Tiler:
     def plan(self, s, made, uses):
         """(A, B, M, N, K, blocks, placement) for a matmul that has to be blocked, else None."""
         if not (isinstance(s, Assign) and isinstance(s.value, Call)
-                and s.value.op in ("tile.matmul", "tile.matmul_bias")):
+                and s.value.op in ("tile.matmul", "tile.matmul_bias", "tile.matmul_acc")):
             return None
-        lm, rm = (made.get(id(a)) for a in s.value.args[:2])
+        accumulate = s.value.op == "tile.matmul_acc"     # (acc, lhs, rhs): only K can be split
+        lm, rm = (made.get(id(a)) for a in (s.value.args[1:3] if accumulate else s.value.args[:2]))
         bias = None
         if s.value.op == "tile.matmul_bias":         # the bias comes from a [1, N] Mat row
             bm_ = made.get(id(s.value.args[2]))
@@ -132,7 +146,7 @@ class _Tiler:
         bias_nb = bias.var.type.dtype.nbytes if bias is not None else 0
         fits = (Mm * K * nb <= self.cap[M.Left], K * N * nb <= self.cap[M.Right],
                 Mm * N * 4 <= self.cap[M.Acc] and N * bias_nb <= self.cap[M.Bias])
-        if all(fits):
+        if all(fits) or accumulate and not fits[2]:
             return None
         users = uses.get(id(s.var), [])
         placement = None
@@ -162,7 +176,8 @@ class _Tiler:
         if bias is not None and bn != N:
             dropped.add(id(bias))
         if placement is None:
-            stmts, acc = self.k_loop(A, B, _idx(0, span), _idx(0, span), bm, bn, bk, K, s.var, span)
+            init = s.value.args[0] if s.value.op == "tile.matmul_acc" else None
+            stmts, acc = self.k_loop(A, B, _idx(0, span), _idx(0, span), bm, bn, bk, K, s.var, span, init)
             return self.bind(stmts, acc, s.var, span), dropped
         kind, user = placement
         dropped.add(id(user))
@@ -220,8 +235,9 @@ class _Tiler:
                     [IterArg(outer_it, carried)], [final], span=span)
         return [outer]
 
-    def k_loop(self, A, B, mi, ni, bm, bn, bk, K, like: Var, span):
-        """(statements, Acc block [bm, bn]) of A[mi:, :] @ B[:, ni:] in K steps of bk."""
+    def k_loop(self, A, B, mi, ni, bm, bn, bk, K, like: Var, span, init=None):
+        """(statements, Acc block [bm, bn]) of A[mi:, :] @ B[:, ni:] in K steps of bk, added
+        to the accumulator `init` when given (a matmul_acc whose operands were too large)."""
         acc_t = TileType((bm, bn), like.type.dtype, M.Acc)
 
         def operands(k, out):
@@ -238,7 +254,9 @@ class _Tiler:
         l0, r0 = operands(_idx(0, span), stmts)
         first = Var(self.names.fresh(like.name, "blk"), acc_t, span)
         bias = self.bias_block(ni, bn, stmts, span)
-        if bias is None:
+        if init is not None:
+            stmts.append(Assign(first, Call("tile.matmul_acc", [init, l0, r0], {}, acc_t, {}, span), span))
+        elif bias is None:
             stmts.append(Assign(first, Call("tile.matmul", [l0, r0], {}, acc_t, {}, span), span))
         else:                                   # the bias is added once, with the first K step
             stmts.append(Assign(first, Call("tile.matmul_bias", [l0, r0, bias], {}, acc_t, {}, span), span))

@@ -288,6 +288,8 @@ def _copy_outside_yields(s: If, branch: list, names: Namer) -> None:
     # accumulator is written in place and may not be read after it: _read_after)
     made = {id(x.var) for x in walk(branch) if isinstance(x, Assign)
             and isinstance(x.value, Call) and (x.value.op not in _SAME_BUFFER or x.value.op in _ACCUMULATE)}
+    # a loop's or an inner if's results are computed in the branch too
+    made |= {id(r) for x in walk(branch) if isinstance(x, (For, While, If)) for r in x.return_vars}
     for i, (r, v) in enumerate(zip(s.return_vars, y.values)):
         t = getattr(v, "type", None)
         if not isinstance(t, TileType) or not isinstance(r.type, TileType) or id(v) in made:
