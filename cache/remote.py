@@ -305,13 +305,16 @@ class RemoteTier:
             p.execute()
         return up
 
-    def publish_objects(self, digests, read, counters) -> bool:
+    def publish_objects(self, digests, read, counters, recheck: bool = False) -> bool:
         """Make sure the remote holds these objects (their bytes from `read`), without
         an entry naming them: what another machine is asked to read. False if it
-        could not (read-only, remote off or failed, an object unreadable here)."""
+        could not (read-only, remote off or failed, an object unreadable here).
+        `recheck`: ask the remote about those this process saw there too (it may have
+        evicted them since): for objects another machine is about to be told to read."""
         if not self.writable or self.disabled:
             return False
-        unknown = sorted(d for d in set(digests) if d not in self._present or d in self._bad)
+        unknown = sorted(d for d in set(digests)
+                         if recheck or d not in self._present or d in self._bad)
         up = self._call("publishing objects", counters,
                         lambda r: self._send_objects(r, unknown, read)) if unknown else 0
         if up is None:

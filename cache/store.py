@@ -325,12 +325,13 @@ class Store:
         return data
 
     def publish_objects(self, digests) -> bool:
-        """Put these objects of this store into the remote tier (those it lacks), for
-        another machine to read; False with no writable remote, or if it failed."""
+        """Put these objects of this store into the remote tier (those it lacks, asked
+        afresh: it may have evicted some), for another machine to read; False with no
+        writable remote, or if it failed."""
         remote = self._remote
         if remote is None or not remote.writable or remote.disabled:
             return False
-        return remote.publish_objects(digests, self._get_local, self._counters)
+        return remote.publish_objects(digests, self._get_local, self._counters, recheck=True)
 
     @property
     def remote(self):

@@ -196,9 +196,8 @@ class Executor:
         manifest = store.get_action(key)  # from Redis into the local store, checked
         outputs = manifest and manifest.get("outputs", {})
         if not outputs or any(outputs.get(o) != answer["outputs"].get(o) for o in step.outputs):
-            self._give_up(f"step {step.name}",
-                          RuntimeError("its outputs did not reach this machine through the "
-                                       "remote cache"))
+            # evicted or refused on the way (the remote tier said why, if it failed):
+            # this step is built here, the cluster keeps the next ones
             return None
         return {o: outputs[o] for o in step.outputs}, answer["worker"]
 
@@ -297,7 +296,10 @@ def remote_build(step, key: str, digests: dict[str, str], check) -> dict:
                 manifest = {"outputs": outputs, "stage": step.stage, "step": step.name,
                             "impl": step.impl, "inputs": dict(sorted(digests.items())),
                             "worker": worker}
-    # (again when it was a hit here: the entry may predate this Redis)
+    # the objects first, asked afresh (a hit here may predate what Redis holds now, or
+    # Redis may have evicted what this process put there), then the entry naming them
+    if not store.publish_objects(manifest["outputs"].values()):
+        return {"failed": f"worker {worker} could not publish to the remote cache"}
     store.put_action(key, manifest)
     return {"outputs": {o: manifest["outputs"][o] for o in step.outputs}, "worker": worker,
             "seconds": time.perf_counter() - t0}

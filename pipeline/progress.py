@@ -13,13 +13,15 @@ class Progress:
         self.t0 = time.perf_counter()
         self.counts = {"ran": 0, "cached": 0, "failed": 0}
 
-    def line(self, stage: str, name: str, status: str, seconds: float) -> None:
+    def line(self, stage: str, name: str, status: str, seconds: float,
+             worker: str = "local") -> None:
         self.counts[status] = self.counts.get(status, 0) + 1
-        self.out.write(f"{status:6s} {stage:13s} {seconds:8.3f}s  {name}\n")
+        where = "" if worker == "local" else f"  on {worker}"   # built on a Dask worker
+        self.out.write(f"{status:6s} {stage:13s} {seconds:8.3f}s  {name}{where}\n")
         self.out.flush()
 
     def record(self, rec) -> None:
-        self.line(rec.stage, rec.name, rec.status, rec.seconds)
+        self.line(rec.stage, rec.name, rec.status, rec.seconds, getattr(rec, "worker", "local"))
 
     def served_whole(self, n: int) -> None:
         """A compile served whole from the store: n tasks cached, one line for all."""
