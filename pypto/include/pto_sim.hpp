@@ -428,13 +428,24 @@ inline void tinsert(const Tile<D>& d, const Tile<S>& s, I r, I c, const char* si
 // and so is a column when the hardware's scratch tile is given (TCOLSUM's 4-operand
 // form); a column without it is summed top to bottom (the 2-operand form).
 template <class T, class F> inline T step(T a, T b, F f) { return T(f(calc_t<T>(a), calc_t<T>(b))); }
-template <class T, class F> inline T tree_reduce(T* buf, int64_t n, F f) {
+template <class T, class F>
+PTO_VEC_CLONES inline void pair_step(T* __restrict d, const T* __restrict s, int64_t half, F f) {
+    for (int64_t i = 0; i < half; ++i) d[i] = step(s[2 * i], s[2 * i + 1], f);
+}
+// buf holds the n values (it is overwritten), tmp as many more; each level goes from one to
+// the other, so its loop vectorises
+template <class T, class F> inline T tree_reduce(T* buf, T* tmp, int64_t n, F f) {
+    T* src = buf;
+    T* dst = tmp;
     for (int64_t cnt = n; cnt > 1; cnt /= 2) {
         const int64_t half = cnt / 2;
-        for (int64_t i = 0; i < half; ++i) buf[i] = step(buf[2 * i], buf[2 * i + 1], f);
-        if (cnt % 2) buf[0] = step(buf[0], buf[cnt - 1], f);
+        pair_step(dst, src, half, f);
+        if (cnt % 2) dst[0] = step(dst[0], src[cnt - 1], f);
+        T* t = src;
+        src = dst;
+        dst = t;
     }
-    return buf[0];
+    return src[0];
 }
 template <class T> struct Scratch {                 // one row or column of a reduction
     T* p;
@@ -446,21 +457,21 @@ template <class T> struct Scratch {                 // one row or column of a re
 template <class T, class F> inline void rowreduce(const Tile<T>& d, const Tile<T>& s, F f, const char* site) {
     if (d.vr != s.vr || d.vc != 1) fail(site, "row reduction of %dx%d needs a %dx1 result, got %dx%d", s.vr, s.vc, s.vr, d.vr, d.vc);
     if (s.vc < 1) fail(site, "row reduction over an empty row");
-    Scratch<T> buf(s.vc);
+    Scratch<T> buf(2 * s.vc);
     for (int64_t i = 0; i < s.vr; ++i) {
         std::memcpy(buf.p, s.row(i), size_t(s.vc) * sizeof(T));
-        d.row(i)[0] = tree_reduce(buf.p, s.vc, f);
+        d.row(i)[0] = tree_reduce(buf.p, buf.p + s.vc, s.vc, f);
     }
 }
 template <class T, class F> inline void colreduce(const Tile<T>& d, const Tile<T>& s, F f, bool tree, const char* site) {
     if (d.vr != 1 || d.vc != s.vc) fail(site, "column reduction of %dx%d needs a 1x%d result, got %dx%d", s.vr, s.vc, s.vc, d.vr, d.vc);
     if (s.vr < 1) fail(site, "column reduction over an empty column");
-    Scratch<T> buf(s.vr);
+    Scratch<T> buf(2 * s.vr);
     for (int64_t j = 0; j < s.vc; ++j) {
         for (int64_t i = 0; i < s.vr; ++i) buf.p[i] = s.row(i)[j];
         T acc = buf.p[0];
         if (tree)
-            acc = tree_reduce(buf.p, s.vr, f);
+            acc = tree_reduce(buf.p, buf.p + s.vr, s.vr, f);
         else
             for (int64_t i = 1; i < s.vr; ++i) acc = step(acc, buf.p[i], f);
         d.p[j] = acc;
@@ -1103,11 +1114,54 @@ inline void mscatter(const GmPart<G>& p, const Tile<T>& s, const Tile<I>& idx, c
 
 // ---------------------------------------------------------------- cube
 // c[:m, :n] (+)= a[:m, :k] x b[:k, :n]; float inputs accumulate in f32, i8 in i32.
+// f32 x f32 -> f32, a block of 4 rows x 16 columns at a time, kept in registers over the
+// whole k loop: each element still sums its products in k order (the same roundings as the
+// row loop below), only rows and columns are interleaved.
+constexpr int64_t kMmRows = 4, kMmCols = 16;
+PTO_VEC_CLONES inline void mac_f32_block(float* const* cr, const float* const* ar, const float* b0, int64_t bstride,
+                                         int64_t k, bool accumulate) {
+    float acc[kMmRows][kMmCols];
+    for (int64_t r = 0; r < kMmRows; ++r)
+        for (int64_t j = 0; j < kMmCols; ++j) acc[r][j] = accumulate ? cr[r][j] : 0.0f;
+    for (int64_t kk = 0; kk < k; ++kk) {
+        const float* br = b0 + kk * bstride;
+        for (int64_t r = 0; r < kMmRows; ++r) {
+            const float av = ar[r][kk];
+            for (int64_t j = 0; j < kMmCols; ++j) acc[r][j] = acc[r][j] + av * br[j];
+        }
+    }
+    for (int64_t r = 0; r < kMmRows; ++r)
+        for (int64_t j = 0; j < kMmCols; ++j) cr[r][j] = acc[r][j];
+}
 template <class C, class A, class B>
 inline void mac_rows(const Tile<C>& c, const Tile<A>& a, const Tile<B>& b, int64_t m, int64_t k, int64_t n,
                      bool accumulate) {
     using Acc = typename pick<is_int<C>, int32_t, float>::type;
-    for (int64_t i = 0; i < m; ++i) {
+    int64_t m0 = 0;
+    if constexpr (is_same<C, float>::value && is_same<A, float>::value && is_same<B, float>::value) {
+        // whole 4 x 16 blocks here; the rows and columns past them by the row loop
+        const int64_t nb = n - n % kMmCols;
+        m0 = nb ? m - m % kMmRows : 0;
+        for (int64_t i = 0; i < m0; i += kMmRows) {
+            const float* ar[kMmRows];
+            float* crow[kMmRows];
+            for (int64_t r = 0; r < kMmRows; ++r) { ar[r] = a.row(i + r); crow[r] = c.row(i + r); }
+            for (int64_t j = 0; j < nb; j += kMmCols) {
+                float* cj[kMmRows];
+                for (int64_t r = 0; r < kMmRows; ++r) cj[r] = crow[r] + j;
+                mac_f32_block(cj, ar, b.p + j, b.stride, k, accumulate);
+            }
+            for (int64_t r = 0; r < kMmRows; ++r) {           // the columns past the blocks
+                float* cr = crow[r];
+                for (int64_t j = nb; j < n; ++j) {
+                    float v = accumulate ? cr[j] : 0.0f;
+                    for (int64_t kk = 0; kk < k; ++kk) v = v + ar[r][kk] * b.row(kk)[j];
+                    cr[j] = v;
+                }
+            }
+        }
+    }
+    for (int64_t i = m0; i < m; ++i) {
         C* cr = c.row(i);
         if (!accumulate)
             for (int64_t j = 0; j < n; ++j) cr[j] = C(0);
