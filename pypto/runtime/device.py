@@ -181,6 +181,9 @@ class Device:
         self._threads: list[threading.Thread] = []
         self._stopping = False
         self._turn = 0
+        # entries running now: at most n_threads, whether pool threads or the launching
+        # thread run them (one more runner than CPUs would only time-slice them)
+        self._busy = 0
 
     # -- pool lifetime -----------------------------------------------------------------
     def start(self) -> None:
@@ -220,10 +223,12 @@ class Device:
             q.extend(kept)
 
     def _takeable(self) -> bool:
-        return any(self._has_free(t) for t in self._ready)
+        return self._busy < self.n_threads and any(self._has_free(t) for t in self._ready)
 
     def _take(self):
         """(queue entry, core slot): an entry is (task, block index | ALL_BLOCKS)."""
+        if self._busy >= self.n_threads:
+            return None
         types = list(self._ready)
         self._turn = (self._turn + 1) % len(types)
         for ctype in types[self._turn:] + types[:self._turn]:
@@ -255,6 +260,7 @@ class Device:
     def _started(self, got) -> None:
         """A taken entry is about to run (with self.cond held)."""
         (task, block), _ = got
+        self._busy += 1
         if not task.started:
             task.started = True
             task.launch.running += 1
@@ -275,6 +281,7 @@ class Device:
         else:
             results = [(block, _call(task, block, err))]
         with self.cond:
+            self._busy -= 1
             for t, i in slot:
                 heapq.heappush(self._free[t], i)
             slot = slot[0][1]           # (the record names its first core)
