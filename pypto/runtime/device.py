@@ -184,6 +184,7 @@ class Device:
         # entries running now: at most n_threads, whether pool threads or the launching
         # thread run them (one more runner than CPUs would only time-slice them)
         self._busy = 0
+        self._caller_err = ctypes.create_string_buffer(abi.ERR_LEN)
 
     # -- pool lifetime -----------------------------------------------------------------
     def start(self) -> None:
@@ -294,15 +295,13 @@ class Device:
         """The launching thread runs ready entries itself until `done()` (with self.cond
         held on entry and exit): a small launch then needs no hand-off to a pool thread
         and back. It counts as thread n_threads in the records."""
-        err = None
+        err = self._caller_err       # (one launch at a time: its worker's run lock)
         while not done():
             got = self._take() if not self._stopping else None
             if got is None:
                 self.done.wait()
                 continue
             self._started(got)
-            if err is None:
-                err = ctypes.create_string_buffer(abi.ERR_LEN)
             self.cond.release()
             try:
                 self._run(got, self.n_threads, err)

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 from pypto.dtype import DataType
 
 from . import dtypes
+from .orchestration import BufferSpec
 
 ALIGN = 64
 
@@ -225,7 +226,6 @@ def bind_arguments(params: list[Param], args: tuple, worker=None) -> Binding:
         addrs.append(view.addr)
         keep.append(a)
     groups = _alias_groups(addrs, [b[2] for b in buffers_raw])
-    from .orchestration import BufferSpec
     buffers = [BufferSpec(code, shape, nbytes, g, off)
                for (code, shape, nbytes), (g, off) in zip(buffers_raw, groups)]
     key = (tuple(buffers), tuple(scalars))
@@ -235,6 +235,9 @@ def bind_arguments(params: list[Param], args: tuple, worker=None) -> Binding:
 def _alias_groups(addrs: list, sizes: list) -> list:
     """(group, byte offset in group) per buffer: buffers whose byte ranges overlap share a
     group (e.g. the same tensor passed twice); all others get their own."""
+    order = sorted(range(len(addrs)), key=addrs.__getitem__)
+    if all(sizes) and all(addrs[i] + sizes[i] <= addrs[j] for i, j in zip(order, order[1:])):
+        return [(i, 0) for i in range(len(addrs))]        # all apart: the common case
     order = sorted(range(len(addrs)), key=lambda i: (addrs[i], -sizes[i]))
     result = [None] * len(addrs)
     group, base, end = -1, 0, -1
