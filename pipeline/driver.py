@@ -42,8 +42,51 @@ def executor():
     imported only then), else None."""
     if not os.environ.get("PYPTO_EXECUTOR", "").strip():
         return None
-    from pypto_pipeline.executor import from_env
-    return from_env(impl_check)
+    from pypto_pipeline.executor import from_env, on_worker
+    return None if on_worker() else from_env(impl_check)     # a worker builds itself
+
+
+def compile_out_there(programs: list[tuple]) -> list[dict | None]:
+    """Whole compiles, all at once on the cluster: for each (name, source, opts,
+    from_spec), {"worker", "records"} once a worker has built it (its results then in
+    the remote cache: the compile here is served from there), or None where it did not
+    (then it is built here, step by step on the cluster). Raises WorkerMismatch."""
+    ex = executor()
+    if ex is None or len(programs) < 2:
+        return [None] * len(programs)
+    from pypto_cache import digest_bytes
+    calls = [(name, source, opts.as_dict(), from_spec,
+              program_key(digest_bytes(source), opts, from_spec))
+             for name, source, opts, from_spec in programs]
+    done = ex.map(remote_compile, calls)
+    for got in done:
+        if got is not None and "refused" in got:
+            from pypto_pipeline.run import WorkerMismatch
+            raise WorkerMismatch(got["refused"])
+    return done
+
+
+def remote_compile(name: str, source: bytes, options: dict, from_spec: bool,
+                   pkey: str) -> dict:
+    """What a worker runs for a whole compile: the build into a scratch folder with its
+    own store, which publishes every result and the whole-compile entry to the remote
+    cache; {"worker", "records"}, or {"refused": why} when its code differs."""
+    import tempfile
+    from pypto_cache import digest_bytes
+    from pypto_pipeline.executor import address, worker_store
+    where = address()
+    opts = BuildOptions(**options)     # (immutable: it travels as its dict)
+    mine = program_key(digest_bytes(source), opts, from_spec)
+    if mine != pkey:
+        return {"refused": f"worker {where} refuses to compile {name}: its pypto differs from "
+                           f"the client's (whole-compile key {mine} on the worker, {pkey} on the "
+                           f"client); install the same pypto on the workers and restart them, "
+                           f"or unset PYPTO_EXECUTOR"}
+    with tempfile.TemporaryDirectory(prefix="pypto-remote-") as scratch:
+        b = build(name, source, opts, Path(scratch) / "out", from_spec=from_spec,
+                  store=worker_store())
+        records = [(r.name, r.stage, r.status, r.seconds) for r in b.records]
+    return {"worker": where, "records": records}
 
 
 def impl_check(step: Step):

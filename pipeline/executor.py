@@ -40,7 +40,7 @@ import time
 import uuid
 
 __all__ = ["ExecutorError", "WorkerMismatch", "Executor", "settings", "from_env",
-           "remote_build", "DEFAULT_STAGES"]
+           "remote_build", "worker_store", "on_worker", "DEFAULT_STAGES"]
 
 DEFAULT_STAGES = ("pass", "pto", "ptoas", "kernel", "orchestration")
 _ADDRESS = re.compile(r"(tcp|tls|ws|wss|inproc)://[^\s/]+(:\d+)?/?")
@@ -202,6 +202,54 @@ class Executor:
         return {o: outputs[o] for o in step.outputs}, answer["worker"]
 
 
+    def map(self, fn, calls: list[tuple]) -> list:
+        """fn(*args) for each args of `calls`, all at once on the cluster (fn module-level,
+        its arguments and result plain data); each result, or None where that call
+        could not run there (the caller then does it here)."""
+        client = self.client() if not self.disabled else None
+        if client is None or not calls:
+            return [None] * len(calls)
+        try:
+            futures = [client.submit(fn, *args, pure=False,
+                                     key=f"pypto {getattr(fn, '__name__', 'call')} {uuid.uuid4().hex}")
+                       for args in calls]
+        except Exception as exc:
+            self._give_up(f"submitting {len(calls)} calls", exc)
+            return [None] * len(calls)
+        deadline = time.monotonic() + self.task_timeout
+        out = []
+        for f in futures:
+            try:
+                out.append(None if self.disabled else
+                           f.result(timeout=max(0.001, deadline - time.monotonic())))
+            except Exception as exc:      # the call raised (done here again), or the cluster
+                out.append(None)
+                if _cluster_failure(exc):
+                    self._give_up(f"{len(calls)} calls", exc)
+            finally:
+                f.release()
+        return out
+
+
+def _cluster_failure(exc: BaseException) -> bool:
+    """The cluster failed (timeout, lost connection, killed workers, cancelled), as
+    opposed to the submitted function raising its own error."""
+    return isinstance(exc, (TimeoutError, OSError)) or type(exc).__module__.split(".")[0] in (
+        "distributed", "concurrent", "asyncio", "tornado")
+
+
+def on_worker() -> bool:
+    """True inside a task on a Dask worker (where a build must not submit again)."""
+    if "distributed" not in sys.modules:
+        return False
+    try:
+        from distributed import get_worker
+        get_worker()
+        return True
+    except (ImportError, ValueError):
+        return False
+
+
 _executors: dict[str, Executor] = {}
 _guard = threading.Lock()
 
@@ -237,7 +285,7 @@ _store = None
 _store_guard = threading.Lock()
 
 
-def _worker_store():
+def worker_store():
     """The worker process's store: its own $PYPTO_CACHE_DIR, backed by the remote."""
     global _store
     with _store_guard:
@@ -247,7 +295,7 @@ def _worker_store():
         return _store
 
 
-def _address() -> str:
+def address() -> str:
     try:
         from distributed import get_worker
         return get_worker().address
@@ -262,7 +310,7 @@ def remote_build(step, key: str, digests: dict[str, str], check) -> dict:
     from pypto_pipeline.graph import step_key
     from pypto_pipeline.run import _check_outputs
     t0 = time.perf_counter()
-    worker = _address()
+    worker = address()
     fn_name, args = check
     module, _, attr = fn_name.partition(":")
     mine = getattr(importlib.import_module(module), attr)(*args)
@@ -273,7 +321,7 @@ def remote_build(step, key: str, digests: dict[str, str], check) -> dict:
             f"(implementation digest of {what}: {mine} on the worker, {step.impl} on the "
             f"client); install the same pypto on the workers and restart them, or unset "
             f"PYPTO_EXECUTOR")}
-    store = _worker_store()
+    store = worker_store()
     if getattr(store, "remote", None) is None:
         return {"failed": f"worker {worker} has no remote cache (PYPTO_REMOTE_CACHE unset there)"}
     manifest = store.get_action(key)

@@ -9,6 +9,10 @@ Every `@pl.program` class in the named files, and every `@pl.jit` entry whose
 parameters are fully annotated (shapes and dtypes), is compiled through the same
 graph, keys and store as `ir.compile`. A program that fails prints its error at the
 user's line; the others still build, and the exit status is 1.
+
+With $PYPTO_EXECUTOR (a Dask scheduler) and more than one program, each program is
+first compiled whole on a worker, all at once; each is then served here from the
+remote cache, and its report/tasks.json names the worker that built it.
 """
 from __future__ import annotations
 
@@ -131,6 +135,7 @@ def main(argv=None) -> int:
     kw = compile_options(args)
     failed = built = 0
     target = os.path.abspath(args.target) if args.target else None
+    loaded = []                       # (file, its programs) of the files that loaded
     for file in args.files:
         try:
             mod = load_file(Path(file))
@@ -148,9 +153,31 @@ def main(argv=None) -> int:
         if not progs:
             print(f"{file}: no @pl.program class or fully annotated @pl.jit entry",
                   file=sys.stderr)
+        loaded.append((file, progs))
+    inputs: dict[int, tuple] = {}    # id(entry) -> its graph input, or the error it raised
+    for _file, progs in loaded:
         for entry in progs:
             try:
-                name, source, opts, from_spec = graph_input(entry, **kw)
+                inputs[id(entry)] = graph_input(entry, **kw)
+            except (PyptoError, ValueError, TypeError) as e:
+                inputs[id(entry)] = e
+    out_there = {}                   # id(entry) -> what a Dask worker built of it
+    if not args.list and target is None and os.environ.get("PYPTO_EXECUTOR", "").strip():
+        from pypto_pipeline.driver import compile_out_there
+        from pypto_pipeline.run import WorkerMismatch
+        ids = [i for i, v in inputs.items() if isinstance(v, tuple)]
+        try:
+            out_there = dict(zip(ids, compile_out_there([inputs[i] for i in ids])))
+        except WorkerMismatch as e:      # a worker with another pypto: nothing is built
+            print(f"pypto build: {e}", file=sys.stderr)
+            return 1
+    for _file, progs in loaded:
+        for entry in progs:
+            try:
+                got = inputs[id(entry)]
+                if isinstance(got, Exception):
+                    raise got
+                name, source, opts, from_spec = got
                 out = out_root / getattr(entry, "__name__", name)   # a jit entry: its own name
                 if target is not None and not target.startswith(str(out.resolve()) + os.sep):
                     continue
@@ -164,8 +191,12 @@ def main(argv=None) -> int:
                         rel = ", ".join(os.path.relpath(f) for f in files)
                         print(f"{stage:13s} {task}" + (f"  -> {rel}" if rel else ""))
                 else:
+                    remote = out_there.get(id(entry))
                     result = build(name, source, opts, out, from_spec=from_spec, jobs=jobs,
-                                   progress=progress)
+                                   progress=None if remote else progress)
+                    if remote and all(r.status == "cached" for r in result.records):
+                        # built whole by a worker, served from Redis here
+                        _report_out_there(out, remote, progress)
                 if progress is not None:
                     progress.summary()
                 if args.explain and not args.list:
@@ -186,6 +217,20 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 2
     return 1 if failed else 0
+
+
+def _report_out_there(out: Path, remote: dict, progress) -> None:
+    """report/tasks.json of a program a Dask worker compiled whole: its tasks as the
+    worker ran them, each one that ran there named by the worker's address."""
+    from pypto_pipeline.outputs import write_report
+    from pypto_pipeline.run import TaskRecord
+    where = remote["worker"]
+    records = [TaskRecord(n, st, status, sec, worker=where if status == "ran" else "local")
+               for n, st, status, sec in remote["records"]]
+    write_report(out, records)
+    if progress is not None:
+        for r in records:
+            progress.record(r)
 
 
 if __name__ == "__main__":

@@ -59,9 +59,12 @@ def cluster(redis_srv, tmp_path_factory):
 
 @pytest.fixture
 def watcher(cluster):
-    """A client of the test's own, to look at the cluster (not the build's)."""
+    """A client of the test's own, to look at the cluster (not the build's); the
+    workers take their code digests afresh (see `machine`)."""
+    from pypto_pipeline import stages
     c = Client(cluster.scheduler_address, set_as_default=False, timeout=20)
     c.wait_for_workers(2, timeout=60)
+    c.run(stages.stage_impl.cache_clear)
     yield c
     c.close()
 
@@ -77,6 +80,10 @@ def machine(tmp_path, monkeypatch, redis_srv):
         monkeypatch.delenv(k, raising=False)
     forget_tiers()
     executor_mod.forget()
+    # each side's code digests taken afresh now: on a checkout others edit while the
+    # tests run, digests a process took minutes ago would rightly make workers refuse
+    from pypto_pipeline import stages
+    stages.stage_impl.cache_clear()
 
     def compile_on(name: str, prog: Path, *, executor: str | None):
         monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / f"store-{name}"))
@@ -123,7 +130,34 @@ def test_steps_run_on_the_workers_and_make_the_local_bytes(cluster, watcher, mac
     assert {r["worker"] for r in tasks(alone)} == {"local"}
 
 
-def test_a_worker_with_other_code_refuses(cluster, machine, tmp_path, monkeypatch):
+def test_pypto_build_of_many_programs_compiles_each_on_a_worker(cluster, watcher, machine,
+                                                                tmp_path):
+    """`pypto build` of several programs: each is compiled whole on a worker, all at
+    once, and served here from Redis; its report names the worker."""
+    write_program(tmp_path / "kernels" / "a.py", 2, name="ManyA")
+    write_program(tmp_path / "kernels" / "b.py", 2, name="ManyB", ops={"k0": "pl.exp(ta)"})
+
+    def pypto_build(out: str, **env) -> subprocess.CompletedProcess:
+        e = {k: v for k, v in os.environ.items() if not k.startswith("PYPTO_")}
+        e.update(PYTHONPATH=str(ROOT), PYPTO_CACHE_DIR=str(tmp_path / f"store-{out}"), **env)
+        return subprocess.run([sys.executable, "-m", "pypto", "build", "kernels/a.py",
+                               "kernels/b.py", "-o", out, "-q"], cwd=tmp_path, env=e,
+                              capture_output=True, text=True, timeout=300)
+    p = pypto_build("cluster", PYPTO_REMOTE_CACHE=os.environ["PYPTO_REMOTE_CACHE"],
+                    PYPTO_EXECUTOR=cluster.scheduler_address)
+    assert p.returncode == 0 and "warning" not in p.stderr, p.stdout + p.stderr
+    alone = pypto_build("alone")
+    assert alone.returncode == 0, alone.stderr
+    workers = set(watcher.scheduler_info()["workers"])
+    for prog in ("ManyA", "ManyB"):
+        recs = tasks(tmp_path / "cluster" / prog)
+        assert {r["status"] for r in recs} == {"ran"}
+        where = {r["worker"] for r in recs}
+        assert len(where) == 1 and where <= workers, where     # the whole program, on one
+        assert artifacts(tmp_path / "cluster" / prog) == artifacts(tmp_path / "alone" / prog)
+
+
+def test_a_worker_with_other_code_refuses(cluster, watcher, machine, tmp_path, monkeypatch):
     """The client's ptoas code 'differs' from the workers': they refuse its steps."""
     from pypto_pipeline import driver
     from pypto_pipeline.run import WorkerMismatch
@@ -167,8 +201,8 @@ def test_a_worker_killed_mid_build_costs_only_time(cluster, watcher, machine, tm
     watcher.wait_for_workers(2, timeout=60)       # the nanny restarts it for the next test
 
 
-def test_a_stage_that_raises_out_there_raises_its_own_exception_here(cluster, redis_srv,
-                                                                    tmp_path, monkeypatch):
+def test_a_stage_that_raises_out_there_raises_its_own_exception_here(cluster, watcher,
+                                                                    redis_srv, tmp_path):
     """The worker reports the failure; the step is built here, so the stage's own
     exception (type, message, traceback) is what the build raises, as without Dask."""
     import pipeline_toys
