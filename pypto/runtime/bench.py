@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import RunConfig
-from .harness import _WorkerScope, default_config, resolve_program
+from .harness import default_config, resolve_program, worker_for
 from .records import RunRecord
 
 
@@ -124,7 +124,7 @@ def benchmark(compiled, args=(), rounds: int = 20, warmup: int = 3,
     """Register `compiled` once, launch it `warmup` + `rounds` times with `args` and
     return per-launch statistics. `compiled` may also be a @pl.jit function (compiled
     for `args`) or an output directory. Runs on `worker`, else the current
-    `with ChipWorker(...)`, else a one-shot worker built from `config`."""
+    `with ChipWorker(...)`, else the process's shared worker with `config`."""
     if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
         raise ValueError(f"rounds must be a positive int, got {rounds!r}")
     if not isinstance(warmup, int) or isinstance(warmup, bool) or warmup < 0:
@@ -135,28 +135,27 @@ def benchmark(compiled, args=(), rounds: int = 20, warmup: int = 3,
     args = tuple(args)
     program = resolve_program(compiled, args, config)
     cfg = default_config(program, config)
-    scope = _WorkerScope(worker, cfg)
-    with scope as w:
-        handle = w.register(program)
-        base = w.config if (scope.owned or config is None) else cfg
-        from . import dfx
-        want_dfx = dfx.wanted(base)
-        timed_cfg = base.replace(**_DFX_OFF) if want_dfx else (None if scope.owned or config is None else cfg)
-        for _ in range(warmup):
-            handle.launch(*args, config=timed_cfg)
-        samples, device, orch = [], [], []
-        record = None
-        clock = time.perf_counter_ns
-        for _ in range(rounds):
-            t = clock()
-            _, record = handle.launch(*args, config=timed_cfg)
-            samples.append((clock() - t) / 1e9)
-            device.append(record.device_wall_ns / 1e9)
-            orch.append((record.orchestration_end_ns - record.orchestration_start_ns) / 1e9)
-        written = {}
-        if want_dfx:
-            _, last = handle.launch(*args, config=base)
-            written = dict(last.dfx_outputs)
+    w = worker_for(worker, cfg)
+    handle = w.register(program)
+    base = w.config if config is None else cfg
+    from . import dfx
+    want_dfx = dfx.wanted(base)
+    timed_cfg = base.replace(**_DFX_OFF) if want_dfx else (None if config is None else cfg)
+    for _ in range(warmup):
+        handle.launch(*args, config=timed_cfg)
+    samples, device, orch = [], [], []
+    record = None
+    clock = time.perf_counter_ns
+    for _ in range(rounds):
+        t = clock()
+        _, record = handle.launch(*args, config=timed_cfg)
+        samples.append((clock() - t) / 1e9)
+        device.append(record.device_wall_ns / 1e9)
+        orch.append((record.orchestration_end_ns - record.orchestration_start_ns) / 1e9)
+    written = {}
+    if want_dfx:
+        _, last = handle.launch(*args, config=base)
+        written = dict(last.dfx_outputs)
     return BenchmarkResult(str(program.output_dir), rounds, warmup, samples, device, orch,
                            len(record.tasks), record.n_threads, record.runtime, record.platform,
                            record, written)

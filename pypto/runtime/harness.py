@@ -157,26 +157,16 @@ def default_config(compiled, config: RunConfig | None) -> RunConfig:
     return config
 
 
-class _WorkerScope:
-    """The worker to run on: the one given, the current one, or a one-shot worker
-    closed on exit."""
-
-    def __init__(self, worker, config: RunConfig):
-        from .worker import ChipWorker, current_worker
-        self.owned = False
-        self.worker = worker if worker is not None else current_worker()
-        if self.worker is None:
-            self.worker = ChipWorker(config=config)
-            self.owned = True
-
-    def __enter__(self):
-        if self.owned:
-            self.worker.init()
-        return self.worker
-
-    def __exit__(self, *exc) -> None:
-        if self.owned:
-            self.worker.close()
+def worker_for(worker, config: RunConfig):
+    """The worker to run on: the one given, the current one, or the process's shared
+    worker for the config's platform and runtime (runtime.shared: no pool to start per
+    run; the caller passes its config with each launch)."""
+    from .shared import shared_worker
+    from .worker import current_worker
+    worker = worker if worker is not None else current_worker()
+    if worker is None:
+        worker = shared_worker(config.platform, config.runtime_name, config.device_id)
+    return worker
 
 
 # -- run --------------------------------------------------------------------------------------
@@ -187,8 +177,8 @@ def run(kernel_or_compiled, *args, golden: Callable | None = None, config: RunCo
 
     rtol / atol default to the RunConfig's. Raises GoldenMismatchError (an
     AssertionError) naming the output and its error when an output differs, unless
-    check=False. Runs on `worker`, else the current `with ChipWorker(...)`, else a
-    one-shot worker built from `config`.
+    check=False. Runs on `worker`, else the current `with ChipWorker(...)`, else the
+    process's shared worker (runtime.shared) with `config`.
     """
     given_config = config
     compiled = resolve_program(kernel_or_compiled, args, config)
@@ -202,22 +192,19 @@ def run(kernel_or_compiled, *args, golden: Callable | None = None, config: RunCo
 
     full_args, allocated = compiled._prepare_call(tuple(args))
     out_idx = output_indices(compiled)
-    scope = _WorkerScope(worker, config)
-    with scope as w:
-        expected, golden_seconds = {}, 0.0
-        if golden is not None:
-            import time
-            copies = [_host_copy(a, w) for a in full_args]
-            t = time.perf_counter()
-            value = golden(*copies)
-            golden_seconds = time.perf_counter() - t
-            expected = _expected(compiled, value, copies, out_idx)
-        # a one-shot worker already holds `config`; a caller's worker uses its own
-        # unless a config was given
-        _, record = w.run_with_record(compiled, *full_args,
-                                      config=None if scope.owned else given_config)
-        outputs = {compiled.params[i].name: _host_result(full_args[i], w) for i in out_idx}
-        checks = {name: compare(name, outputs[name], exp, rtol, atol) for name, exp in expected.items()}
+    w = worker_for(worker, config)
+    expected, golden_seconds = {}, 0.0
+    if golden is not None:
+        import time
+        copies = [_host_copy(a, w) for a in full_args]
+        t = time.perf_counter()
+        value = golden(*copies)
+        golden_seconds = time.perf_counter() - t
+        expected = _expected(compiled, value, copies, out_idx)
+    # a caller's worker uses its own config unless one was given
+    _, record = w.run_with_record(compiled, *full_args, config=given_config)
+    outputs = {compiled.params[i].name: _host_result(full_args[i], w) for i in out_idx}
+    checks = {name: compare(name, outputs[name], exp, rtol, atol) for name, exp in expected.items()}
     if allocated is not None:
         outs = tuple(full_args[i] for i in allocated)
         returned = outs[0] if len(outs) == 1 else outs
