@@ -25,7 +25,7 @@ from .digest import impl_digest  # noqa: F401 - part of this module's API
 # old action entry then simply stops matching.
 KEY_SCHEMA = "pypto-step-key/1"
 
-STAGES = ("specialize", "frontend", "pass", "layout", "pto", "ptoas", "kernel",
+STAGES = ("specialize", "frontend", "pass", "layout", "pto", "ptoas", "kernel", "extern",
           "orchestration", "config")
 
 # doit command names: a step (or its dodo basename) must not shadow one.

@@ -48,6 +48,10 @@ STAGES = {
     "ptoas": StageCode("ptoas", "ptoas_stage"),
     # the C++ ptoas emits includes pto_sim.hpp; codegen/orchestration.py's, pypto_abi.h
     "kernel": StageCode("kernel", "kernel_stage", ("pto_sim.hpp",), compiler=True),
+    # a hand-written kernel (external_source=) and the headers it is given
+    "extern": StageCode("extern", "extern_stage", ("pypto_abi.h", "external/tensor.h",
+                                                   "external/intrinsic.h", "external/pto/pto-inst.hpp"),
+                        compiler=True),
     "orchestration": StageCode("orchestration", "orchestration_stage", ("pypto_abi.h",),
                                compiler=True),
     "layout": StageCode("layout", "layout_stage"),

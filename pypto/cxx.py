@@ -21,6 +21,7 @@ from pathlib import Path
 from pypto.toolchain import DEFAULT_CXX, compiler_id
 
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
+EXTERNAL_INCLUDE_DIR = INCLUDE_DIR / "external"   # what hand-written kernels include
 # -O3 vectorises the tile library's row loops; -fno-math-errno lets sqrt be one instruction
 # (errno is never read) and -fno-trapping-math lets a loop with a select vectorise (no FP
 # exception is ever unmasked). No -march: the bytes must not depend on the building machine, and
@@ -70,9 +71,21 @@ def build_kernel(cpp: str, *, arch: str, core_type: str, cxx: str | None = None)
 def compile_shared(cpp: str, args, stem: str, cxx: str | None = None) -> bytes:
     """C++ source -> shared object bytes, built in a fresh temp dir under the fixed
     names <stem>.cpp / <stem>.so (so the bytes depend only on the source)."""
+    return build_with_files(cpp, {}, args, stem, cxx)
+
+
+def build_with_files(cpp: str, files: dict[str, bytes], args, stem: str, cxx: str | None = None) -> bytes:
+    """compile_shared with more files beside <stem>.cpp: `files` maps paths under src/
+    (relative, as the sources include one another) to their bytes."""
     compiler = _resolve(cxx)
     cmd = [compiler, *args, f"{stem}.cpp", "-o", f"{stem}.so"]
     with tempfile.TemporaryDirectory(prefix=f"pypto_{stem}_") as tmp:
+        for rel, data in files.items():
+            dst = Path(tmp, "src", rel)
+            if Path(tmp, "src") not in dst.resolve().parents:
+                raise KernelBuildError(f"source path {rel!r} leaves the build directory")
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_bytes(data)
         Path(tmp, f"{stem}.cpp").write_text(cpp)
         try:
             proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=TIMEOUT_S)

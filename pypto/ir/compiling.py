@@ -339,6 +339,21 @@ def graph_input(entry, **options):
     return _program_input(entry, **options)
 
 
+def _external_stamp(program) -> bytes:
+    """A comment line per hand-written kernel with the digest of its files (its entry and
+    what it includes): the compile's input, so an edit to one of them is a new compile,
+    not one served whole from the store. (The kernel's own build reads the files.)"""
+    lines = []
+    for f in program.functions:
+        path = f.attrs.get("external_source")
+        if path is not None:
+            from pypto.external_kernel import sources
+            from pypto_cache import digest_bytes
+            digest = digest_bytes(b"".join(rel.encode() + b"\0" + data + b"\0" for rel, data in sources(path)))
+            lines.append(f"# external kernel {f.name}: {digest}\n")
+    return "".join(lines).encode("utf-8")
+
+
 def _program_input(program, **options):
     """ir.compile's checks of a program, its options, and its printed text."""
     from pypto.ir.printer import print_program
@@ -348,6 +363,7 @@ def _program_input(program, **options):
     text = print_program(program).encode("utf-8")
     if b"pl.MemRef(" in text or b"tile.alloc(" in text:   # what a lowered program prints
         _refuse_lowered(program)
+    text += _external_stamp(program)
     opts = build_options(**options)
     if not opts.skip_ptoas:
         _need_orchestration(program)

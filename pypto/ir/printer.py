@@ -314,7 +314,10 @@ class _Printer:
         elif f.return_types:
             ret = f" -> tuple[{', '.join(self.type(t) for t in f.return_types)}]"
         out.append(f"{_INDENT}def {f.name}({', '.join(params)}){ret}:{self.loc(f)}")
-        self.block(f.body, 2, out)
+        if "external_source" in f.attrs:     # a hand-written kernel: the C++ file is its body
+            out.append(_INDENT * 2 + "...")
+        else:
+            self.block(f.body, 2, out)
 
     def program(self, p: Program) -> str:
         body = ["@pl.program", f"class {p.name}:"]

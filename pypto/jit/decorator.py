@@ -95,6 +95,13 @@ class _Jit:
         options = {} if auto_scope else {"auto_scope": False}
         return _apply(fn, "inline", options)
 
+    def extern(self, fn=None, **options):
+        from pypto.errors import NotBuiltError
+        raise NotBuiltError("@pl.jit.extern (a hand-written C++ kernel under @pl.jit) is not supported "
+                            "by this pypto yet", hint="declare the kernel in a @pl.program class: "
+                            "@pl.function(type=pl.FunctionType.AIV, external_source=\"k.cpp\") with a "
+                            "`...` body, called from its orchestration")
+
     def __repr__(self) -> str:
         return "pl.jit"
 

@@ -16,7 +16,7 @@ import json
 from pypto.backend import BackendType
 from pypto.codegen.config import core_type, meta_params, signature
 from pypto.diagnostics import perf_hints, render
-from pypto.ir.nodes import FunctionType, Program
+from pypto.ir.nodes import FunctionType, Program, ScalarType, TensorType
 from pypto.stages.text import parse_bytes, print_bytes, remember, warnings_bytes
 
 
@@ -30,8 +30,12 @@ def layout_stage(inputs: dict, options: dict) -> dict:
             "signature": signature(f)}
     if orch:                       # what compiled_meta.json says of the caller's side
         info.update(params=meta_params(f), num_return_types=len(f.return_types))
+    external = f.attrs.get("external_source")
+    if external is not None:       # a hand-written kernel: built from its C++, not from IR
+        info.update(external=external, tensors=sum(isinstance(p.var.type, TensorType) for p in f.params),
+                    scalars=sum(isinstance(p.var.type, ScalarType) for p in f.params))
     out = {"layout": json.dumps(info, sort_keys=True).encode("utf-8"),
-           "kernel": print_bytes(alone) if f.is_kernel else b"",
+           "kernel": print_bytes(alone) if f.is_kernel and external is None else b"",
            "sig": (print_bytes(Program(part.name, [f.signature_only()], part.source)) if f.is_kernel
                    else print_bytes(alone) if orch else b"")}
     if "diag" in options:
@@ -40,6 +44,6 @@ def layout_stage(inputs: dict, options: dict) -> dict:
                                               frozenset(diag["disabled"]))).encode("utf-8")
         if diag["phase"] == "post_pipeline":
             out["diagnostics"] = warnings_bytes(alone, diag)
-    if f.is_kernel:                # read-only from here on: the pto step may take it unparsed
+    if f.is_kernel and external is None:   # read-only from here on: the pto step may take it unparsed
         remember(out["kernel"], alone)
     return out

@@ -176,13 +176,13 @@ def _program(cls, names: dict) -> Program:
 
 
 def function(fn=None, *, type=None, level=None, role=None, attrs=None, auto_scope=True,
-             strict_ssa=False, **unknown):
+             strict_ssa=False, external_source=None, **unknown):
     """`@pl.function(type=pl.FunctionType.X, level=..., role=..., attrs=...)`.
     Inside a `@pl.program` class it marks a method; on a plain def it parses it into an
     `ir.Function`."""
     if unknown:
         import difflib
-        known = ["type", "level", "role", "attrs", "auto_scope"]
+        known = ["type", "level", "role", "attrs", "auto_scope", "external_source"]
         name = sorted(unknown)[0]
         close = difflib.get_close_matches(name, known, n=1)
         more = f"; did you mean {close[0]}=?" if close else ""
@@ -194,6 +194,8 @@ def function(fn=None, *, type=None, level=None, role=None, attrs=None, auto_scop
                               ("attrs", attrs)) if v is not None}
     if auto_scope is not True:
         opts["auto_scope"] = auto_scope
+    if external_source is not None:
+        opts["external_source"] = external_source
 
     def deco(f, frame):
         if _in_class_body(frame):

@@ -69,9 +69,14 @@ class SignaturesMixin:
         for k in ("strict_ssa",):
             if opts.get(k) is False:
                 opts.pop(k)
+        if "external_source" in opts:
+            attrs["external_source"] = opts.pop("external_source")
+        if "external_source" in attrs:
+            attrs["external_source"] = self.external_source(attrs["external_source"], ftype, fdef,
+                                                            kw_nodes.get("external_source", fdef))
         if opts:
             self.error(f"@pl.function got unsupported keyword argument(s): {', '.join(sorted(opts))}",
-                       fdef, "supported: type=, level=, role=, attrs=, auto_scope=")
+                       fdef, "supported: type=, level=, role=, attrs=, auto_scope=, external_source=")
         a = fdef.args
         if a.vararg or a.kwarg or a.kwonlyargs or a.defaults or a.kw_defaults:
             self.error(f"function {fdef.name!r}: *args, **kwargs, keyword-only parameters and "
@@ -106,6 +111,33 @@ class SignaturesMixin:
                 rets = list(t.types) if isinstance(t, TupleType) else [t]
         return _Sig(fdef.name, fdef, params, rets, ftype, level, role, attrs, span)
 
+    def external_source(self, path, ftype, fdef, node) -> str:
+        """`external_source=`: a hand-written C++ kernel (its entry .cpp) backs this AIC / AIV
+        function, whose body is `...`. The path is absolute or relative to the program's file."""
+        import os
+        if ftype not in (FunctionType.AIC, FunctionType.AIV):
+            self.error(f"external_source= is for AIC and AIV functions; {fdef.name!r} is "
+                       f"{ftype.name}", node, "declare it type=pl.FunctionType.AIV (or AIC)")
+        if not isinstance(path, (str, os.PathLike)):
+            self.error(f"external_source= is a path to the kernel's entry .cpp, got {path!r}", node)
+        path = os.fspath(path)
+        if not os.path.isabs(path):     # relative to the file that defines the program
+            home = self.statics.get("__file__")
+            path = os.path.join(os.path.dirname(os.path.abspath(home)) if isinstance(home, str)
+                                else os.getcwd(), path)
+        path = os.path.normpath(path)
+        if not os.path.isfile(path):
+            self.error(f"external_source: {path} is not a file", node,
+                       "point it at the .cpp that defines kernel_entry (absolute, or relative "
+                       "to the file that defines the program)")
+        body = [s for s in fdef.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
+                                             and isinstance(s.value.value, str))]
+        if not (len(body) == 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and body[0].value.value is Ellipsis):
+            self.error(f"{fdef.name!r} has external_source=, so its body is `...`: the kernel is "
+                       f"the C++ file", fdef, "replace the body with `...`")
+        return path
+
     def ensure_body(self, sig: _Sig) -> None:
         if sig.state == "done":
             return
@@ -121,7 +153,7 @@ class SignaturesMixin:
         self.ctx.cur, self.ctx.marked = sig.span, bool(self.src.header_marker(sig.node))
         for p in sig.params:
             self.ctx.env[p.var.name] = p.var
-        body, y = self.block(sig.node.body, allow_yield=False)
+        body, y = ([], None) if "external_source" in sig.attrs else self.block(sig.node.body, allow_yield=False)
         rets = sig.return_types
         returns = [s for s in walk(body) if isinstance(s, Return)]
         if rets is None:

@@ -1,0 +1,2 @@
+#pragma once
+static constexpr float kScale = 1.0f;
