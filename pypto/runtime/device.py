@@ -175,6 +175,7 @@ class Device:
         self.cond = threading.Condition(lock)
         self.done = threading.Condition(lock)
         self._ready = {t: deque() for t in (*self.slots, "mix")}   # mix: an AIC and its AIV(s)
+        self._types = list(self._ready)
         self._free = {t: list(range(n)) for t, n in self.slots.items()}
         total = sum(self.slots.values())
         self.n_threads = max(1, min(n_threads or host_threads(), total))
@@ -224,15 +225,22 @@ class Device:
             q.extend(kept)
 
     def _takeable(self) -> bool:
-        return self._busy < self.n_threads and any(self._has_free(t) for t in self._ready)
+        if self._busy >= self.n_threads:
+            return False
+        for ctype, q in self._ready.items():
+            if q and self._has_free(ctype):
+                return True
+        return False
 
     def _take(self):
         """(queue entry, core slot): an entry is (task, block index | ALL_BLOCKS)."""
         if self._busy >= self.n_threads:
             return None
-        types = list(self._ready)
-        self._turn = (self._turn + 1) % len(types)
-        for ctype in types[self._turn:] + types[:self._turn]:
+        types = self._types
+        n = len(types)
+        self._turn = turn = (self._turn + 1) % n
+        for i in range(n):
+            ctype = types[(turn + i) % n]
             q = self._ready[ctype]
             if q and self._has_free(ctype):
                 entry = q.popleft()
@@ -242,7 +250,13 @@ class Device:
 
     def _has_free(self, ctype: str) -> bool:
         q = self._ready[ctype]
-        return bool(q) and all(len(self._free[t]) >= k for t, k in q[0][0].kernel.needs)
+        if not q:
+            return False
+        free = self._free
+        for t, k in q[0][0].kernel.needs:
+            if len(free[t]) < k:
+                return False
+        return True
 
     def _loop(self, index: int) -> None:
         err = ctypes.create_string_buffer(abi.ERR_LEN)
