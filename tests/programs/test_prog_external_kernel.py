@@ -158,3 +158,32 @@ def test_a_kernel_the_simulator_cannot_build_says_why(tmp_path):
 def test_jit_extern_is_refused_clearly():
     with pytest.raises(E.NotBuiltError, match=r"@pl\.jit\.extern"):
         pl.jit.extern(core_type="aiv", source="k.cpp")
+
+
+def test_a_group_of_separately_written_members_is_refused_clearly(tmp_path):
+    path = HERE / "aiv" / "block_write.cpp"
+    src = f'''
+import pypto.language as pl
+
+@pl.program
+class G:
+    @pl.function(type=pl.FunctionType.AIC, external_source="{path}")
+    def c(self, out: pl.InOut[pl.Tensor[[{LINES}], pl.FP32]], base: pl.Scalar[pl.INDEX]) -> pl.Tensor[[{LINES}], pl.FP32]: ...
+
+    @pl.function(type=pl.FunctionType.AIV, external_source="{path}")
+    def v(self, out: pl.InOut[pl.Tensor[[{LINES}], pl.FP32]], base: pl.Scalar[pl.INDEX]) -> pl.Tensor[[{LINES}], pl.FP32]: ...
+
+    @pl.function(type=pl.FunctionType.Group)
+    def both(self, out: pl.InOut[pl.Tensor[[{LINES}], pl.FP32]], base: pl.Scalar[pl.INDEX]) -> pl.Tensor[[{LINES}], pl.FP32]:
+        r = self.c(out, base)
+        self.v(out, base)
+        return r
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, out: pl.Out[pl.Tensor[[{LINES}], pl.FP32]]) -> pl.Tensor[[{LINES}], pl.FP32]:
+        out = self.both(out, 0)
+        return out
+'''
+    with pytest.raises(E.NotBuiltError, match=r"Group 'both' is written as calls of its AIC and AIV members") as e:
+        pl.parse(src, filename="/u/g.py")
+    assert e.value.span.line == 14      # self.c(...)

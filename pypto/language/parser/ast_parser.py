@@ -17,6 +17,7 @@ from pypto.language.parser.common import (Function, FunctionType, InCoreScope, P
                                           Program, Source, Span, TypeCheckError, _Ctx,
                                           _GENERIC_HINT, _RECURSION_HINT, _Sig, _is_docstring,
                                           _recursion_message, walk)
+from pypto.errors import NotBuiltError
 from pypto.language.parser.annotations import AnnotationsMixin
 from pypto.language.parser.calls import CallsMixin
 from pypto.language.parser.common import _kind  # noqa: F401  (entry.py reads it here)
@@ -111,6 +112,15 @@ class Parser(SignaturesMixin, AnnotationsMixin, ValuesMixin, CallsMixin,
                 orch[1].span, f"call every kernel from {orch[0].name!r}, or put {orch[1].name!r} "
                               f"in a @pl.program of its own")
         for caller, callee, span, in_region in self.kernel_calls:
+            sig = self.sigs.get(caller)
+            if sig is not None and sig.func_type is FunctionType.Group:
+                raise NotBuiltError(
+                    f"Group {caller!r} is written as calls of its AIC and AIV members ({callee!r}); "
+                    f"a Group made of separately written AIC / AIV functions (manual cross-core "
+                    f"pipes, or hand-written kernels) is not supported by this pypto yet", span,
+                    "write the group's work in one pl.at(level=pl.Level.CORE_GROUP) region (the "
+                    "compiler splits it into its cube and vector halves), or launch a hand-written "
+                    "AIV / AIC kernel on its own from the orchestration")
             if in_region:
                 raise TypeCheckError(
                     f"kernel {callee!r} is called inside a pl.at region of {caller!r}", span,
