@@ -322,9 +322,16 @@ def back_steps(prog: str, name: str, functions: list[dict], opts: BuildOptions, 
     kernel_ids = {k["name"]: i for i, k in enumerate(kernels)}
     info = []
     for k in kernels:
-        blob = Ref.blob(k["kernel_text"])
         core, kname = k["core"], k["name"]
         kn = _safe(kname)
+        if k.get("external"):                 # a hand-written kernel: its C++ is the source
+            info.append({"func_id": kernel_ids[kname], "name": kname, "core_type": core,
+                         "source": k["external"], "binary": f"kernels/{core}/{kn}.so",
+                         "signature": k["signature"]})
+            if not opts.skip_ptoas:
+                steps.append(extern_step(prog, k, opts, out, store))
+            continue
+        blob = Ref.blob(k["kernel_text"])
         steps.append(_step(f"pto:{prog}:{kn}", "pto", {"kernel": blob}, ["pto"],
                            {"kernel": kname, "arch": opts.arch, "emit_loc": opts.emit_loc,
                             "memory_planner": opts.memory_planner},
@@ -381,6 +388,21 @@ def back_steps(prog: str, name: str, functions: list[dict], opts: BuildOptions, 
                        tg, doc=f"{prog}: kernel_config.py, compiled_meta.json, debug/run.py",
                        editable=("run",) if kernels_opt is not None else ()))
     return steps, {"orchestration": orch_name, "kernels": info}
+
+
+def extern_step(prog: str, k: dict, opts: BuildOptions, out: Path, store) -> Step:
+    """The build of a hand-written kernel: its files (read now, so an edit to any of them
+    is a new input) and the wrapper that gives it pypto's entry."""
+    from pypto.external_kernel import sources
+    files = sources(k["external"])
+    kn, core = _safe(k["name"]), k["core"]
+    inputs = {f"src:{i}": Ref.blob(store.put_bytes(data)) for i, (_, data) in enumerate(files)}
+    return _step(f"kernel:{prog}:{kn}", "extern", inputs, ["cpp", "so"],
+                 {"name": k["name"], "entry": files[0][0], "files": [rel for rel, _ in files],
+                  "tensors": k["tensors"], "scalars": k["scalars"], "arch": opts.arch,
+                  "core_type": core, "platform": opts.platform},
+                 {"cpp": str(out / "ptoas" / f"{kn}.cpp"), "so": str(out / "kernels" / core / f"{kn}.so")},
+                 ("so",), doc=f"{prog}: build the hand-written kernel {k['name']} ({core})")
 
 
 def jobs_default() -> int:
