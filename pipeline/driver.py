@@ -623,7 +623,7 @@ class _Phases:
         ex = self.executor
         if ex is not None and ex.client() is not None and any(ex.wants(s) for s in steps):
             # the stages run out there: enough threads here to keep every worker busy
-            jobs = max(self.jobs, 2 * ex.slots)
+            jobs = max(self.jobs, min(2 * ex.slots, 256))
         r = self.run_steps(steps, store=self.store, db_path=self.db, jobs=jobs,
                            progress=self.progress, deep=self.deep, bad=bad,
                            serve_hits=True, executor=ex)

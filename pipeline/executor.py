@@ -144,11 +144,11 @@ class Executor:
                         from distributed import Client
                         client = Client(self.address, timeout=self.connect_timeout,
                                         set_as_default=False)
-                        workers = client.scheduler_info().get("workers", {})
-                        if not workers:
+                        threads = client.nthreads()      # {worker: its threads}, all of them
+                        if not threads:
                             client.close()
                             raise OSError("the scheduler has no workers")
-                        self.slots = sum(w.get("nthreads", 1) for w in workers.values())
+                        self.slots = sum(threads.values())
                         self._client = client
                     except Exception as exc:      # unreachable, refused, no workers
                         self._give_up("connecting", exc)
@@ -182,7 +182,7 @@ class Executor:
             future = client.submit(remote_build, payload, key, digests, check, pure=False,
                                    key=f"pypto {step.name} {uuid.uuid4().hex}")
             try:
-                answer = future.result(timeout=self.task_timeout)
+                answer = self._wait(client, future)
             finally:
                 future.release()
         except Exception as exc:          # lost, timed out, disconnected, killed worker
@@ -201,6 +201,27 @@ class Executor:
             return None
         return {o: outputs[o] for o in step.outputs}, answer["worker"]
 
+
+    POLL = 2.0           # seconds between looks at whether the cluster still has workers
+
+    def _wait(self, client, future):
+        """The future's result. Dask runs a task whose worker died again on another; with
+        no worker left at all (workers without a nanny), or past the task timeout, this
+        gives up (TimeoutError) instead of waiting for workers that may never come."""
+        deadline = time.monotonic() + self.task_timeout
+        idle = 0
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"no result within PYPTO_EXECUTOR_TASK_TIMEOUT "
+                                   f"({self.task_timeout:g} s)")
+            try:
+                return future.result(timeout=min(self.POLL, left))
+            except TimeoutError:
+                idle = 0 if client.nthreads() else idle + 1
+                if idle * self.POLL > self.connect_timeout:
+                    raise TimeoutError("the scheduler has had no workers for "
+                                       f"{idle * self.POLL:g} s") from None
 
     def map(self, fn, calls: list[tuple]) -> list:
         """fn(*args) for each args of `calls`, all at once on the cluster (fn module-level,
