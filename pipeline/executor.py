@@ -2,7 +2,7 @@
 
     PYPTO_EXECUTOR                  tcp://host:port of a Dask scheduler (tls://... too)
     PYPTO_EXECUTOR_STAGES           the stages sent there (default: pass, pto, ptoas,
-                                    kernel, orchestration); the rest run here
+                                    kernel, extern, orchestration); the rest run here
     PYPTO_EXECUTOR_CONNECT_TIMEOUT  seconds to reach the scheduler (default 5)
     PYPTO_EXECUTOR_TASK_TIMEOUT     seconds a step may take there, queueing included
                                     (default 600)
@@ -42,7 +42,7 @@ import uuid
 __all__ = ["ExecutorError", "WorkerMismatch", "Executor", "settings", "from_env",
            "remote_build", "worker_store", "on_worker", "DEFAULT_STAGES"]
 
-DEFAULT_STAGES = ("pass", "pto", "ptoas", "kernel", "orchestration")
+DEFAULT_STAGES = ("pass", "pto", "ptoas", "kernel", "extern", "orchestration")
 _ADDRESS = re.compile(r"(tcp|tls|ws|wss|inproc)://[^\s/]+(:\d+)?/?")
 
 
