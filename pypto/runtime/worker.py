@@ -6,7 +6,7 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from . import dfx, dtypes
+from . import dfx, dtypes, fastpath
 from .config import RunConfig, runtime_kind_name
 from .device import Device
 from .errors import DeviceUnavailableError, PlatformMismatchError
@@ -37,7 +37,8 @@ class RegistrationHandle:
     def __init__(self, worker: "ChipWorker", compiled):
         self.worker = worker
         self.compiled = compiled
-        self.graphs: OrderedDict = OrderedDict()   # HOST_BUILD_GRAPH: key -> Graph
+        self.graphs: OrderedDict = OrderedDict()   # binding key -> Graph (executor.py)
+        self.plan = None                           # fastpath.Plan of the last replay
         self.active = True
 
     def __call__(self, *args, config: RunConfig | None = None):
@@ -53,6 +54,7 @@ class RegistrationHandle:
         if self.active:
             self.active = False
             self.graphs.clear()
+            self.plan = None
             self.worker._forget(self)
 
     def __enter__(self) -> "RegistrationHandle":
@@ -138,6 +140,7 @@ class ChipWorker:
         for h in handles:
             h.active = False
             h.graphs.clear()
+            h.plan = None
         with self._run_lock:
             if self._device is not None:
                 self._device.stop()
@@ -206,6 +209,9 @@ class ChipWorker:
                 raise PlatformMismatchError(
                     f"run config asks for runtime '{runtime_kind_name(config.runtime)}' but this "
                     f"ChipWorker is bound to '{self.runtime}'")
+        plan = handle.plan
+        if plan is not None and config is None and fastpath.identity(args) == plan.identity:
+            return self._fast(handle, plan, args, call_ns)
         full_args, outputs = compiled._prepare_call(args)
         binding = bind_arguments(compiled.params, full_args, worker=self)
         chip = compiled.chip_callable
@@ -240,7 +246,26 @@ class ChipWorker:
             raise
         if dfx.wanted(cfg):
             dfx.write_outputs(record, compiled, cfg)
+        # a replay of one plain kernel with these tensors: the next such call goes straight
+        # to the kernel (fastpath.py)
+        handle.plan = None
+        if config is None and record.replayed and outputs is None and not keep and not dfx.wanted(cfg):
+            graph = handle.graphs.get(binding.key)
+            if graph:
+                handle.plan = fastpath.make_plan(full_args, graph, record.n_threads)
         return compiled._results(full_args, outputs), record
+
+    def _fast(self, handle: RegistrationHandle, plan, args: tuple, call_ns: int):
+        compiled = handle.compiled
+        with self._run_lock:
+            self._check_open()
+            self.stats["launches"] += 1
+            self.stats["graph_replays"] += 1
+            record, error = fastpath.launch(self, plan, str(compiled.output_dir), call_ns)
+            self.last_run = record
+        if error is not None:
+            raise error
+        return compiled._results(args, None), record
 
     # -- resident tensors --------------------------------------------------------------
     def alloc_tensor(self, shape, dtype, init: Any = None) -> DeviceTensor:

@@ -72,3 +72,24 @@ def test_time_split_adds_up(programs):
     assert split["dispatch_ns"] + split["device_busy_ns"] == split["host_wall_ns"]
     # these hand-written kernels move no tiles (the compiled ones: test_runtime_dfx)
     assert all(t.move_ns == 0 for t in rec.tasks) and split["compute_ns"] == split["kernel_ns"]
+
+
+def test_a_replay_with_the_same_tensors_goes_straight_to_the_kernel(programs, tmp_path):
+    c = programs("add", ADD)
+    a, b, out = torch.randn(16, 16), torch.randn(16, 16), torch.zeros(16, 16)
+    with ChipWorker(RunConfig()) as w:
+        h = w.register(c)
+        for _ in range(5):
+            a.copy_(torch.randn(16, 16))             # new data, the same tensors
+            h(a, b, out)
+            torch.testing.assert_close(out, a + b)
+        assert h.plan is not None and w.last_run.replayed and len(w.last_run.tasks) == 1
+        assert w.stats["launches"] == 5 and w.stats["graph_replays"] == 3
+        a2 = torch.randn(16, 16)                      # another tensor: the full path
+        torch.testing.assert_close(h(a2, b, out), a2 + b)
+        torch.testing.assert_close(h(a, b, out), a + b)
+        assert h(a, b) is not out                     # return style: outputs allocated
+        cfg = RunConfig(enable_chip_swimlane=1, dfx_output_dir=str(tmp_path / "dfx"))
+        _, rec = h.launch(a, b, out, config=cfg)      # a config: the full path, with its files
+        assert rec.dfx_outputs
+    assert h.plan is None
