@@ -8,7 +8,7 @@ kernel and its argument array. A later call whose arguments show the same identi
 would bind to the same buffers and replay the same task, so it calls the kernel on the
 calling thread straight away and records the launch as the replay it is -- no binding,
 no Launch, no queue (the device is idle: the worker's run lock is held).
-Anything else (other tensors, DFX asked for, a config given) takes the full path.
+Anything else (other tensors, DFX files asked for) takes the full path.
 """
 from __future__ import annotations
 

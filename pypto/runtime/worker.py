@@ -210,7 +210,9 @@ class ChipWorker:
                     f"run config asks for runtime '{runtime_kind_name(config.runtime)}' but this "
                     f"ChipWorker is bound to '{self.runtime}'")
         plan = handle.plan
-        if plan is not None and config is None and fastpath.identity(args) == plan.identity:
+        # (a config that asks for no DFX file changes nothing a replay does)
+        if plan is not None and fastpath.identity(args) == plan.identity and \
+                (config is None or not dfx.wanted(config)):
             return self._fast(handle, plan, args, call_ns)
         full_args, outputs = compiled._prepare_call(args)
         binding = bind_arguments(compiled.params, full_args, worker=self)
@@ -249,7 +251,7 @@ class ChipWorker:
         # a replay of one plain kernel with these tensors: the next such call goes straight
         # to the kernel (fastpath.py)
         handle.plan = None
-        if config is None and record.replayed and outputs is None and not keep and not dfx.wanted(cfg):
+        if record.replayed and outputs is None and not dfx.wanted(cfg):
             graph = handle.graphs.get(binding.key)
             if graph:
                 handle.plan = fastpath.make_plan(full_args, graph, record.n_threads)
