@@ -9,7 +9,9 @@ the device: its tasks, its intermediate buffers, its records and its first error
 from __future__ import annotations
 
 import ctypes
+import functools
 import heapq
+import queue
 import struct
 import os
 import threading
@@ -57,26 +59,70 @@ def _call(task, block: int, err=None, entry=None, args=None) -> tuple:
     return status, message, start, end, moved
 
 
+class _Helpers:
+    """Threads kept for the parts of a block that must run at once (a core group's halves,
+    the blocks of a sync_start task): starting a thread per part per launch cost more
+    than a small kernel. Each part gets an idle helper of its own (a new one when none is
+    idle), so the parts really run together."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._idle: list = []
+
+    def run_all(self, fns: list) -> list:
+        """Run every fn at once, the last on the calling thread; their results in order."""
+        results = [None] * len(fns)
+        done = []
+        for i, fn in enumerate(fns[:-1]):
+            with self._lock:
+                jobs = self._idle.pop() if self._idle else None
+            if jobs is None:
+                jobs = queue.SimpleQueue()
+                threading.Thread(target=self._serve, args=(jobs,), daemon=True,
+                                 name="pypto-helper").start()
+            finished = threading.Event()
+            jobs.put((fn, results, i, finished))
+            done.append(finished)
+        try:
+            results[-1] = fns[-1]()
+        finally:
+            for finished in done:
+                finished.wait()
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
+        return results
+
+    def _serve(self, jobs) -> None:
+        while True:
+            fn, results, i, finished = jobs.get()
+            try:
+                results[i] = fn()
+            except BaseException as e:      # handed to the caller; the helper lives on
+                results[i] = e
+            finally:
+                with self._lock:
+                    self._idle.append(jobs)
+                finished.set()
+
+
+_HELPERS = _Helpers()
+
+
 def _gang(task) -> list:
     """Every block of a sync_start task, each on a thread of its own, released together
     (ctypes drops the GIL in the kernel call, so they run at once)."""
     n = task.spec.blocks
     gate = threading.Barrier(n)
-    results = [None] * n
 
     def one(b):
         try:
             gate.wait()
         except threading.BrokenBarrierError:
             pass
-        results[b] = _group_call(task, b) if getattr(task.kernel, "group", ()) else _call(task, b)
+        return _group_call(task, b) if getattr(task.kernel, "group", ()) else _call(task, b)
 
-    threads = [threading.Thread(target=one, args=(b,), name=f"pypto-block-{b}") for b in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return results
+    return _HELPERS.run_all([functools.partial(one, b) for b in range(n)])
 
 
 def _group_call(task, block: int) -> tuple:
@@ -88,17 +134,12 @@ def _group_call(task, block: int) -> tuple:
     per_aiv = task.args[block]             # one argument array per AIV (its index differs)
     runs = ([(group.cube, per_aiv[0])] if group.cube is not None else []) + \
         [(group.vector, a) for a in per_aiv]
-    results = [None] * len(runs)
 
     def one(i):
         err = ctypes.create_string_buffer(abi.ERR_LEN)
-        results[i] = _call(task, block, err, *runs[i])
+        return _call(task, block, err, *runs[i])
 
-    threads = [threading.Thread(target=one, args=(i,), name=f"pypto-group-{i}") for i in range(len(runs))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    results = _HELPERS.run_all([functools.partial(one, i) for i in range(len(runs))])
     failed = [r for r in results if r[0] != 0]
     # the half that failed first, not one that then stopped because its pipe did
     first = [r for r in failed if r[0] != abi.KERNEL_STOPPED] or failed
