@@ -1,18 +1,21 @@
 """The shortest launch: a registered program of one kernel, called again with the very
 tensors of its last replay.
 
-Once a handle's launch was a graph replay (executor.py) of one task of one block on one
-core, with no intermediate buffers, a Plan keeps what that launch worked out: the
+Once a handle's launch was a graph replay (executor.py) of one task on one core per
+block (its blocks not started together), with no intermediate buffers, a Plan keeps
+what that launch worked out: the
 arguments' identity (data address, dtype, shape, contiguity; scalar values), the
 kernel and its argument array. A later call whose arguments show the same identity
 would bind to the same buffers and replay the same task, so it calls the kernel on the
-calling thread straight away and records the launch as the replay it is -- no binding,
+calling thread straight away (an SPMD task's blocks spread over n_threads lanes, the
+calling thread one of them) and records the launch as the replay it is -- no binding,
 no Launch, no queue (the device is idle: the worker's run lock is held).
 Anything else (other tensors, DFX files asked for) takes the full path.
 """
 from __future__ import annotations
 
 import ctypes
+import functools
 import sys
 import time
 
@@ -45,13 +48,14 @@ def identity(args: tuple):
 
 
 class Plan:
-    __slots__ = ("identity", "kernel", "spec", "args", "barrier", "err", "scopes", "n_threads")
+    __slots__ = ("identity", "kernel", "spec", "args", "barrier", "errs", "scopes", "n_threads")
 
     def __init__(self, ident, kernel, spec, args, barrier, scopes, n_threads):
         self.identity, self.kernel, self.spec = ident, kernel, spec
-        self.args, self.barrier, self.scopes = args, barrier, scopes
+        self.args, self.barrier, self.scopes = args, barrier, scopes     # args: one per block
         self.n_threads = n_threads
-        self.err = ctypes.create_string_buffer(abi.ERR_LEN)
+        self.errs = [ctypes.create_string_buffer(abi.ERR_LEN)
+                     for _ in range(min(n_threads, spec.blocks))]
 
 
 def make_plan(args: tuple, graph, n_threads: int) -> Plan | None:
@@ -63,10 +67,23 @@ def make_plan(args: tuple, graph, n_threads: int) -> Plan | None:
         return None
     spec = graph.tasks[0]
     kernel, descs, per_block = prep[1][0]
-    if spec.blocks != 1 or spec.predicate is not None or descs is None or \
+    if (spec.sync_start and spec.blocks > 1) or spec.predicate is not None or descs is None or \
             getattr(kernel, "group", ()) or kernel.entry is None:
         return None
-    return Plan(ident, kernel, spec, per_block[0], descs[1], list(graph.scopes), n_threads)
+    return Plan(ident, kernel, spec, per_block, descs[1], list(graph.scopes), n_threads)
+
+
+def _lane(plan: Plan, lane: int, times: list, statuses: list) -> None:
+    """Blocks lane, lane + n, ... of the plan's task, one after another."""
+    entry, args, err = plan.kernel.entry, plan.args, plan.errs[lane]
+    clock = time.perf_counter_ns
+    for b in range(lane, len(args), len(plan.errs)):
+        err[0] = b"\0"
+        start = clock()
+        status = int(entry(args[b], err, abi.ERR_LEN))
+        times[b] = (start, clock())
+        if status != 0:
+            statuses.append((times[b][1], b, status, err.value.decode("utf-8", "replace")))
 
 
 def launch(worker, plan: Plan, program: str, call_ns: int):
@@ -78,19 +95,26 @@ def launch(worker, plan: Plan, program: str, call_ns: int):
     record.n_threads = plan.n_threads
     record.scopes = list(plan.scopes)
     plan.barrier[0] = plan.barrier[1] = 0
-    err = plan.err
-    err[0] = b"\0"
     kernel, spec = plan.kernel, plan.spec
-    record.start_ns = start = time.perf_counter_ns()
-    status = int(kernel.entry(plan.args, err, abi.ERR_LEN))
-    end = time.perf_counter_ns()
+    times, failed = [None] * spec.blocks, []
+    record.start_ns = time.perf_counter_ns()
+    if len(plan.errs) == 1:
+        _lane(plan, 0, times, failed)
+    else:
+        from .device import _HELPERS
+        _HELPERS.run_all([functools.partial(_lane, plan, i, times, failed)
+                          for i in range(len(plan.errs))])
+    start, end = min(t[0] for t in times), max(t[1] for t in times)
+    failed.sort()                        # the block that failed first is the task's failure
+    status, message = (failed[0][2], failed[0][3]) if failed else (0, "")
     # as the device records a task run by the launching thread on the first free core
     record.tasks = [TaskRecord(spec.index, spec.func_id, kernel.name, kernel.core_type, 0, start,
-                               end, (), plan.n_threads, spec.scope, status, (), (), start)]
+                               end, (), plan.n_threads, spec.scope, status, (), (), record.start_ns,
+                               tuple(times) if spec.blocks > 1 else ())]
     record.end_ns = time.perf_counter_ns()
     if status == 0:
         return record, None
-    error = KernelExecutionError(kernel.name, spec.func_id, spec.index, status,
-                                 err.value.decode("utf-8", "replace"), kernel.core_type)
+    error = KernelExecutionError(kernel.name, spec.func_id, spec.index, status, message,
+                                 kernel.core_type)
     record.error = str(error)
     return record, error

@@ -93,3 +93,44 @@ def test_a_replay_with_the_same_tensors_goes_straight_to_the_kernel(programs, tm
         _, rec = h.launch(a, b, out, config=cfg)      # a config: the full path, with its files
         assert rec.dfx_outputs
     assert h.plan is None
+
+
+SPMD = """
+import pypto.language as pl
+
+@pl.program
+class Spmd:
+    @pl.function(type=pl.FunctionType.InCore)
+    def scale(self, x: pl.Tensor[[256, 64], pl.FP32], y: pl.Out[pl.Tensor[[256, 64], pl.FP32]]) -> pl.Tensor[[256, 64], pl.FP32]:
+        me = pl.tile.get_block_idx()
+        n = pl.tile.get_block_num()
+        for r in pl.range(me, 8, n):
+            t = pl.load(x, [r * 32, 0], [32, 64])
+            y = pl.store(pl.muls(t, 3.0), [r * 32, 0], y)
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[256, 64], pl.FP32], y: pl.Out[pl.Tensor[[256, 64], pl.FP32]]) -> pl.Tensor[[256, 64], pl.FP32]:
+        with pl.spmd(3):
+            y = self.scale(x, y)
+        return y
+"""
+
+
+def test_an_spmd_replay_spreads_its_blocks_over_the_lanes(tmp_path):
+    import pypto.language as pl
+    from pypto import ir
+    c = ir.compile(pl.parse(SPMD, filename="spmd_gen.py"), output_dir=tmp_path / "Spmd",
+                   platform="a2a3sim", dump_passes=False)
+    x, y = torch.randn(256, 64), torch.zeros(256, 64)
+    with ChipWorker(RunConfig()) as w:
+        h = w.register(c)
+        for _ in range(5):
+            x.copy_(torch.randn(256, 64))
+            y.zero_()
+            _, rec = h.launch(x, y)
+            torch.testing.assert_close(y, 3 * x)
+        assert h.plan is not None and rec.replayed
+        (task,) = rec.tasks
+        assert len(task.blocks) == 3 and task.start_ns == min(s for s, _ in task.blocks)
+        assert task.end_ns == max(e for _, e in task.blocks)
