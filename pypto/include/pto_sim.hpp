@@ -229,7 +229,7 @@ template <class C> inline C abs_(C x) { return x < C(0) ? C(-x) : x; }
 // the correctly rounded result), 2^n applied in two halves so that results from the
 // subnormals up to infinity come out right. NaN stays NaN.
 inline float math_exp(float x) {
-    const float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
+    const float xc = x > -104.0f ? (x < 89.0f ? x : 89.0f) : -104.0f;   // NaN -> -104: n stays finite
     const float big = 12582912.0f;                        // 1.5 * 2^23: adding it rounds to an integer
     const float n = (xc * 1.44269504088896341f + big) - big;
     const float r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;
