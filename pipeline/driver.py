@@ -63,14 +63,15 @@ def compile_out_there(programs: list[tuple]) -> list[dict | None]:
         if got is not None and "refused" in got:
             from pypto_pipeline.run import WorkerMismatch
             raise WorkerMismatch(got["refused"])
-    return done
+    return [got if got is not None and "records" in got else None for got in done]
 
 
 def remote_compile(name: str, source: bytes, options: dict, from_spec: bool,
                    pkey: str) -> dict:
     """What a worker runs for a whole compile: the build into a scratch folder with its
     own store, which publishes every result and the whole-compile entry to the remote
-    cache; {"worker", "records"}, or {"refused": why} when its code differs."""
+    cache; {"worker", "records"}, {"refused": why} when its code differs, or
+    {"failed": why} when the program does not compile (the client then says why)."""
     import tempfile
     from pypto_cache import digest_bytes
     from pypto_pipeline.executor import address, worker_store
@@ -83,8 +84,11 @@ def remote_compile(name: str, source: bytes, options: dict, from_spec: bool,
                            f"client); install the same pypto on the workers and restart them, "
                            f"or unset PYPTO_EXECUTOR"}
     with tempfile.TemporaryDirectory(prefix="pypto-remote-") as scratch:
-        b = build(name, source, opts, Path(scratch) / "out", from_spec=from_spec,
-                  store=worker_store())
+        try:
+            b = build(name, source, opts, Path(scratch) / "out", from_spec=from_spec,
+                      store=worker_store())
+        except Exception as exc:     # the program's own error: the client meets it again
+            return {"failed": f"{type(exc).__name__}: {exc}"}
         records = [(r.name, r.stage, r.status, r.seconds) for r in b.records]
     return {"worker": where, "records": records}
 

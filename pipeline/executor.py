@@ -127,6 +127,7 @@ class Executor:
         self.disabled = False
         self._client = None
         self._mu = threading.Lock()
+        self._off = threading.Lock()      # one warning, whichever thread fails first
         self.slots = 0               # the cluster's threads, once connected
 
     def __repr__(self) -> str:
@@ -155,8 +156,9 @@ class Executor:
         return self._client
 
     def _give_up(self, doing: str, exc: BaseException) -> None:
-        first = not self.disabled
-        self.disabled = True
+        with self._off:
+            first = not self.disabled
+            self.disabled = True
         if first:
             text = " ".join(str(exc).split())[:160]
             _say(f"pypto: warning: executor {self.address}: {doing} failed "
@@ -182,7 +184,7 @@ class Executor:
             future = client.submit(remote_build, payload, key, digests, check, pure=False,
                                    key=f"pypto {step.name} {uuid.uuid4().hex}")
             try:
-                answer = self._wait(client, future)
+                answer = self._wait(client, future, time.monotonic() + self.task_timeout)
             finally:
                 future.release()
         except Exception as exc:          # lost, timed out, disconnected, killed worker
@@ -201,14 +203,13 @@ class Executor:
             return None
         return {o: outputs[o] for o in step.outputs}, answer["worker"]
 
-
     POLL = 2.0           # seconds between looks at whether the cluster still has workers
 
-    def _wait(self, client, future):
+    def _wait(self, client, future, deadline: float):
         """The future's result. Dask runs a task whose worker died again on another; with
-        no worker left at all (workers without a nanny), or past the task timeout, this
-        gives up (TimeoutError) instead of waiting for workers that may never come."""
-        deadline = time.monotonic() + self.task_timeout
+        no worker left at all (workers without a nanny), or past the deadline (the task
+        timeout), this gives up (TimeoutError) instead of waiting for workers that may
+        never come."""
         idle = 0
         while True:
             left = deadline - time.monotonic()
@@ -230,9 +231,9 @@ class Executor:
         client = self.client() if not self.disabled else None
         if client is None or not calls:
             return [None] * len(calls)
+        name = getattr(fn, "__name__", "call")
         try:
-            futures = [client.submit(fn, *args, pure=False,
-                                     key=f"pypto {getattr(fn, '__name__', 'call')} {uuid.uuid4().hex}")
+            futures = [client.submit(fn, *args, pure=False, key=f"pypto {name} {uuid.uuid4().hex}")
                        for args in calls]
         except Exception as exc:
             self._give_up(f"submitting {len(calls)} calls", exc)
@@ -241,8 +242,7 @@ class Executor:
         out = []
         for f in futures:
             try:
-                out.append(None if self.disabled else
-                           f.result(timeout=max(0.001, deadline - time.monotonic())))
+                out.append(None if self.disabled else self._wait(client, f, deadline))
             except Exception as exc:      # the call raised (done here again), or the cluster
                 out.append(None)
                 if _cluster_failure(exc):

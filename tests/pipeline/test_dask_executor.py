@@ -153,21 +153,24 @@ def test_steps_run_on_the_workers_and_make_the_local_bytes(cluster, watcher, mac
 def test_pypto_build_of_many_programs_compiles_each_on_a_worker(cluster, watcher, machine,
                                                                 tmp_path):
     """`pypto build` of several programs: each is compiled whole on a worker, all at
-    once, and served here from Redis; its report names the worker."""
+    once, and served here from Redis; its report names the worker. One that does not
+    compile says why, as without Dask."""
     write_program(tmp_path / "kernels" / "a.py", 2, name="ManyA")
     write_program(tmp_path / "kernels" / "b.py", 2, name="ManyB", ops={"k0": "pl.exp(ta)"})
+    (tmp_path / "kernels" / "bad.py").write_text(TOO_BIG)
 
     def pypto_build(out: str, **env) -> subprocess.CompletedProcess:
         e = {k: v for k, v in os.environ.items() if not k.startswith("PYPTO_")}
         e.update(PYTHONPATH=str(ROOT), PYPTO_CACHE_DIR=str(tmp_path / f"store-{out}"), **env)
         return subprocess.run([sys.executable, "-m", "pypto", "build", "kernels/a.py",
-                               "kernels/b.py", "-o", out, "-q"], cwd=tmp_path, env=e,
-                              capture_output=True, text=True, timeout=300)
+                               "kernels/bad.py", "kernels/b.py", "-o", out, "-q"], cwd=tmp_path,
+                              env=e, capture_output=True, text=True, timeout=300)
     p = pypto_build("cluster", PYPTO_REMOTE_CACHE=os.environ["PYPTO_REMOTE_CACHE"],
                     PYPTO_EXECUTOR=cluster.scheduler_address)
-    assert p.returncode == 0 and "warning" not in p.stderr, p.stdout + p.stderr
     alone = pypto_build("alone")
-    assert alone.returncode == 0, alone.stderr
+    assert p.returncode == alone.returncode == 1, p.stdout + p.stderr
+    assert "warning" not in p.stderr and "bytes of Vec" in p.stderr, p.stderr
+    assert p.stderr == alone.stderr                  # the same error, said the same way
     workers = set(watcher.scheduler_info()["workers"])
     for prog in ("ManyA", "ManyB"):
         recs = tasks(tmp_path / "cluster" / prog)
@@ -175,6 +178,20 @@ def test_pypto_build_of_many_programs_compiles_each_on_a_worker(cluster, watcher
         where = {r["worker"] for r in recs}
         assert len(where) == 1 and where <= workers, where     # the whole program, on one
         assert artifacts(tmp_path / "cluster" / prog) == artifacts(tmp_path / "alone" / prog)
+
+
+TOO_BIG = """
+import pypto.language as pl
+
+@pl.jit
+def too_big(a: pl.Tensor[[128, 128], pl.FP32], o: pl.Out[pl.Tensor[[128, 128], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.load(a, [0, 0], [128, 128])
+        y = pl.load(a, [0, 0], [128, 128])
+        z = pl.load(a, [0, 0], [128, 128])
+        pl.store(pl.add(pl.add(x, y), z), [0, 0], o)
+    return o
+"""
 
 
 def test_a_worker_with_other_code_refuses(cluster, watcher, machine, tmp_path, monkeypatch):
@@ -192,7 +209,7 @@ def test_a_worker_with_other_code_refuses(cluster, watcher, machine, tmp_path, m
 
 def test_a_worker_killed_mid_build_costs_only_time(cluster, watcher, machine, tmp_path,
                                                    monkeypatch):
-    prog = write_program(tmp_path / "prog.py", 6, name="KilledWorker")
+    prog = write_program(tmp_path / "prog.py", 4, name="KilledWorker")
     pids = watcher.run(os.getpid)
     killed: list[tuple[str, str]] = []      # (worker, the step it was building)
 
@@ -307,7 +324,7 @@ def test_a_cluster_that_goes_away_mid_build_costs_one_warning(victim, machine, r
     being built: one warning, the rest is built here, nothing hangs."""
     monkeypatch.setenv("PYPTO_EXECUTOR_CONNECT_TIMEOUT", "1")
     flags = ("--no-nanny",) if "worker" in victim else ()
-    prog = write_program(tmp_path / "prog.py", 4, name="ClusterGoes")
+    prog = write_program(tmp_path / "prog.py", 2, name="ClusterGoes")
     with dask_cli_cluster(tmp_path, redis_srv, *flags) as (scheduler, worker, address):
         t0 = time.monotonic()
         out, _key = build_and_kill(machine, address, prog,
@@ -316,7 +333,8 @@ def test_a_cluster_that_goes_away_mid_build_costs_one_warning(victim, machine, r
     recs = tasks(out)
     assert {r["status"] for r in recs} == {"ran"}
     assert "local" in {r["worker"] for r in recs if r["stage"] == "kernel"}
-    assert artifacts(out) == artifacts(local_build(tmp_path, prog, monkeypatch))
+    if victim == "scheduler":     # (what a step built here after a failure is, once is enough)
+        assert artifacts(out) == artifacts(local_build(tmp_path, prog, monkeypatch))
     warned = [ln for ln in capfd.readouterr().err.splitlines() if "warning: executor" in ln]
     assert len(warned) == 1 and "building locally" in warned[0], warned
 
