@@ -32,7 +32,7 @@ from pypto_cache.remote import forget_tiers  # noqa: E402
 from pypto_pipeline import executor as executor_mod  # noqa: E402
 from pypto_pipeline.run import WorkerMismatch  # noqa: E402
 
-REMOTE_STAGES = {"pass", "pto", "ptoas", "kernel", "orchestration"}
+REMOTE_STAGES = set(executor_mod.DEFAULT_STAGES)
 
 
 def fresh_code(client=None) -> None:
@@ -56,8 +56,8 @@ def redis_srv(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def cluster(redis_srv, tmp_path_factory):
-    """Two worker processes (one thread each), each with a store of its own on this
-    machine's disk (two machines), both on the test's Redis."""
+    """Two worker processes (one thread each) sharing a store of their own, apart from
+    every store a test compiles with (another machine's disk), on the test's Redis."""
     root = tmp_path_factory.mktemp("dask")
     env = {"PYPTO_REMOTE_CACHE": redis_srv.url, "PYPTO_CACHE_DIR": str(root / "worker-store"),
            "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE)])}   # HERE: pipeline_toys
