@@ -307,11 +307,17 @@ _store_guard = threading.Lock()
 
 
 def worker_store():
-    """The worker process's store: its own $PYPTO_CACHE_DIR, backed by the remote."""
+    """The worker process's store: its own $PYPTO_CACHE_DIR, backed by the remote. A
+    remote tier switches itself off for good at its first failure, which suits one
+    compile; a worker serves compiles for as long as it lives, so its next task opens
+    the tier again."""
     global _store
     with _store_guard:
-        if _store is None:
+        remote = getattr(_store, "remote", None)
+        if _store is None or (remote is not None and remote.disabled):
             from pypto_cache import open_store
+            from pypto_cache.remote import forget_tiers
+            forget_tiers()
             _store = open_store()
         return _store
 

@@ -194,6 +194,21 @@ def too_big(a: pl.Tensor[[128, 128], pl.FP32], o: pl.Out[pl.Tensor[[128, 128], p
 """
 
 
+def _switch_off_remote() -> bool:
+    """On a worker: its remote tier fails (as at a Redis hiccup) and switches itself off."""
+    executor_mod.worker_store().remote.disabled = True
+    return True
+
+
+def test_a_worker_opens_its_remote_again_after_a_failure(cluster, watcher, machine, tmp_path):
+    """A remote tier is off for good after one failure; a worker, which lives longer
+    than a compile, opens it again at its next task instead of failing every step."""
+    assert all(watcher.run(_switch_off_remote).values())
+    out = machine("a", write_program(tmp_path / "prog.py", 2, name="Reopened"),
+                  executor=cluster.scheduler_address)
+    assert "local" not in {r["worker"] for r in tasks(out) if r["stage"] in REMOTE_STAGES}
+
+
 def test_a_worker_with_other_code_refuses(cluster, watcher, machine, tmp_path, monkeypatch):
     """The client's ptoas code 'differs' from the workers': they refuse its steps."""
     from pypto_pipeline import driver
