@@ -8,8 +8,8 @@ not imported here (the engine knows nothing about pypto).
 import importlib
 
 _GRAPH = {"STAGES", "GraphError", "Ref", "Step", "impl_digest", "step_key"}
-_RUN = {"InputUnavailable", "RunResult", "StepFailed", "TaskRecord", "run_phased", "run_steps",
-        "to_task_dict"}
+_RUN = {"InputUnavailable", "RunResult", "StepFailed", "TaskRecord", "WorkerMismatch",
+        "run_phased", "run_steps", "to_task_dict"}
 
 
 def __getattr__(name):
@@ -21,5 +21,5 @@ def __getattr__(name):
     raise AttributeError(f"module 'pipeline' has no attribute {name!r}")
 
 __all__ = ["STAGES", "GraphError", "Ref", "Step", "impl_digest", "step_key",
-           "InputUnavailable", "RunResult", "StepFailed", "TaskRecord", "run_phased",
+           "InputUnavailable", "RunResult", "StepFailed", "TaskRecord", "WorkerMismatch", "run_phased",
            "run_steps", "to_task_dict"]
