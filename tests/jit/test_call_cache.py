@@ -38,3 +38,24 @@ def test_repeated_calls_reuse_the_program_and_see_a_changed_constant(monkeypatch
     b = torch.randn(16, 32)
     torch.testing.assert_close(scaled(b, torch.zeros(16, 32)), 3 * b)   # another shape
     assert builds == [1, 1] and len(scaled._calls) == 2     # (the 16x16 entry was replaced)
+
+
+@pl.jit
+def shifted(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.add(a, 1.0)
+    return out
+
+
+def test_clearing_the_specialization_cache_forgets_the_call_too():
+    """`fn._cache.clear()` (how PyPTO's tests start from a cold cache): the next call
+    compiles again and holds its program in `_cache`, rather than reusing the call."""
+    a, out = torch.randn(16, 16), torch.zeros(16, 16)
+    shifted(a, out)
+    first = next(iter(shifted._cache.values()))
+    shifted._cache.clear()
+    shifted(a, out)
+    torch.testing.assert_close(out, a + 1)
+    assert len(shifted._cache) == 1 and next(iter(shifted._cache.values())) is not first
+    shifted(a, out)                                  # the fast path again, same program
+    assert len(shifted._cache) == 1
