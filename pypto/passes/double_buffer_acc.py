@@ -48,8 +48,8 @@ def _fresh_acc_matmuls(body) -> list[Call]:
         if isinstance(s, Yield) and any(_is_acc(v) for v in s.values):
             return []
         if isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tile.matmul" \
-                and _is_acc(s.var) and ATTR not in s.value.attrs:
-            found.append(s.value)
+                and _is_acc(s.var) and ATTR not in s.value.attrs and s.var.type.slot is None:
+            found.append(s.value)       # (a tile in a declared slot is placed as the user said)
     return found
 
 

@@ -216,3 +216,35 @@ def test_ptoas_planner_refuses_two_slots_in_one_iteration(tmp_path):
         ir.compile(CoLiveSlots, output_dir=str(tmp_path), platform="a2a3sim",
                    memory_planner=MemoryPlanner.PTOAS)
     assert e.value.span.file.endswith("test_prog_memref_slots.py") and "memory_planner=PYPTO" in e.value.hint
+
+
+@pl.program
+class AccSlotLoop:
+    """One L0C slot per iteration, chosen by j % 2 (the double buffer written by hand)."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def kernel(self, a: pl.Tensor[[M, K], pl.FP32], b: pl.Tensor[[K, N], pl.FP32],
+               out: pl.Out[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
+        la: pl.Tile[[M, K], pl.FP32, pl.Mem.Mat] = pl.load(a, [0, 0], [M, K], target_memory=pl.Mem.Mat)
+        for j in pl.range(N // TN):
+            lb: pl.Tile[[K, TN], pl.FP32, pl.Mem.Mat] = pl.load(b, [0, j * TN], [K, TN], target_memory=pl.Mem.Mat)
+            cur: pl.Tile[[M, TN], pl.FP32, pl.MemRef("l0c", slots=2)[j % 2], pl.Mem.Acc] = pl.tile.matmul(la, lb)
+            out = pl.store(cur, [0, j * TN], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def orchestrator(self, a: pl.Tensor[[M, K], pl.FP32], b: pl.Tensor[[K, N], pl.FP32],
+                     out: pl.Out[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
+        out = self.kernel(a, b, out)
+        return out
+
+
+def test_declared_acc_slots_are_left_to_the_user_by_l0c_double_buffering(tmp_path):
+    a, b = randn(M, K, seed=81), randn(K, N, seed=82)
+    out = torch.zeros(M, N)
+    c = ir.compile(AccSlotLoop, output_dir=str(tmp_path), platform="a2a3sim",
+                   enable_pypto_l0c_double_buffer=True)
+    c(a, b, out)
+    close(out, a @ b, 1e-4, 1e-4)
+    dump = next((tmp_path / "passes_dump").glob("*after_AllocateMemoryAddr.py")).read_text()
+    assert "acc_buffer" not in dump and dump.count('attrs={"slots": 2}') == 1
