@@ -96,7 +96,8 @@ def remote_compile(name: str, source: bytes, options: dict, from_spec: bool,
 def impl_check(step: Step):
     """How a worker recomputes `step`'s implementation digest with its own code."""
     what = _IMPL_OF.get(step.impl)
-    return None if what is None else ("pypto_pipeline.stages:stage_impl", what)
+    from pypto_pipeline import stages      # the function itself, whatever this module binds
+    return None if what is None else (stages.stage_impl, what)
 
 
 def _safe(name: str) -> str:
