@@ -11,6 +11,10 @@ arguments are `ir.compile`'s options, mapped by `graph_input` exactly as `ir.com
 them. Each program's graph is `driver.plan`'s, so a task's key here is the key of the same
 task in `ir.compile` and `pypto build`: the three share one store.
 
+With $PYPTO_EXECUTOR set and several programs, a task `_cluster` first compiles each
+program whole on a worker of the Dask cluster, all at once, as `pypto build` does; every
+step here then finds its result in the remote cache.
+
 Tasks of a program P (its folder is <output>/P):
   build:P          every artifact of P (the last phase's group; `doit list` shows it)
   build            every program
@@ -103,6 +107,7 @@ class _Program:
         self._gen = plan(name, Ref.blob(store.put_bytes(source)), opts, out, store, from_spec)
         self.phases: list = []          # the _Phase of each phase laid out so far
         self.by_name: dict = {}
+        self.after: str | None = None   # a task every step of phase 0 waits for
 
     def handle(self, k: int) -> str:
         return f"build:{self.label}" if k == self.n - 1 else f"_phase{k}:{self.label}"
@@ -133,7 +138,10 @@ class _Program:
         handle = self.handle(k)
         whole = f"build:{self.label}"
         for s in steps or ():
-            t = dict_to_task(to_task_dict(s, self.store, self.ctx))
+            d = to_task_dict(s, self.store, self.ctx)
+            if k == 0 and self.after:       # the whole compiles on the cluster come first
+                d["task_dep"] = list(d.get("task_dep", ())) + [self.after]
+            t = dict_to_task(d)
             t.subtask_of = whole           # `doit list` shows build:P, `--all` every step
             yield t
         if k == self.n - 1:                # build:P: everything laid out so far
@@ -148,6 +156,14 @@ class _Program:
         if steps is None:                  # listed before the phase before it ever ran
             task["actions"] = [(_not_laid_out, (self.label, k))]
         yield task
+
+
+CLUSTER_TASK = "_cluster"
+
+
+def _compile_out_there(calls: list[tuple]):
+    from pypto_pipeline.driver import compile_out_there
+    compile_out_there(calls)          # (raises WorkerMismatch when a worker's code differs)
 
 
 def _not_laid_out(label: str, k: int):
@@ -216,6 +232,20 @@ def dodo_globals(programs: str | Iterable[str] | Mapping[str, tuple], *,
     for p in progs.values():
         for k in range(p.n):
             out[f"task_{p.handle(k)}"] = creator(p, k)
+
+    if ctx.executor is not None and len(progs) > 1:
+        # as `pypto build` does: each program compiled whole on a worker, all at once; the
+        # steps here are then served from the remote cache (a program not built out
+        # there is built step by step, its steps on the cluster)
+        calls = [inputs[label] for label in progs]
+
+        def task__cluster():
+            return {"basename": CLUSTER_TASK, "actions": [(_compile_out_there, (calls,))],
+                    "uptodate": [False],
+                    "doc": f"every program ({len(calls)}) compiled whole on the Dask cluster"}
+        out["task__cluster"] = task__cluster
+        for p in progs.values():
+            p.after = CLUSTER_TASK
 
     def task_build():
         return {"basename": "build", "actions": None,

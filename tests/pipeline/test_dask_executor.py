@@ -6,6 +6,7 @@ with other code refuses, a worker killed mid-build costs nothing but time, and a
 cluster that cannot be used costs one warning line."""
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -385,3 +386,42 @@ def test_importing_pypto_imports_no_dask():
     got = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True, cwd=str(ROOT)).stdout.strip()
     assert got == "[]"
+
+
+def test_doit_over_a_project_compiles_each_program_whole_on_a_worker(cluster, watcher, machine,
+                                                                    tmp_path):
+    """A project's dodo.py with several programs and $PYPTO_EXECUTOR: the `_cluster` task
+    compiles every program whole on the workers (all at once), so every step doit runs
+    here is served from the remote cache; the artifacts are those of a local build."""
+    from pypto_cache import digest_bytes
+    from pypto_pipeline.project import graph_inputs
+    from pypto_pipeline.served import program_key
+    write_program(tmp_path / "proj" / "kernels" / "a.py", 2, name="DoitA")
+    write_program(tmp_path / "proj" / "kernels" / "b.py", 2, name="DoitB", ops={"k0": "pl.exp(ta)"})
+    (tmp_path / "proj" / "dodo.py").write_text(
+        "from pypto_pipeline.project import dodo_globals\n"
+        "globals().update(dodo_globals('kernels/*.py', output='build', platform='a2a3sim'))\n")
+
+    def doit(store: str, **env):
+        e = {k: v for k, v in os.environ.items() if not k.startswith("PYPTO_")}
+        e.update(PYTHONPATH=str(ROOT), PYPTO_CACHE_DIR=str(tmp_path / store), **env)
+        return subprocess.run([sys.executable, "-m", "doit", "-f", "proj/dodo.py"], cwd=tmp_path,
+                              env=e, capture_output=True, text=True, timeout=300)
+    p = doit("store-doit", PYPTO_REMOTE_CACHE=os.environ["PYPTO_REMOTE_CACHE"],
+             PYPTO_EXECUTOR=cluster.scheduler_address)
+    assert p.returncode == 0, p.stdout + p.stderr
+    ran = [ln.split()[1] for ln in p.stdout.splitlines() if ln.split()[:1] == ["ran"]]
+    assert ran == ["_cluster"], p.stdout              # every step: served, none built here
+    worker_store = Store(next(iter(watcher.run(lambda: os.environ["PYPTO_CACHE_DIR"]).values())))
+    os.chdir(tmp_path / "proj")
+    try:
+        inputs = graph_inputs("kernels/*.py", platform="a2a3sim")
+    finally:
+        os.chdir(tmp_path)
+    for name, source, opts, from_spec in inputs.values():     # compiled whole out there
+        assert worker_store.get_action(program_key(digest_bytes(source), opts, from_spec)) is not None
+    built = {prog: artifacts(tmp_path / "proj" / "build" / prog) for prog in ("DoitA", "DoitB")}
+    shutil.rmtree(tmp_path / "proj" / "build")
+    assert doit("store-alone").returncode == 0
+    for prog in ("DoitA", "DoitB"):
+        assert artifacts(tmp_path / "proj" / "build" / prog) == built[prog]
