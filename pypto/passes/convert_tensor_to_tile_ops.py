@@ -117,10 +117,16 @@ class _Convert(Rewriter):
         if have is not None:
             return have
         if transpose and id(v) in self.tiles:
-            raise CodegenError(f"{v.name!r} is computed in this kernel; a transposed matmul operand "
-                               f"must be a tensor the kernel reads", span,
-                               "write it to a tensor in an earlier pl.at region, or transpose the "
-                               "other way round")
+            # computed here (on the vector side): transposed there, then moved to the cube
+            src = self.tiles[id(v)]
+            if len(src.type.shape) != 2 or src.type.valid is not None:
+                raise CodegenError(f"{v.name!r} is computed in this kernel as a "
+                                   f"{len(src.type.shape)}-D or partly valid tile; a transposed "
+                                   f"matmul operand computed in the kernel must be a whole 2-D tile",
+                                   span, "write it to a tensor in an earlier pl.at region")
+            flipped = self.new(v.name, "tile.transpose", [src], {"axis1": 0, "axis2": 1}, span, "t")
+            self.tiles[(id(v), space, True)] = flipped
+            return flipped
         v = self.expr(v)
         t = v.type
         if id(v) in self.views:                 # a slice: its window of the sliced tensor

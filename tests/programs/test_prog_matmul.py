@@ -1,6 +1,7 @@
 """Cube matmul on a2a3sim: 64x64 through Mat/Left/Right/Acc, a K loop with matmul_acc
 (chunks of 32 carried explicitly in examples/matmul_acc.py, chunks of 64 carried by
 rebinding here), and a tensor-level pl.matmul inside pl.at."""
+import pytest
 import torch
 
 import pypto.language as pl
@@ -81,3 +82,22 @@ def test_an_accumulator_made_by_create_tensor_and_set_in_the_first_iteration(tmp
     # a cube kernel only: the unused on-chip copy of the created tensor is gone
     prog = k_chunked_projection.lower(x, w, out)
     assert prog.functions["proj"].func_type is pl.FunctionType.AIC
+
+
+@pl.jit
+def add_then_matmul_transposed(a: pl.Tensor, b0: pl.Tensor, b1: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        bt = pl.add(b0, b1)                                   # computed in the kernel, [N, K]
+        c = pl.assemble(c, pl.matmul(a, bt, b_trans=True, out_dtype=pl.FP32), [0, 0])
+    return c
+
+
+@pytest.mark.parametrize("platform", ["a2a3sim", "a5sim"])
+def test_a_computed_operand_is_transposed_before_the_cube_reads_it(platform):
+    """b_trans=True on a tile the kernel computes (no transposed load can stand in): the
+    vector side transposes it, then it moves to the cube."""
+    from pypto.runtime import RunConfig
+    a, b0, b1 = randn(16, 64, seed=60), randn(128, 64, seed=61), randn(128, 64, seed=62)
+    c = torch.zeros(16, 128)
+    add_then_matmul_transposed(a, b0, b1, c, config=RunConfig(platform=platform))
+    close(c, a @ (b0 + b1).T, 1e-4, 1e-4)
