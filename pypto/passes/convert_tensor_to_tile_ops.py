@@ -132,13 +132,16 @@ class _Convert(Rewriter):
         if id(v) in self.views:                 # a slice: its window of the sliced tensor
             parent, offs, valid = self.views[id(v)]
             if transpose:       # the window of the tensor's transpose: offsets and shape swapped
-                if id(parent) in self.tiles or valid is not None or len(t.shape) != 2:
+                if id(parent) in self.tiles or len(t.shape) != 2 or valid is not None and not all(
+                        isinstance(x, Const) for x in valid.items):
                     from pypto.errors import NotBuiltError
-                    raise NotBuiltError(f"a transposed matmul operand that is a narrowed or on-chip "
-                                        f"slice ({v.name!r}) is not supported by this pypto yet", span,
-                                        "slice a tensor the kernel reads, whole windows")
+                    raise NotBuiltError(f"a transposed matmul operand that is an on-chip slice, or one "
+                                        f"narrowed to a run-time extent ({v.name!r}), is not supported "
+                                        f"by this pypto yet", span,
+                                        "slice a tensor the kernel reads (a constant valid_shape)")
+                flipped = [] if valid is None else [TupleExpr(list(reversed(valid.items)), span)]
                 tile = self.new(v.name, "tile.load", [parent, TupleExpr(list(reversed(offs.items)), span),
-                                                      _shape(tuple(reversed(t.shape)), span)],
+                                                      _shape(tuple(reversed(t.shape)), span)] + flipped,
                                 {"target_memory": space, "transpose": True}, span)
                 self.tiles[(id(v), space, transpose)] = tile
                 return tile

@@ -101,3 +101,21 @@ def test_a_computed_operand_is_transposed_before_the_cube_reads_it(platform):
     c = torch.zeros(16, 128)
     add_then_matmul_transposed(a, b0, b1, c, config=RunConfig(platform=platform))
     close(c, a @ (b0 + b1).T, 1e-4, 1e-4)
+
+
+@pl.jit
+def matmul_narrowed_transposed(x: pl.Tensor[[16, 128], pl.FP32], w: pl.Tensor[[32, 128], pl.FP32],
+                               out: pl.Out[pl.Tensor[[16, 24], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        w_s = pl.slice(w, [32, 128], [0, 0], valid_shape=[24, 128])     # rows 24.. not read
+        acc = pl.matmul(x, w_s, b_trans=True, out_dtype=pl.FP32)
+        out[0:16, 0:24] = pl.mul(pl.mul(acc, 1.0)[0:16, 0:24], 2.0)
+    return out
+
+
+def test_a_narrowed_slice_is_read_transposed_for_the_cube():
+    x, w = randn(16, 128, seed=63), randn(32, 128, seed=64)
+    w[24:] = float("nan")                                   # outside the valid rows
+    out = torch.zeros(16, 24)
+    matmul_narrowed_transposed(x, w, out)
+    close(out, 2 * (x @ w[:24].T), 1e-4, 1e-4)
