@@ -2,10 +2,11 @@
 
 Computing a stage's closure parses every module it reaches (~0.15 s for the whole
 tree); a process that only needs the keys (a compile served from the store) must not
-pay that. The index, one small JSON file per tree, holds every file's facts
-(digest, imports) under its stat signature, and the digests of the stages computed
-from them. A process stats the files and folders listed: all unchanged, the stage
-digests are used as they are; a changed file is re-read (the rest keep their facts);
+pay that. The index, per tree, is a small JSON file with every file's stat signature
+and the digests of the stages, and beside it (`.facts.json`) every file's facts (digest,
+imports) under its signature, read only when a digest must be computed again. A process
+stats the files and folders listed: all unchanged, the stage digests are used as they
+are (the facts file is not even parsed); a changed file is re-read (the rest keep their facts);
 a changed folder (a file added, removed or renamed: imports may resolve elsewhere)
 or file drops the stage digests, which are recomputed from the facts.
 
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:     # the closure walker is imported only when a file must be read
     from pypto_pipeline.closure import Facts
 
-VERSION = 1
+VERSION = 2
 RACY_NS = 2_000_000_000
 
 
@@ -58,13 +59,18 @@ class ImplIndex:
         name = xxhash.xxh3_64_hexdigest(json.dumps(self.packages, sort_keys=True).encode())
         self.path = Path(folder if folder is not None else default_dir()) / f"{name}.json"
         self._content = None               # closure.ContentFacts, made when first needed
-        self.files: dict[str, dict] = {}
+        self._files: dict[str, dict] | None = None    # facts, read when first needed
+        self._ok: dict[str, list] = {}     # files whose signature matched at load
         self.stages: dict[str, str] = {}
         self.extra: dict[str, object] = {}    # other cached facts (the compiler's identity)
         self.dirty = False
         self._load()
 
     # -- on disk
+    @property
+    def facts_path(self) -> Path:
+        return self.path.with_name(self.path.stem + ".facts.json")
+
     def _load(self) -> None:
         try:
             data = json.loads(self.path.read_bytes())
@@ -72,7 +78,7 @@ class ImplIndex:
                     or data.get("code") != self.code:
                 self.dirty = True
                 return
-            files, dirs = data["files"], data["dirs"]
+            sigs, dirs = data["sigs"], data["dirs"]
             stages, extra = data["stages"], data["extra"]
         except (OSError, ValueError, KeyError, TypeError):
             return
@@ -83,10 +89,10 @@ class ImplIndex:
                     fresh = False
             except OSError:
                 fresh = False
-        for f, entry in files.items():
+        for f, sig in sigs.items():
             try:
-                if _sig(os.stat(f)) == entry["sig"]:
-                    self.files[f] = entry
+                if _sig(os.stat(f)) == sig:
+                    self._ok[f] = sig
                     continue
             except OSError:
                 pass
@@ -95,20 +101,36 @@ class ImplIndex:
         self.extra = extra
         self.dirty = not fresh
 
+    @property
+    def files(self) -> dict[str, dict]:
+        """Every file's facts under the signature it had when they were read: those of the
+        facts file whose signature still holds (read on first use)."""
+        if self._files is None:
+            self._files = {}
+            try:
+                facts = json.loads(self.facts_path.read_bytes())
+                self._files = {f: e for f, e in facts.items() if self._ok.get(f) == e.get("sig")}
+            except (OSError, ValueError, AttributeError):
+                pass
+        return self._files
+
     def save(self) -> None:
-        """Write the index (temp file + rename); silently nothing if it cannot be written."""
+        """Write the facts, then the index (temp file + rename each); silently nothing if
+        they cannot be written."""
         if not self.dirty:
             return
         now = time.time_ns()
         files = {f: e for f, e in self.files.items() if e["sig"][1] < now - RACY_NS}
         stages = self.stages if len(files) == len(self.files) else {}
         data = {"version": VERSION, "packages": self.packages, "code": self.code,
-                "dirs": self._dirs(), "files": files, "stages": stages, "extra": self.extra}
+                "dirs": self._dirs(), "sigs": {f: e["sig"] for f, e in files.items()},
+                "stages": stages, "extra": self.extra}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(data, separators=(",", ":")))
-            os.replace(tmp, self.path)
+            for path, body in ((self.facts_path, files), (self.path, data)):
+                tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+                tmp.write_text(json.dumps(body, separators=(",", ":")))
+                os.replace(tmp, path)
             self.dirty = False
         except OSError:
             pass

@@ -254,6 +254,7 @@ def test_index_is_reused_by_stat_and_revalidated(tmp_path):
     again = ImplIndex(packages, folder)
     again._content = None             # it must not read a source file
     assert again.stage("pass:memory_reuse") == digest
+    assert again._files is None       # nor the facts: the signatures said nothing changed
     assert tree_impl(Tree(again.packages, again), "pass", "memory_reuse") == digest
 
     mr = copy / "pypto" / "passes" / "memory_reuse.py"
@@ -266,7 +267,8 @@ def test_index_is_reused_by_stat_and_revalidated(tmp_path):
     edited.save()
     # just modified: not recorded (a second edit within the same mtime tick could hide)
     data = json.loads(edited.path.read_text())
-    assert str(mr) not in data["files"] and data["stages"] == {}
+    assert str(mr) not in data["sigs"] and data["stages"] == {}
+    assert str(mr) not in json.loads(edited.facts_path.read_text())
 
     # an index written by other code (another scanner or other stage roots) is not used
     other = ImplIndex(packages, folder, code="another scanner")
