@@ -261,11 +261,17 @@ struct Arena {
     ~Arena() { std::free(base); }
 };
 
+// The arena is a function-local static of an inline function: one object per thread for
+// every kernel library loaded (g++ makes it a unique symbol), whatever arch the library was
+// built for, so it is sized for the larger arch's spaces (a5's) and any kernel fits -- a
+// thread may run a2a3 and a5 kernels in turn (the launching thread, the helper threads).
+constexpr int64_t kArenaBytes = 245760 + 524288 + 65536 + 65536 + 262144 + 4096 + 4096;
 // calloc so untouched pages of a big arena cost no memory; freed when the thread exits.
 inline unsigned char* space_base(int s) {
     static thread_local Arena arena;
+    if (space_offset(NSPACE) > kArenaBytes) fail("pto_sim", "the on-chip spaces outgrow the arena");
     if (!arena.base) {
-        arena.base = static_cast<unsigned char*>(std::calloc(1, size_t(space_offset(NSPACE))));
+        arena.base = static_cast<unsigned char*>(std::calloc(1, size_t(kArenaBytes)));
         if (!arena.base) fail("pto_sim", "cannot allocate the on-chip buffers of this core");
     }
     return arena.base + space_offset(s);
