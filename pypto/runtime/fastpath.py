@@ -96,21 +96,28 @@ def launch(worker, plan: Plan, program: str, call_ns: int):
     record.scopes = list(plan.scopes)
     plan.barrier[0] = plan.barrier[1] = 0
     kernel, spec = plan.kernel, plan.spec
-    times, failed = [None] * spec.blocks, []
     record.start_ns = time.perf_counter_ns()
-    if len(plan.errs) == 1:
-        _lane(plan, 0, times, failed)
+    if spec.blocks == 1:                 # (the common case, without the lanes' bookkeeping)
+        err = plan.errs[0]
+        err[0] = b"\0"
+        start = time.perf_counter_ns()
+        status = int(kernel.entry(plan.args[0], err, abi.ERR_LEN))
+        end = time.perf_counter_ns()
+        times = ()
+        message = err.value.decode("utf-8", "replace") if status else ""
     else:
+        times, failed = [None] * spec.blocks, []
         from .device import _HELPERS
         _HELPERS.run_all([functools.partial(_lane, plan, i, times, failed)
                           for i in range(len(plan.errs))])
-    start, end = min(t[0] for t in times), max(t[1] for t in times)
-    failed.sort()                        # the block that failed first is the task's failure
-    status, message = (failed[0][2], failed[0][3]) if failed else (0, "")
+        start, end = min(t[0] for t in times), max(t[1] for t in times)
+        failed.sort()                    # the block that failed first is the task's failure
+        status, message = (failed[0][2], failed[0][3]) if failed else (0, "")
+        times = tuple(times)
     # as the device records a task run by the launching thread on the first free core
     record.tasks = [TaskRecord(spec.index, spec.func_id, kernel.name, kernel.core_type, 0, start,
                                end, (), plan.n_threads, spec.scope, status, (), (), record.start_ns,
-                               tuple(times) if spec.blocks > 1 else ())]
+                               times)]
     record.end_ns = time.perf_counter_ns()
     if status == 0:
         return record, None
