@@ -324,6 +324,12 @@ class RemoteTier:
         self._bad.difference_update(unknown)
         return True
 
+    def forget_seen(self) -> None:
+        """Forget which objects this process saw in the remote: it may have evicted (or
+        been emptied of) them since, and what is published next must not name them
+        unchecked."""
+        self._present.clear()
+
     def publish(self, key: str, body: bytes, digests, read, counters) -> bool:
         """Put the objects of `digests` the remote lacks (their bytes from `read`),
         then the entry `body` under `key`: the entry is never there before its objects.

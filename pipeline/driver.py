@@ -84,9 +84,16 @@ def remote_compile(name: str, source: bytes, options: dict, from_spec: bool,
                            f"client); install the same pypto on the workers and restart them, "
                            f"or unset PYPTO_EXECUTOR"}
     with tempfile.TemporaryDirectory(prefix="pypto-remote-") as scratch:
+        # a store of its own in front of the remote: every result then comes from the
+        # remote or is built and published to it -- one the worker's disk already held
+        # would have been served from there, and the client would not find it in Redis
+        from pypto_cache import Store
+        remote = worker_store().remote
+        if remote is not None:
+            remote.forget_seen()     # what it saw there earlier may be gone (evicted, flushed)
+        store = Store(Path(scratch) / "store", remote=remote)
         try:
-            b = build(name, source, opts, Path(scratch) / "out", from_spec=from_spec,
-                      store=worker_store())
+            b = build(name, source, opts, Path(scratch) / "out", from_spec=from_spec, store=store)
         except Exception as exc:     # the program's own error: the client meets it again
             return {"failed": f"{type(exc).__name__}: {exc}"}
         records = [(r.name, r.stage, r.status, r.seconds) for r in b.records]

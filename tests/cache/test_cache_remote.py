@@ -406,3 +406,19 @@ def test_machine_b_runs_no_task(redis_srv, tmp_path):
     assert len(err_c.splitlines()) == 1 and "remote cache" in err_c, err_c
     assert all(t["status"] == "ran" for t in tasks_c)
     assert artifacts(tmp_path / "out_c") == artifacts(tmp_path / "out_a")
+
+
+def test_an_emptied_remote_is_filled_again_after_forget_seen(redis_srv, tmp_path):
+    """A tier remembers what it saw in the remote and does not send it again; after the
+    remote lost it (evicted, flushed), an entry published on that memory would name
+    objects the remote lacks: B cannot take it. forget_seen() sends them again."""
+    redis_srv.client().flushall()
+    a = machine(tmp_path, "a", redis_srv.url)
+    manifest = build(a, n=3)
+    redis_srv.client().flushall()                    # the remote forgets everything
+    entry = {"outputs": manifest["outputs"], "stage": "again"}
+    a.put_action(KEY2, entry)                        # on stale memory: the objects stay away
+    assert machine(tmp_path, "b", redis_srv.url).get_action(KEY2) is None
+    a.remote.forget_seen()
+    a.put_action(KEY2, entry)
+    assert machine(tmp_path, "c", redis_srv.url).get_action(KEY2) == entry
