@@ -38,6 +38,8 @@ import threading
 import time
 import uuid
 
+from pypto_cache.remote import _say   # one line on stderr, never raising
+
 __all__ = ["ExecutorError", "WorkerMismatch", "Executor", "settings", "from_env",
            "remote_build", "worker_store", "on_worker", "DEFAULT_STAGES"]
 
@@ -101,19 +103,11 @@ def settings(environ=None) -> dict | None:
             "task_timeout": _seconds(env, "PYPTO_EXECUTOR_TASK_TIMEOUT", 600.0)}
 
 
-def _say(line: str) -> None:
-    try:
-        sys.stderr.write(line + "\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
-
-
 # -- the client side ------------------------------------------------------------------
 
 class Executor:
     """Sends steps to one scheduler. `impl_check(step)` names how a worker recomputes
-    the step's implementation digest: ("module:function", args), or None to keep the
+    the step's implementation digest: (a module-level function, its args), or None to keep the
     step here. One per process and address (`from_env`): one Client, one warning."""
 
     def __init__(self, address: str, impl_check, stages=DEFAULT_STAGES,
