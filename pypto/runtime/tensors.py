@@ -73,6 +73,13 @@ def parse_params(raw: list, where: str) -> list[Param]:
     return params
 
 
+class Address(int):
+    """An address read as an int or called like torch's data_ptr()."""
+
+    def __call__(self) -> int:
+        return int(self)
+
+
 class DeviceTensor:
     """A tensor resident in (simulated) device memory, owned by a ChipWorker.
 
@@ -108,10 +115,13 @@ class DeviceTensor:
             n *= d
         return n
 
-    def data_ptr(self) -> int:
+    @property
+    def data_ptr(self) -> "Address":
+        """The buffer's address: an int (`t.data_ptr`, as PyPTO reads it) that may also be
+        called (`t.data_ptr()`, torch's spelling)."""
         if self._buffer is None:
             raise ValueError("DeviceTensor was freed")
-        return int(self._buffer.ctypes.data)
+        return Address(self._buffer.ctypes.data)
 
     def _release(self) -> None:
         self._buffer = None

@@ -310,6 +310,22 @@ class ChipWorker:
             self._tensors.pop(id(tensor), None)
         tensor._release()
 
+    def _device_range(self, addr, nbytes, what: str) -> int:
+        """`addr` as an int, once [addr, addr + nbytes) lies inside one of this worker's
+        live tensors (a raw copy must not reach memory the device does not hold)."""
+        if isinstance(addr, bool) or not isinstance(addr, int) or isinstance(nbytes, bool) \
+                or not isinstance(nbytes, int) or nbytes < 0:
+            raise TypeError(f"{what}(dst, src, nbytes): addresses and nbytes are ints "
+                            f"(t.data_ptr, t.nbytes), got {type(addr).__name__} and {nbytes!r}")
+        a = int(addr)
+        with self._lock:
+            tensors = list(self._tensors.values())
+        for t in tensors:
+            if not t.freed and t.data_ptr <= a and a + nbytes <= t.data_ptr + t.nbytes:
+                return a
+        raise ValueError(f"{what}: [0x{a:x}, +{nbytes}) is not inside a live DeviceTensor of "
+                         f"this ChipWorker")
+
     def _own(self, tensor, what: str) -> DeviceTensor:
         if not isinstance(tensor, DeviceTensor):
             raise TypeError(f"{what}: expected a DeviceTensor, got {type(tensor).__name__}")
@@ -319,9 +335,16 @@ class ChipWorker:
             raise ValueError(f"{what}: DeviceTensor was freed")
         return tensor
 
-    def copy_to(self, dst: DeviceTensor, src) -> DeviceTensor:
-        """Host -> device: copy a torch tensor / numpy array into a DeviceTensor."""
+    def copy_to(self, dst, src, nbytes: int | None = None):
+        """Host -> device: copy a torch tensor / numpy array into a DeviceTensor. With
+        `nbytes`, the raw form: copy_to(device address, host address, nbytes), the device
+        bytes inside one of this worker's tensors."""
         self._check_open()
+        if nbytes is not None:
+            copy_bytes(self._device_range(dst, nbytes, "copy_to"), int(src), int(nbytes))
+            self.stats["copies_to_device"] += 1
+            self.stats["bytes_to_device"] += int(nbytes)
+            return None
         dst = self._own(dst, "copy_to")
         holder, addr = host_source(src, "copy_to source", dst.dtype, dst.numel())
         copy_bytes(dst.data_ptr(), addr, dst.nbytes)
@@ -330,10 +353,17 @@ class ChipWorker:
         self.stats["bytes_to_device"] += dst.nbytes
         return dst
 
-    def copy_from(self, dst, src: DeviceTensor):
+    def copy_from(self, dst, src, nbytes: int | None = None):
         """Device -> host: copy a DeviceTensor into a contiguous torch tensor / numpy
-        array of the same size and dtype. Returns dst."""
+        array of the same size and dtype. Returns dst. With `nbytes`, the raw form:
+        copy_from(host address, device address, nbytes), the device bytes inside one of
+        this worker's tensors."""
         self._check_open()
+        if nbytes is not None:
+            copy_bytes(int(dst), self._device_range(src, nbytes, "copy_from"), int(nbytes))
+            self.stats["copies_from_device"] += 1
+            self.stats["bytes_from_device"] += int(nbytes)
+            return None
         src = self._own(src, "copy_from")
         if not (is_torch_tensor(dst) or is_numpy_array(dst)):
             raise TypeError(f"copy_from: destination must be a torch.Tensor or numpy.ndarray, "

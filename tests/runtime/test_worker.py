@@ -205,3 +205,27 @@ def test_workers_in_parallel_threads(programs):
     for t in threads:
         t.join()
     assert not errors and results == [True] * 20
+
+
+def test_raw_address_copies_stay_inside_the_workers_tensors():
+    """copy_to / copy_from(dst, src, nbytes) with addresses, as PyPTO's device-tensor
+    tests write them (`t.data_ptr` read as an int, or called): the device side must lie
+    inside one of this worker's live tensors."""
+    with ChipWorker() as w:
+        src = torch.arange(256.0).reshape(16, 16)
+        t = w.alloc_tensor((16, 16), torch.float32, init=src)
+        assert isinstance(t.data_ptr, int) and t.data_ptr() == int(t.data_ptr)
+        back = torch.zeros(16, 16)
+        assert w.copy_from(back.data_ptr(), t.data_ptr, t.nbytes) is None
+        assert torch.equal(back, src)
+        half = torch.full((8, 16), -1.0)                 # the second half of the rows
+        w.copy_to(t.data_ptr + 8 * 16 * 4, half.data_ptr(), half.nbytes)
+        w.copy_from(back.data_ptr(), t.data_ptr, t.nbytes)
+        assert torch.equal(back[:8], src[:8]) and torch.all(back[8:] == -1)
+        with pytest.raises(ValueError, match="not inside a live DeviceTensor"):
+            w.copy_from(back.data_ptr(), t.data_ptr + 4, t.nbytes)      # one element past the end
+        with pytest.raises(ValueError, match="not inside a live DeviceTensor"):
+            w.copy_from(back.data_ptr(), back.data_ptr(), 16)          # host memory is not device
+        with pytest.raises(TypeError, match="ints"):
+            w.copy_from(back.data_ptr(), t.data_ptr, 1.5)
+        w.free_tensor(t)
