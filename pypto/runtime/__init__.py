@@ -27,6 +27,7 @@ _WHERE = {
     "RunRecord": "records", "TaskRecord": "records",
     "DeviceTensor": "tensors", "TensorSpec": "tensor_spec", "ScalarSpec": "tensor_spec",
     "ChipWorker": "worker", "RegistrationHandle": "worker", "current_worker": "worker",
+    "Worker": "worker", "ensure_pto_isa_root": "worker",
 }
 
 
@@ -44,7 +45,7 @@ def __dir__():
 
 
 __all__ = [
-    "RunConfig", "ChipWorker", "DeviceTensor", "CompiledProgram", "RegistrationHandle",
+    "RunConfig", "ChipWorker", "Worker", "ensure_pto_isa_root", "DeviceTensor", "CompiledProgram", "RegistrationHandle",
     "current_worker", "RunRecord", "TaskRecord", "TensorSpec", "ScalarSpec",
     "run", "RunResult", "OutputCheck", "GoldenMismatchError", "benchmark", "BenchmarkResult",
     "ArtifactError", "DigestMismatchError", "PlatformMismatchError", "DeviceUnavailableError",

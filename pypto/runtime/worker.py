@@ -1,6 +1,7 @@
 """ChipWorker: one (simulated) chip, its resident tensors and registered programs."""
 from __future__ import annotations
 
+import abc
 import threading
 import time
 from collections import OrderedDict
@@ -40,6 +41,7 @@ class RegistrationHandle:
         self.graphs: OrderedDict = OrderedDict()   # binding key -> Graph (executor.py)
         self.plan = None                           # fastpath.Plan of the last replay
         self.active = True
+        self.launched = False
 
     def __call__(self, *args, config: RunConfig | None = None):
         return self.launch(*args, config=config)[0]
@@ -48,6 +50,9 @@ class RegistrationHandle:
         """Run once; returns (what the call returns, the launch's RunRecord)."""
         if not self.active:
             raise RuntimeError(f"program {self.compiled.output_dir} was unregistered")
+        if not self.launched:       # the device would load the program's code now
+            self.launched = True
+            self.worker._loaded.add(str(self.compiled.output_dir))
         return self.worker._dispatch(self, args, config)
 
     def unregister(self) -> None:
@@ -68,7 +73,42 @@ class RegistrationHandle:
         return f"<RegistrationHandle {self.compiled.output_dir} ({state})>"
 
 
-class ChipWorker:
+def ensure_pto_isa_root() -> None:
+    """PyPTO resolves its PTO-ISA checkout here before building the on-board runtime; the
+    simulator needs none, and there is no on-board runtime to build on this machine."""
+    raise DeviceUnavailableError(
+        "the on-board runtime (and the PTO-ISA sources it is built from) needs an Ascend NPU "
+        "and its vendor toolchain, which this machine does not have; the a2a3sim / a5sim "
+        "platforms need neither")
+
+
+class Worker(abc.ABC):
+    """What every worker offers (PyPTO's Worker base class): programs registered once and
+    launched through their handles, device-resident tensors, close()."""
+
+    @abc.abstractmethod
+    def register(self, compiled): ...
+
+    @abc.abstractmethod
+    def run(self, compiled, *args, config=None): ...
+
+    @abc.abstractmethod
+    def alloc_tensor(self, shape, dtype, init=None): ...
+
+    @abc.abstractmethod
+    def free_tensor(self, tensor) -> None: ...
+
+    @abc.abstractmethod
+    def copy_to(self, dst, src, nbytes=None): ...
+
+    @abc.abstractmethod
+    def copy_from(self, dst, src, nbytes=None): ...
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+
+class ChipWorker(Worker):
     """A simulated chip.
 
     `with ChipWorker(config=RunConfig(platform="a2a3sim")) as w:` makes it the worker
@@ -93,6 +133,7 @@ class ChipWorker:
         self._device: Device | None = None
         self._registrations: dict[int, RegistrationHandle] = {}
         self._tensors: dict[int, DeviceTensor] = {}
+        self._loaded: set[str] = set()        # programs launched here (aicpu_dlopen_count)
         self._run_lock = threading.Lock()
         self._lock = threading.Lock()
         self.closed = False
@@ -100,6 +141,18 @@ class ChipWorker:
         self.stats = {"launches": 0, "orchestration_runs": 0, "graph_replays": 0,
                       "copies_to_device": 0, "copies_from_device": 0,
                       "bytes_to_device": 0, "bytes_from_device": 0}
+
+    @property
+    def aicpu_dlopen_count(self) -> int:
+        """How many distinct programs this worker has launched: on a device, the AICPU
+        loads a program's code at its first launch and keeps it (PyPTO's counter)."""
+        return len(self._loaded)
+
+    @property
+    def _owned_tensors(self) -> list:
+        """The DeviceTensors this worker allocated and still holds (close() frees them)."""
+        with self._lock:
+            return list(self._tensors.values())
 
     # -- lifetime ----------------------------------------------------------------------
     def init(self) -> "ChipWorker":

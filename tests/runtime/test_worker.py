@@ -229,3 +229,32 @@ def test_raw_address_copies_stay_inside_the_workers_tensors():
         with pytest.raises(TypeError, match="ints"):
             w.copy_from(back.data_ptr(), t.data_ptr, 1.5)
         w.free_tensor(t)
+
+
+def test_worker_base_class_load_count_and_owned_tensors(programs):
+    """PyPTO's explicit-dispatch surface: ChipWorker is a Worker; a program counts as
+    loaded at its first launch (once, however often it is registered or launched); the
+    tensors a worker holds are listed until close() frees them."""
+    from pypto.runtime import Worker, ensure_pto_isa_root
+    from pypto.runtime.errors import DeviceUnavailableError
+    add = programs("add", ADD)
+    a, b = torch.randn(16, 16), torch.randn(16, 16)
+    w = ChipWorker(config=RunConfig(platform="a2a3sim"), runtime="tensormap_and_ringbuffer")
+    try:
+        assert isinstance(w, Worker) and w.aicpu_dlopen_count == 0
+        a_dev = w.alloc_tensor((16, 16), torch.float32, init=a)
+        assert w._owned_tensors == [a_dev]
+        h = w.register(add)
+        assert w.aicpu_dlopen_count == 0                  # registered, not yet launched
+        out = torch.zeros(16, 16)
+        for _ in range(3):
+            h(a_dev, b, out)
+        h.unregister()
+        w.register(add)(a_dev, b, out)
+        torch.testing.assert_close(out, a + b)
+        assert w.aicpu_dlopen_count == 1
+    finally:
+        w.close()
+    assert w._owned_tensors == [] and a_dev.freed
+    with pytest.raises(DeviceUnavailableError, match="a2a3sim / a5sim"):
+        ensure_pto_isa_root()
