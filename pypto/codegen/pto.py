@@ -659,7 +659,8 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
                  f"shapes; with memory_planner=PTOAS its slots are one ptoas multi-slot buffer", span,
                  "give every tile of the declaration one type, or use memory_planner=PYPTO")
         for loop in (s for s in walk(self.f.body) if isinstance(s, (For, While))):
-            inside = [m for m in members if any(x is m for s in walk(loop.body) for x in defs_of(s))]
+            defined = {id(x) for s in walk(loop.body) for x in defs_of(s)}
+            inside = [m for m in members if id(m) in defined]
             if len(inside) > 1:
                 raise NotBuiltError(
                     f"{first.slot.region!r}: {inside[0].name!r} and {inside[1].name!r} take slots in one "

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pypto import dtype as dt
 from pypto.backend import BackendType, Chip, chip
 from pypto.ir import ops
-from pypto.ir.nodes import Const, TupleExpr
+from pypto.ir.nodes import Const, TupleExpr, map_slot
 from pypto.ir.visit import Rewriter
 
 
@@ -75,7 +75,6 @@ class Clone(Rewriter):
         self.new_var = new_var
 
     def define(self, v):
-        from pypto.ir.nodes import map_slot
         got = self.map.get(id(v))
         if got is None:
             got = self.new_var(v)
@@ -145,7 +144,7 @@ def rebind_names(f):
     copy statements before SSA (UnrollLoops, InlineFunctions) end with this."""
     from pypto.ir.nodes import (Assign, BinOp, Call, Const, Eval, For, Function, If,
                                 InCoreScope, IterArg, Return, RuntimeScope, TupleExpr, Var,
-                                While, Yield, map_slot)
+                                While, Yield)
     env = {p.var.name: p.var for p in f.params}
 
     def define(v):

@@ -1,6 +1,8 @@
 """Small queries over a function shared by the verifier, planner and emitter."""
 from __future__ import annotations
 
+from ..dtype import BY_MLIR
+from .arch import ALIGN
 from .ir import Func, Op, TileType, Value, walk
 
 
@@ -40,8 +42,6 @@ def tile_bytes(t: TileType, nbytes: int) -> int:
 
 def slot_bytes(t: TileType) -> int:
     """Bytes between the slots of a !pto.multi_tile_buf of `t` tiles: each starts aligned."""
-    from ..dtype import BY_MLIR
-    from .arch import ALIGN
     return -(-tile_bytes(t, BY_MLIR[t.dtype].nbytes) // ALIGN) * ALIGN
 
 

@@ -92,6 +92,7 @@ class DeviceTensor:
         self.shape = tuple(int(n) for n in shape)
         self.dtype = dtype
         self._buffer = buffer
+        self._addr = Address(buffer.ctypes.data)    # the buffer never moves: read once
 
     @property
     def worker(self):
@@ -121,7 +122,7 @@ class DeviceTensor:
         called (`t.data_ptr()`, torch's spelling)."""
         if self._buffer is None:
             raise ValueError("DeviceTensor was freed")
-        return Address(self._buffer.ctypes.data)
+        return self._addr
 
     def _release(self) -> None:
         self._buffer = None

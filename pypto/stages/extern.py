@@ -16,11 +16,13 @@ from __future__ import annotations
 import json
 
 from pypto.codegen.common import c_string
+from pypto.dtype import BY_CODE
 from pypto.cxx import EXTERNAL_INCLUDE_DIR, build_with_files, flags
 from pypto.errors import CodegenError
 from pypto.stages.kernel import SIM_PLATFORMS
 
 MAX_TENSORS, MAX_SCALARS = 32, 16       # the reference runtime's caps per kernel
+_ELEM_BYTES = ", ".join(str(BY_CODE[c].nbytes if c in BY_CODE else 1) for c in range(max(BY_CODE) + 1))
 LOCAL_CONTEXT_ARG, GLOBAL_CONTEXT_ARG = 48, 49
 
 
@@ -64,8 +66,8 @@ def wrapper(name: str, entry: str, tensors: int, scalars: int, core_type: str) -
 
 static void pypto_describe(const PyptoTensor* t, ChipTensor* d) {{
     std::memset(d, 0, sizeof *d);
-    static const int kBytes[] = {{4, 2, 2, 1, 2, 4, 8, 1, 1, 8, 2, 4, 8, 1, 1, 1}};
-    const int64_t elem = t->dtype >= 0 && t->dtype < 16 ? kBytes[t->dtype] : 1;
+    static const int kBytes[] = {{{_ELEM_BYTES}}};      // by pypto_abi.h dtype code
+    const int64_t elem = t->dtype >= 0 && t->dtype < {len(_ELEM_BYTES.split(','))} ? kBytes[t->dtype] : 1;
     int64_t extent = 1, last = 0;
     for (int i = 0; i < t->ndims; ++i) {{
         d->shapes[i] = static_cast<uint32_t>(t->shape[i]);
