@@ -25,15 +25,18 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Callable
 
-import doit.plugin
-from doit.cmd_base import TaskLoader2
-from doit.dependency import JsonDB, UptodateCalculator
-from doit.doit_cmd import DoitMain
-from doit.exceptions import TaskError
-from doit.globals import Globals
-from doit.task import dict_to_task
+from pypto_pipeline.doit_import import load as _load_doit
 
-from pypto_cache import deferred_stats, file_holds as target_ok
+_load_doit()      # first: doit without the two modules it imports for what we don't use
+import doit.plugin  # noqa: E402
+from doit.cmd_base import TaskLoader2  # noqa: E402
+from doit.dependency import JsonDB, UptodateCalculator  # noqa: E402
+from doit.doit_cmd import DoitMain  # noqa: E402
+from doit.exceptions import TaskError  # noqa: E402
+from doit.globals import Globals  # noqa: E402
+from doit.task import dict_to_task  # noqa: E402
+
+from pypto_cache import deferred_stats, file_holds as target_ok  # noqa: E402
 
 from .graph import GraphError, Step, check_graph, step_key
 
@@ -355,12 +358,17 @@ def _entry_points_of(group: str) -> tuple:
 
 
 def _cached_entry_points(*, group: str):
+    if getattr(_TLS, "own_run", False):
+        return ()
     return _entry_points_of(group)
 
 
 # doit looks up its plugins' entry points (three scans of every installed
 # distribution's metadata) on each run, and a compile starts several runs: the
 # installed plugins do not change while the process runs, so one scan per group.
+# Our own runs (_run_doit) take none: they name their loader, backend and reporter,
+# and a build must not change with the doit plugins someone installed; the scan
+# alone is 7 ms of a cold compile.
 doit.plugin.entry_points_impl = lambda: _cached_entry_points
 
 
@@ -465,11 +473,12 @@ def _run_doit(task_dicts, loader_config, argv):
     loader = _Loader(task_dicts, loader_config)
     tee = _Tee(sys.stderr)
     saved_err, saved_dm = sys.stderr, Globals.dep_manager
-    sys.stderr = tee
+    saved_own = getattr(_TLS, "own_run", False)
+    sys.stderr, _TLS.own_run = tee, True
     try:
         rc = DoitMain(loader, config_filenames=(), extra_config=_BACKENDS).run(argv)
     finally:
-        sys.stderr = saved_err
+        sys.stderr, _TLS.own_run = saved_err, saved_own
         Globals.dep_manager = saved_dm
     return rc, loader, "".join(tee.parts)
 

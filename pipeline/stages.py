@@ -175,40 +175,49 @@ def impl_files(stage: str, extra: str = "") -> dict[str, str]:
     """What stage_impl(stage, extra) covers, part by part: each source file (named as
     in `Tree.label`) -> its digest, and the compiler's identity; to tell which file
     made a step re-run. Kept on disk by the digest it breaks down (a digest names its
-    parts for good), so a build pays for the closure walk only after an edit."""
+    parts for good), one small file each, so a build reads only its own stages'
+    breakdowns and pays for the closure walk only after an edit."""
     digest = stage_impl(stage, extra)
-    known = _files_cache()
-    if digest not in known:
-        known[digest] = _impl_files(stage, extra)
-        _save_files_cache(known)
-    return dict(known[digest])
+    got = _breakdowns.get(digest)
+    if got is None:
+        got = _load_breakdown(digest)
+        if got is None:
+            got = _impl_files(stage, extra)
+            _save_breakdown(digest, got)
+        _breakdowns[digest] = got
+    return dict(got)
 
 
 _FILES_KEPT = 256          # breakdowns kept on disk (a few tree states' worth)
+_breakdowns: dict[str, dict[str, str]] = {}
 
 
-@functools.lru_cache(maxsize=None)
-def _files_cache() -> dict:
+def _load_breakdown(digest: str) -> dict | None:
     try:
-        data = json.loads(_files_path().read_text())
-        return data if isinstance(data, dict) else {}
+        data = json.loads((_files_dir() / f"{digest}.json").read_bytes())
+        return data if isinstance(data, dict) else None
     except (OSError, ValueError):
-        return {}
+        return None
 
 
-def _save_files_cache(known: dict) -> None:
-    path = _files_path()
-    keep = dict(list(known.items())[-_FILES_KEPT:])
+def _save_breakdown(digest: str, files: dict) -> None:
+    folder = _files_dir()
     try:
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(keep, separators=(",", ":")))
-        os.replace(tmp, path)
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".{digest}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(files, separators=(",", ":")))
+        os.replace(tmp, folder / f"{digest}.json")
+        kept = list(folder.glob("*.json"))
+        if len(kept) > _FILES_KEPT:   # after an edit only: drop the oldest tree states
+            kept.sort(key=lambda p: p.stat().st_mtime)
+            for old in kept[:len(kept) - _FILES_KEPT]:
+                old.unlink(missing_ok=True)
     except OSError:
         pass                 # an unwritable index folder: recomputed next time
 
 
-def _files_path() -> Path:
-    return _index().path.with_suffix(".files.json")
+def _files_dir() -> Path:
+    return _index().path.with_suffix(".files")
 
 
 @functools.lru_cache(maxsize=None)

@@ -11,6 +11,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from pypto_pipeline import stages
 from pypto_pipeline.closure import ContentFacts, Tree
 from pypto_pipeline.impl_index import ImplIndex
@@ -99,6 +101,17 @@ def test_impl_files_names_each_part_of_a_stage_digest():
     assert "pypto/passes/convert_to_ssa.py" not in files and "<C++ compiler>" not in files
     kernel = stages.impl_files("kernel")
     assert "<C++ compiler>" in kernel and "pypto/include/pto_sim.hpp" in kernel
+
+
+def test_a_breakdown_is_kept_in_a_file_of_its_own_and_read_back(monkeypatch):
+    digest = stages.stage_impl("pass", "memory_reuse")
+    files = stages.impl_files("pass", "memory_reuse")
+    kept = stages._files_dir() / f"{digest}.json"
+    assert json.loads(kept.read_bytes()) == files
+    # a new process reads the file: no closure walk
+    monkeypatch.setattr(stages, "_breakdowns", {})
+    monkeypatch.setattr(stages, "_impl_files", lambda *a: pytest.fail("walked the closure"))
+    assert stages.impl_files("pass", "memory_reuse") == files
 
 
 def test_compiling_stages_cover_their_headers_and_ptoas_its_package():

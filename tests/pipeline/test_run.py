@@ -383,3 +383,16 @@ def test_serve_hits_rebuilds_a_damaged_object_when_a_step_reads_it(toy):
                                "pass:main:02_suffix": "ran", "kernel:main": "ran"}
     assert toy.store.get_bytes(digest) == b"PROG\n"
     assert toy.store.get_bytes(res.digests["pass:main:02_suffix"]["text"]) == b"PROG\n!"
+
+
+def test_our_runs_do_not_look_up_doit_plugins(toy, monkeypatch):
+    # a build must not depend on which doit plugins are installed (nor pay for the scan)
+    import pypto_pipeline.run as R
+
+    def scan(group):
+        raise AssertionError(f"scanned entry points of {group}")
+    monkeypatch.setattr(R, "_entry_points_of", scan)
+    res = run(toy, T.chain(toy.src("prog\n"), targets_dir=toy.dir / "out"), db=None)
+    assert set(T.statuses(res).values()) == {"ran"}
+    with pytest.raises(AssertionError, match="scanned"):   # other doit runs still scan
+        R._cached_entry_points(group="doit.COMMAND")
