@@ -14,9 +14,9 @@ line through `pipeline.dodo_support`.
 """
 from __future__ import annotations
 
-import copy
 import functools
 import inspect
+import json
 import os
 import sys
 import threading
@@ -34,11 +34,11 @@ from doit.dependency import JsonDB, UptodateCalculator  # noqa: E402
 from doit.doit_cmd import DoitMain  # noqa: E402
 from doit.exceptions import TaskError  # noqa: E402
 from doit.globals import Globals  # noqa: E402
-from doit.task import dict_to_task  # noqa: E402
+from doit.task import dict_to_task, result_dep  # noqa: E402
 
 from pypto_cache import deferred_stats, file_holds as target_ok  # noqa: E402
 
-from .graph import GraphError, Step, check_graph, step_key
+from .graph import GraphError, Step, check_graph, options_json, step_key
 
 __all__ = ["TaskRecord", "RunResult", "StepFailed", "InputUnavailable", "WorkerMismatch",
            "BuildContext",
@@ -201,8 +201,9 @@ def _build(ctx: BuildContext, step: Step, key: str, digests: dict[str, str]):
                 raise InputUnavailable(step.name, inp, d, literal=step.inputs[inp].step is None)
             inputs[inp] = data
         try:
-            # a copy: a stage that mutated its options would change its own key
-            produced = step.fn(inputs, copy.deepcopy(step.options))
+            # a copy (a stage that mutated its options would change its own key), made
+            # from their canonical JSON: a fifth of what deepcopy costs
+            produced = step.fn(inputs, json.loads(options_json(step)))
         except Exception as exc:
             raise _StageRaised(exc) from None
         blobs = _check_outputs(step, produced)
@@ -304,6 +305,8 @@ class _Current(UptodateCalculator):
 
 
 _Current.__signature__ = inspect.signature(_Current.__call__.__get__(object()))
+# and the same for the result_dep doit adds for each getargs upstream (10 us a check)
+result_dep.__signature__ = inspect.signature(result_dep.__call__.__get__(object()))
 
 
 def to_task_dict(step: Step, store, ctx: BuildContext) -> dict:

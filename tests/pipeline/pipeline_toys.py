@@ -79,6 +79,13 @@ def wrong_outputs(inputs, options):
     return {"nope": b""}
 
 
+def greedy(inputs, options):
+    """Changes the options it was given: the runner must hand it a copy."""
+    options["items"].append(len(options["items"]))
+    options["seen"] = True
+    return {"out": repr(sorted(options.items())).encode()}
+
+
 def outline(inputs, options):
     """'pass' that splits "KERNEL name: body" lines out of a program: output
     "program" is what remains (the orchestration), "kernels" a JSON object

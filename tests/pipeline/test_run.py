@@ -396,3 +396,15 @@ def test_our_runs_do_not_look_up_doit_plugins(toy, monkeypatch):
     assert set(T.statuses(res).values()) == {"ran"}
     with pytest.raises(AssertionError, match="scanned"):   # other doit runs still scan
         R._cached_entry_points(group="doit.COMMAND")
+
+
+def test_a_stage_that_changes_its_options_changes_a_copy(toy):
+    step = Step("greedy:a", "pass", T.greedy, "impl-g", {"items": [1], "n": 2.5},
+                {"src": toy.src("x\n")}, ("out",))
+    first = run(toy, [step], db=None)
+    assert step.options == {"items": [1], "n": 2.5}
+    again = run(toy, [Step("greedy:a", "pass", T.greedy, "impl-g2", {"items": [1], "n": 2.5},
+                           {"src": toy.src("x\n")}, ("out",))], db=None)
+    # each run saw the options as laid out, whatever the one before did to its copy
+    assert toy.store.get_bytes(first.digests["greedy:a"]["out"]) == \
+        toy.store.get_bytes(again.digests["greedy:a"]["out"])
