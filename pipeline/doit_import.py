@@ -1,14 +1,17 @@
-"""Import doit without paying for two modules our runs never use.
+"""Import doit without paying for the modules our runs never use.
 
-doit imports `importlib.metadata` (to scan installed plugins' entry points),
-`multiprocessing` and `cloudpickle` (to run tasks in worker processes) at module level.
-Our runs name their own loader, backend and reporter and run tasks on threads, so none
-is used; in a fresh process the three cost 25-40 ms, about half of what the passes and
-PTO printing of an 8-kernel program cost. `load()` imports doit with a stand-in for each in
-`sys.modules`: a module that loads the real one on first use of any attribute, so
-code that does use them (a `doit` command line with plugins, process mode) behaves
-exactly as before. The stand-ins leave `sys.modules` once doit is imported; later
-imports of either module get the real one.
+doit imports at module level, for features our runs do not use: `importlib.metadata`
+(to scan installed plugins' entry points), `multiprocessing` and `cloudpickle` (to
+run tasks in worker processes), `pdb` (post-mortem debugging), `hashlib` (checksums
+of file dependencies), `datetime` (its JSON reporter's timestamps) and `configparser`
+(doit.cfg files). Our runs name their own loader, backend and reporter, run tasks on
+threads and have no file dependencies; in a fresh process those modules cost 30-45 ms,
+more than half of what the passes and PTO printing of an 8-kernel program cost.
+`load()` imports doit with a stand-in for each in `sys.modules`: a module that loads
+the real one on first use of any attribute, so code that does use them (a `doit`
+command line with plugins or file dependencies, process mode) behaves exactly as
+before. The stand-ins leave `sys.modules` once doit is imported; later imports of
+those modules get the real ones.
 """
 from __future__ import annotations
 
@@ -16,10 +19,10 @@ import sys
 import threading
 import types
 
-_LAZY = ("importlib.metadata", "cloudpickle", "multiprocessing")
-# the names doit takes from them while it is imported (`from m import name`)
-_TAKEN = {"importlib.metadata": ("entry_points",), "cloudpickle": ("dumps",),
-          "multiprocessing": ("Process", "Queue")}
+# module -> the names doit takes from it while it is imported (`from m import name`)
+_LAZY = {"importlib.metadata": ("entry_points",), "cloudpickle": ("dumps",),
+         "multiprocessing": ("Process", "Queue"), "pdb": (), "hashlib": (), "datetime": (),
+         "configparser": ("ConfigParser",)}
 _lock = threading.Lock()
 
 
@@ -29,7 +32,7 @@ class _StandIn(types.ModuleType):
     def __init__(self, name: str):
         super().__init__(name)
         self.__dict__["_real"] = None
-        for attr in _TAKEN[name]:                 # bound now, resolved when called
+        for attr in _LAZY[name]:                 # bound now, resolved when called
             self.__dict__[attr] = _forward(self, attr)
 
     def _load(self):
@@ -54,8 +57,16 @@ def _import_real(name: str):
         import importlib.metadata as real
     elif name == "cloudpickle":
         import cloudpickle as real
-    else:
+    elif name == "multiprocessing":
         import multiprocessing as real
+    elif name == "pdb":
+        import pdb as real
+    elif name == "hashlib":
+        import hashlib as real
+    elif name == "datetime":
+        import datetime as real
+    else:
+        import configparser as real
     return real
 
 
