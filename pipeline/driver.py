@@ -530,7 +530,7 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
 
 def _unused_stages(opts: BuildOptions, from_spec: bool) -> tuple[str, ...]:
     """The stages a compile with these options lays out no step of."""
-    skip = ("ptoas", "kernel", "orchestration") if opts.skip_ptoas else ()
+    skip = ("ptoas", "kernel", "extern", "orchestration") if opts.skip_ptoas else ()
     return skip if from_spec else skip + ("specialize",)
 
 
