@@ -93,3 +93,11 @@ def reset_for_testing() -> None:
     """Forget the configured backend (tests only)."""
     global _configured
     _configured = None
+
+
+def __getattr__(name: str):
+    # the SoC model (pypto/backend/soc.py) on first use: `backend.Backend910B.instance()`
+    if name in ("Backend", "Backend910B", "Backend950", "CoreType"):
+        from pypto.backend import soc
+        return getattr(soc, name)
+    raise AttributeError(f"module 'pypto.backend' has no attribute {name!r}")

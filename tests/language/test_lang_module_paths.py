@@ -85,3 +85,25 @@ def test_a_programs_functions_read_as_a_list_and_as_the_references_mapping():
     assert fs["triple"] is fs[1] and dict(fs.items())["double"] is fs[0]
     with pytest.raises(KeyError):
         fs["missing"]
+
+
+def test_the_soc_model_counts_the_cores_a_launch_can_fill():
+    from pypto import backend
+    from pypto.pypto_core import ir as core_ir
+
+    def count(bk, kind):
+        return sum(n_core * n_cluster * n_die
+                   for die, n_die in bk.soc.die_counts.items()
+                   for cluster, n_cluster in die.cluster_counts.items()
+                   for core, n_core in cluster.core_counts.items() if core.core_type == kind)
+    b910 = backend.Backend910B.instance()
+    assert b910 is backend.Backend910B.instance() and b910.type is backend.BackendType.Ascend910B
+    chip = backend.chip(backend.BackendType.Ascend910B)
+    assert count(b910, core_ir.CoreType.VECTOR) == chip.aiv_cores == 48
+    assert count(b910, core_ir.CoreType.CUBE) == chip.aic_cores == 24
+    b950 = backend.Backend950.instance()
+    assert b950.soc.cores(core_ir.CoreType.VECTOR) == backend.chip(b950.type).aiv_cores
+    with pytest.raises(TypeError):
+        backend.Backend.instance()
+    with pytest.raises(AttributeError):
+        backend.NoSuchThing
