@@ -4,7 +4,7 @@ number of fractals (ptoas checks them again on the .pto)."""
 from __future__ import annotations
 
 from pypto.codegen.common import fail
-from pypto.ir.layout import tile_layout, tile_rows_cols
+from pypto.ir.layout import allocated_rows_cols, tile_layout, tile_rows_cols
 from pypto.ir.nodes import MemorySpace, TileType
 
 
@@ -26,12 +26,14 @@ def tile_buf_type(t: TileType, arch: str = "a2a3", *, static_valid: bool = False
              f"({t.memory_space.name if t.memory_space else 'none'})", span,
              "run InferTileMemorySpace before codegen")
     try:
-        rows, cols = tile_rows_cols(t.shape)
+        rows, cols = allocated_rows_cols(t)
     except ValueError as e:
         fail(str(e), span)
     bl, sl, fr = tile_layout(t, arch)
     _check_alignment(t, rows, cols, bl, sl, fr, span)
-    vr, vc = tile_rows_cols(t.valid_shape) if static_valid else ("?", "?")
+    # a padded Mat tile's data region (its shape) is part of its type, as a static valid
+    padded = (rows, cols) != tile_rows_cols(t.shape) and (t.valid is None or None not in t.valid)
+    vr, vc = tile_rows_cols(t.valid_shape) if static_valid or padded else ("?", "?")
     return (f"!pto.tile_buf<loc={t.memory_space.value}, dtype={t.dtype.mlir}, rows={rows}, "
             f"cols={cols}, v_row={vr}, v_col={vc}, blayout={bl}, slayout={sl}, fractal={fr}, "
             f"pad={pad}>")

@@ -42,6 +42,18 @@ def tile_rows_cols(shape) -> tuple[int, int]:
     return int(shape[-2]), int(shape[-1])
 
 
+def allocated_rows_cols(t: TileType) -> tuple[int, int]:
+    """The rows and columns an on-chip tile occupies. A Mat tile is stored as whole
+    fractals (16 rows of 32 bytes): one whose shape is not (an int8 [128, 144] window of a
+    matrix) is allocated padded up to them, its shape being the region that holds data;
+    the cube reads its blocks out of it (pto.textract). Other tiles: their shape."""
+    rows, cols = tile_rows_cols(t.shape)
+    if t.memory_space is MemorySpace.Mat and rows > 1:
+        per = 32 // t.dtype.nbytes if t.dtype.nbytes <= 32 else 1
+        rows, cols = -(-rows // 16) * 16, -(-cols // per) * per
+    return rows, cols
+
+
 def tile_layout(t: TileType, arch: str = "a2a3") -> tuple[str, str, int]:
     """(blayout, slayout, fractal) of tile `t` on `arch` ("a2a3" or "a5")."""
     if arch not in ARCHS:

@@ -274,6 +274,11 @@ class TileType:
         return self.valid if self.valid is not None else tuple(self.shape)
 
     def nbytes(self) -> int:
+        """Bytes the tile occupies (a Mat tile: padded to whole fractals, layout.py)."""
+        if self.memory_space is MemorySpace.Mat and len(self.shape) >= 2:
+            from pypto.ir.layout import allocated_rows_cols
+            rows, cols = allocated_rows_cols(self)
+            return rows * cols * self.dtype.nbytes
         n = self.dtype.nbytes
         for d in self.shape:
             n *= d

@@ -26,6 +26,8 @@ that way, are left alone (InitMemRef's overflow error names the buffer).
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from pypto import dtype as dt
 from pypto.ir.nodes import (Assign, BinOp, Call, Const, For, Function, IterArg, MemorySpace as M, Program,
                             ScalarType, TileType, TupleExpr, Var, Yield)
@@ -132,17 +134,13 @@ class _Tiler:
             bias = bm_
         srcs = []
         for mv, space in ((lm, M.Left), (rm, M.Right)):
-            if not (mv is not None and isinstance(mv.value, Call) and mv.value.op == "tile.move"
-                    and mv.value.kwargs.get("target_memory") is space and len(uses.get(id(mv.var), [])) == 1):
+            got = _mat_window(mv, space, uses)
+            if got is None:
                 return None
-            src = mv.value.args[0]
-            if not (isinstance(src.type, TileType) and src.type.memory_space is M.Mat
-                    and src.type.valid is None and all(isinstance(d, int) for d in src.type.shape)):
-                return None
-            srcs.append(src)
+            srcs.append(got)
         A, B = srcs
-        (Mm, K), (_, N) = A.type.shape, B.type.shape
-        nb = A.type.dtype.nbytes
+        (Mm, K), (_, N) = A.shape, B.shape
+        nb = A.src.type.dtype.nbytes
         bias_nb = bias.var.type.dtype.nbytes if bias is not None else 0
         fits = (Mm * K * nb <= self.cap[M.Left], K * N * nb <= self.cap[M.Right],
                 Mm * N * 4 <= self.cap[M.Acc] and N * bias_nb <= self.cap[M.Bias])
@@ -241,12 +239,15 @@ class _Tiler:
         acc_t = TileType((bm, bn), like.type.dtype, M.Acc)
 
         def operands(k, out):
-            l_t, r_t = TileType((bm, bk), A.type.dtype, M.Left), TileType((bk, bn), B.type.dtype, M.Right)
-            lv = Var(self.names.fresh(A.name, "left"), l_t, span)
-            rv = Var(self.names.fresh(B.name, "right"), r_t, span)
-            out.append(Assign(lv, Call("tile.extract", [A, mi, k, TupleExpr([_idx(bm, span), _idx(bk, span)], span)],
+            l_t = TileType((bm, bk), A.src.type.dtype, M.Left)
+            r_t = TileType((bk, bn), B.src.type.dtype, M.Right)
+            lv = Var(self.names.fresh(A.src.name, "left"), l_t, span)
+            rv = Var(self.names.fresh(B.src.name, "right"), r_t, span)
+            out.append(Assign(lv, Call("tile.extract", [A.src, _add(A.row, mi, span), _add(A.col, k, span),
+                                                        TupleExpr([_idx(bm, span), _idx(bk, span)], span)],
                                        {"target_memory": M.Left}, l_t, {}, span), span))
-            out.append(Assign(rv, Call("tile.extract", [B, k, ni, TupleExpr([_idx(bk, span), _idx(bn, span)], span)],
+            out.append(Assign(rv, Call("tile.extract", [B.src, _add(B.row, k, span), _add(B.col, ni, span),
+                                                        TupleExpr([_idx(bk, span), _idx(bn, span)], span)],
                                        {"target_memory": M.Right}, r_t, {}, span), span))
             return lv, rv
 
@@ -291,7 +292,35 @@ class _Tiler:
         return b
 
 
+class _Window(NamedTuple):
+    """A matmul operand as a window of a Mat tile: `shape` at (row, col) of `src`."""
+    src: Var
+    row: object
+    col: object
+    shape: tuple
+
+
+def _mat_window(mv, space, uses) -> _Window | None:
+    """The operand `mv` defines (used once): a Mat tile moved whole into Left/Right, or a
+    window of one extracted there (carried_acc_blocks' non-fractal windows)."""
+    if not (mv is not None and isinstance(mv.value, Call) and mv.value.kwargs.get("target_memory") is space
+            and len(uses.get(id(mv.var), [])) == 1):
+        return None
+    c = mv.value
+    src = c.args[0]
+    if not (isinstance(src.type, TileType) and src.type.memory_space is M.Mat and src.type.valid is None
+            and all(isinstance(d, int) for d in src.type.shape)):
+        return None
+    if c.op == "tile.move":
+        return _Window(src, _idx(0, mv.span), _idx(0, mv.span), tuple(src.type.shape))
+    if c.op == "tile.extract" and all(isinstance(d, Const) for d in c.args[3].items):
+        return _Window(src, c.args[1], c.args[2], tuple(d.value for d in c.args[3].items))
+    return None
+
+
 def _add(a, b, span):
     if isinstance(a, Const) and a.value == 0:
         return b
+    if isinstance(b, Const) and b.value == 0:
+        return a
     return BinOp("+", a, b, dt.INDEX, span)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from pypto import dtype as dt
 from pypto.ir.nodes import (Assign, BinOp, Call, Const, For, If, MemorySpace as M, TileType, TupleExpr,
                             Var, While)
+from pypto.ir.layout import allocated_rows_cols
 from pypto.ir.visit import walk
 from pypto.passes.base import Clone
 
@@ -152,11 +153,17 @@ class _Block(Clone):
         else:                      # columns ni.. of B_k
             shape, offs = (rows, self.bn), (_i(0, span), self.ni)
         win_t = TileType(shape, src.type.dtype, M.Mat)
-        win = Var(self.names.fresh(src.name, "win"), win_t, span)
         out_t = TileType(shape, s.var.type.dtype, space)
         moved = self.define_as(s.var, out_t)
-        return [Assign(win, Call("tile.slice", [src, TupleExpr([_i(d, span) for d in shape], span),
-                                                TupleExpr(list(offs), span)], {}, win_t, {}, span), span),
+        sizes = TupleExpr([_i(d, span) for d in shape], span)
+        if allocated_rows_cols(win_t) != tuple(shape):
+            # a window that is not whole Mat fractals (int8 [128, 48]) cannot be a view of
+            # its Mat tile: the cube takes it straight into L0 (pto.textract)
+            return [Assign(moved, Call("tile.extract", [src, *offs, sizes], {"target_memory": space},
+                                       out_t, {}, span), span)]
+        win = Var(self.names.fresh(src.name, "win"), win_t, span)
+        return [Assign(win, Call("tile.slice", [src, sizes, TupleExpr(list(offs), span)], {}, win_t,
+                                 {}, span), span),
                 Assign(moved, Call("tile.move", [win], dict(c.kwargs), out_t, {}, span), span)]
 
     def define_as(self, old: Var, t) -> Var:

@@ -84,14 +84,14 @@ def test_odd_sizes_are_aligned_per_space():
         @pl.function(type=pl.FunctionType.InCore)
         def k(self, a: pl.Tensor[[64, 64], pl.FP16], b: pl.Tensor[[64, 64], pl.FP16],
               c: pl.Out[pl.Tensor[[10, 64], pl.FP32]]) -> pl.Tensor[[10, 64], pl.FP32]:
-            ta = pl.load(a, [0, 0], [10, 16], target_memory=pl.Mem.Mat)     # 320 bytes
+            ta = pl.load(a, [0, 0], [10, 16], target_memory=pl.Mem.Mat)     # padded: [16, 16], 512
             tb = pl.load(b, [0, 0], [16, 64], target_memory=pl.Mem.Mat)
             c = pl.store(pl.matmul(ta, tb), [0, 0], c)
             return c
 
     out = alloc_addr(P)
     spans = _check_layout(fn(out, "k"), chip(BackendType.Ascend910B))
-    assert spans[M.Mat][:2] == [(0, 320), (384, 384 + 2048)]    # the next 128-byte boundary
+    assert spans[M.Mat][:2] == [(0, 512), (512, 512 + 2048)]    # whole fractals, 128-aligned
     roundtrip(out)
 
 

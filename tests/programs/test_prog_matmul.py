@@ -119,3 +119,50 @@ def test_a_narrowed_slice_is_read_transposed_for_the_cube():
     out = torch.zeros(16, 24)
     matmul_narrowed_transposed(x, w, out)
     close(out, 2 * (x @ w[:24].T), 1e-4, 1e-4)
+
+
+@pl.jit
+def int8_matmul_narrow_n(a: pl.Tensor[[32, 64], pl.INT8], b: pl.Tensor[[64, 48], pl.INT8],
+                         c: pl.Out[pl.Tensor[[32, 48], pl.INT32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        c = pl.assemble(c, pl.matmul(a, b, out_dtype=pl.INT32), [0, 0])
+    return c
+
+
+@pl.jit
+def int8_split_k_narrow_n(a: pl.Tensor[[272, 256], pl.INT8], b: pl.Tensor[[256, 144], pl.INT8],
+                          c: pl.Out[pl.Tensor[[272, 144], pl.INT32]]):
+    for _ in pl.spmd(1):
+        acc = pl.create_tensor([272, 144], dtype=pl.INT32)
+        for kb in pl.pipeline(0, 2, stage=2):
+            k0 = kb * 128
+            if k0 == 0:
+                acc = pl.matmul(a[0:272, k0:k0 + 128], b[k0:k0 + 128, 0:144], out_dtype=pl.INT32)
+            else:
+                acc = pl.matmul_acc(acc, a[0:272, k0:k0 + 128], b[k0:k0 + 128, 0:144])
+        c[0:272, 0:144] = acc
+    return c
+
+
+def _int8(rows, cols, seed):
+    return torch.randint(-8, 8, (rows, cols), generator=torch.Generator().manual_seed(seed),
+                         dtype=torch.int8)
+
+
+def test_an_int8_operand_whose_columns_are_not_whole_fractals_is_padded_in_mat():
+    """[64, 48] int8 in Mat is 1.5 fractals wide (32 bytes each): it is allocated as
+    [64, 64] with [64, 48] holding data; the result is exact."""
+    a, b = _int8(32, 64, 70), _int8(64, 48, 71)
+    c = torch.zeros(32, 48, dtype=torch.int32)
+    int8_matmul_narrow_n(a, b, c)
+    assert torch.equal(c, a.int() @ b.int())
+
+
+def test_a_split_k_accumulator_blocked_over_narrow_int8_columns():
+    """The [272, 144] int32 accumulator does not fit L0C: each output block takes its
+    columns of B straight from Mat into L0B (a [128, 48] int8 window is not whole Mat
+    fractals, so it cannot be a view of B's Mat tile)."""
+    a, b = _int8(272, 256, 72), _int8(256, 144, 73)
+    c = torch.zeros(272, 144, dtype=torch.int32)
+    int8_split_k_narrow_n(a, b, c)
+    assert torch.equal(c, a.int() @ b.int())
