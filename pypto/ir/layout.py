@@ -47,7 +47,13 @@ def allocated_rows_cols(t: TileType) -> tuple[int, int]:
     fractals (16 rows of 32 bytes): one whose shape is not (an int8 [128, 144] window of a
     matrix) is allocated padded up to them, its shape being the region that holds data;
     the cube reads its blocks out of it (pto.textract). Other tiles: their shape."""
-    rows, cols = tile_rows_cols(t.shape)
+    if len(t.shape) > 2:           # before FlattenTileNdTo2D: as it will be flattened
+        rows = 1
+        for d in t.shape[:-1]:
+            rows *= d
+        cols = t.shape[-1]
+    else:
+        rows, cols = tile_rows_cols(t.shape)
     if t.memory_space is MemorySpace.Mat and rows > 1:
         per = 32 // t.dtype.nbytes if t.dtype.nbytes <= 32 else 1
         rows, cols = -(-rows // 16) * 16, -(-cols // per) * per

@@ -175,7 +175,10 @@ class _Tiler:
             dropped.add(id(bias))
         if placement is None:
             init = s.value.args[0] if s.value.op == "tile.matmul_acc" else None
-            stmts, acc = self.k_loop(A, B, _idx(0, span), _idx(0, span), bm, bn, bk, K, s.var, span, init)
+            # matmul_acc's init_cond (a fresh product when true) belongs to its first K step
+            first_cond = s.value.args[3:4] if init is not None else []
+            stmts, acc = self.k_loop(A, B, _idx(0, span), _idx(0, span), bm, bn, bk, K, s.var, span, init,
+                                     first_cond)
             return self.bind(stmts, acc, s.var, span), dropped
         kind, user = placement
         dropped.add(id(user))
@@ -233,7 +236,7 @@ class _Tiler:
                     [IterArg(outer_it, carried)], [final], span=span)
         return [outer]
 
-    def k_loop(self, A, B, mi, ni, bm, bn, bk, K, like: Var, span, init=None):
+    def k_loop(self, A, B, mi, ni, bm, bn, bk, K, like: Var, span, init=None, first_cond=()):
         """(statements, Acc block [bm, bn]) of A[mi:, :] @ B[:, ni:] in K steps of bk, added
         to the accumulator `init` when given (a matmul_acc whose operands were too large)."""
         acc_t = TileType((bm, bn), like.type.dtype, M.Acc)
@@ -256,7 +259,8 @@ class _Tiler:
         first = Var(self.names.fresh(like.name, "blk"), acc_t, span)
         bias = self.bias_block(ni, bn, stmts, span)
         if init is not None:
-            stmts.append(Assign(first, Call("tile.matmul_acc", [init, l0, r0], {}, acc_t, {}, span), span))
+            stmts.append(Assign(first, Call("tile.matmul_acc", [init, l0, r0, *first_cond], {}, acc_t, {},
+                                            span), span))
         elif bias is None:
             stmts.append(Assign(first, Call("tile.matmul", [l0, r0], {}, acc_t, {}, span), span))
         else:                                   # the bias is added once, with the first K step

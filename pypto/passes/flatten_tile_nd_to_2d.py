@@ -12,7 +12,8 @@ becomes 2-D by merging all dimensions but the last: `[2, 16, 64]` -> `[32, 64]`.
 - `tile.batch_matmul` becomes one matmul per batch: the operands' batch windows
   (`tile.slice` of the flattened Mat tiles; a 3-D `tile.transpose_view` is taken per
   batch on the window) multiplied into windows of one flattened Acc tile
-  (`matmul_acc` with init_cond=True: a fresh product written into the window).
+  (`matmul_acc` with init_cond=True: a fresh product written into the window); one whose
+  whole operands overflow Mat is first written batch by batch (batch_split.py).
 Any other op on an N-D tile has no 2-D form and is an error (the op table already
 keeps reductions, broadcasts and matmuls 2-D). 1-D and 2-D tiles are left as they are.
 """
@@ -21,20 +22,27 @@ from __future__ import annotations
 from pypto import dtype as dt
 from pypto.errors import CodegenError
 from pypto.ir import ops
-from pypto.ir.nodes import (While, Assign, Call, Const, Eval, For, If, IterArg, Program, TileType,
-                            TupleExpr, Var)
+from pypto.ir.nodes import (While, Assign, Call, Const, Eval, For, Function, If, IterArg, MemorySpace,
+                            Program, TileType, TupleExpr, Var)
 from pypto.ir.visit import Rewriter, walk
+from pypto.passes.batch_split import per_batch
 
 NAME = "FlattenTileNdTo2D"
-READS = ()
+READS = ("backend_type",)      # the Mat capacity: batch_split.py
 
 _ELEMENTWISE = set(ops.BINARY) | set(ops.SCALAR_FORM.values()) | set(ops.UNARY) | {"cast"}
 
 
 def run(prog: Program, opts) -> Program:
+    from pypto.backend import chip
+    mat = chip(opts.backend_type).capacity[MemorySpace.Mat]
     out = []
     for f in prog.functions:
         if f.is_kernel and any(_nd(v) for s in walk(f.body) for v in _typed(s)):
+            body = per_batch(f.body, mat)
+            if body is not f.body:
+                f = Function(f.name, f.params, f.return_types, body, f.func_type, f.level, f.role,
+                             dict(f.attrs), f.span)
             f = _Flatten().function(f)
         out.append(f)
     return Program(prog.name, out, prog.source)

@@ -166,3 +166,42 @@ def test_a_split_k_accumulator_blocked_over_narrow_int8_columns():
     c = torch.zeros(272, 144, dtype=torch.int32)
     int8_split_k_narrow_n(a, b, c)
     assert torch.equal(c, a.int() @ b.int())
+
+
+def _batch_program(B, M, K, N, b_trans):
+    bshape = [B, N, K] if b_trans else [B, K, N]
+
+    @pl.program
+    class BatchNotInL1:
+        @pl.function(type=pl.FunctionType.InCore)
+        def bmm(self, a: pl.Tensor[[B, M, K], pl.FP32], b: pl.Tensor[bshape, pl.FP32],
+                c: pl.Out[pl.Tensor[[B, M, N], pl.FP32]]) -> pl.Tensor[[B, M, N], pl.FP32]:
+            cm = pl.matmul(a, b, b_trans=b_trans, out_dtype=pl.FP32)
+            return pl.assemble(c, cm, offset=[0, 0, 0])
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, a: pl.Tensor[[B, M, K], pl.FP32], b: pl.Tensor[bshape, pl.FP32],
+                 c: pl.Out[pl.Tensor[[B, M, N], pl.FP32]]) -> pl.Tensor[[B, M, N], pl.FP32]:
+            c = self.bmm(a, b, c)
+            return c
+    return BatchNotInL1
+
+
+@pytest.mark.parametrize("platform", ["a2a3sim", "a5sim"])
+@pytest.mark.parametrize("b_trans", [True, False])
+def test_a_batch_matmul_whose_operands_overflow_l1_runs_batch_by_batch(tmp_path, platform, b_trans):
+    """[4, 64, 128] x [4, 512, 128]^T: 1.4 MB of operands for a 512 KB L1. Each batch (and
+    each block of its columns while one batch is still too much) is loaded, multiplied and
+    stored on its own; the Acc reused between them starts fresh each time."""
+    from pypto import ir
+    from pypto.runtime import RunConfig
+    B, M, K, N = 4, 64, 128, 512
+    prog = _batch_program(B, M, K, N, b_trans)
+    compiled = ir.compile(prog, output_dir=tmp_path / "out", platform=platform)
+    a = randn(B, M, K, seed=80)
+    b = randn(*((B, N, K) if b_trans else (B, K, N)), seed=81)
+    c = torch.zeros(B, M, N)
+    compiled(a, b, c, config=RunConfig(platform=platform))
+    close(c, a @ (b.transpose(-2, -1) if b_trans else b), 1e-4, 1e-4)
+    text = (tmp_path / "out" / "passes_dump").glob("*FlattenTileNdTo2D*")
+    assert any("[1, 64, 128]" in p.read_text() for p in text)      # one batch of A at a time
