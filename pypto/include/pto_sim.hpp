@@ -89,11 +89,11 @@ template <class A, class B> inline void same_valid(const Tile<A>& a, const Tile<
 }
 
 // ---------------------------------------------------------------- elementwise
-// The element loops are built twice, for x86-64's baseline and for AVX2 (picked when the
-// .so is loaded): twice the lanes, the same results (no FMA: the same roundings in the
+// The element loops are built three times, for x86-64's baseline, AVX2 and AVX-512 (picked
+// when the .so is loaded): more lanes, the same results (no FMA: the same roundings in the
 // same order), and the bytes still do not depend on the machine that built them.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define PTO_VEC_CLONES __attribute__((target_clones("avx2", "default")))
+#define PTO_VEC_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define PTO_VEC_CLONES
 #endif
@@ -1117,21 +1117,68 @@ inline void mscatter(const GmPart<G>& p, const Tile<T>& s, const Tile<I>& idx, c
 // f32 x f32 -> f32, a block of 4 rows x 16 columns at a time, kept in registers over the
 // whole k loop: each element still sums its products in k order (the same roundings as the
 // row loop below), only rows and columns are interleaved.
-constexpr int64_t kMmRows = 4, kMmCols = 16;
-PTO_VEC_CLONES inline void mac_f32_block(float* const* cr, const float* const* ar, const float* b0, int64_t bstride,
-                                         int64_t k, bool accumulate) {
-    float acc[kMmRows][kMmCols];
-    for (int64_t r = 0; r < kMmRows; ++r)
-        for (int64_t j = 0; j < kMmCols; ++j) acc[r][j] = accumulate ? cr[r][j] : 0.0f;
+// fp32 x fp32 -> fp32: R x Cn blocks of the result held in registers across all of K. Each
+// element is still acc + a*b in k order (no FMA, no reordering), so every block shape gives
+// the same bits; AVX-512 machines take 6 x 32 blocks (12 of its 32 vector registers), the
+// others 4 x 16.
+template <int R, int Cn>
+__attribute__((always_inline)) inline void mac_f32_block(float* const* cr, const float* const* ar,
+                                                         const float* b0, int64_t bstride, int64_t k,
+                                                         bool accumulate) {
+    float acc[R][Cn];
+    for (int r = 0; r < R; ++r)
+        for (int j = 0; j < Cn; ++j) acc[r][j] = accumulate ? cr[r][j] : 0.0f;
     for (int64_t kk = 0; kk < k; ++kk) {
         const float* br = b0 + kk * bstride;
-        for (int64_t r = 0; r < kMmRows; ++r) {
+        for (int r = 0; r < R; ++r) {
             const float av = ar[r][kk];
-            for (int64_t j = 0; j < kMmCols; ++j) acc[r][j] = acc[r][j] + av * br[j];
+            for (int j = 0; j < Cn; ++j) acc[r][j] = acc[r][j] + av * br[j];
         }
     }
-    for (int64_t r = 0; r < kMmRows; ++r)
-        for (int64_t j = 0; j < kMmCols; ++j) cr[r][j] = acc[r][j];
+    for (int r = 0; r < R; ++r)
+        for (int j = 0; j < Cn; ++j) cr[r][j] = acc[r][j];
+}
+// Rows [0, m0) of c in whole R x Cn blocks (the columns past the last block too); returns m0.
+template <int R, int Cn>
+__attribute__((always_inline)) inline int64_t mac_f32_rows(const Tile<float>& c, const Tile<float>& a,
+                                                           const Tile<float>& b, int64_t m, int64_t k,
+                                                           int64_t n, bool accumulate) {
+    const int64_t nb = n - n % Cn;
+    const int64_t m0 = nb ? m - m % R : 0;
+    for (int64_t i = 0; i < m0; i += R) {
+        const float* ar[R];
+        float* crow[R];
+        for (int r = 0; r < R; ++r) { ar[r] = a.row(i + r); crow[r] = c.row(i + r); }
+        for (int64_t j = 0; j < nb; j += Cn) {
+            float* cj[R];
+            for (int r = 0; r < R; ++r) cj[r] = crow[r] + j;
+            mac_f32_block<R, Cn>(cj, ar, b.p + j, b.stride, k, accumulate);
+        }
+        for (int r = 0; r < R; ++r) {                        // the columns past the blocks
+            float* cr = crow[r];
+            for (int64_t j = nb; j < n; ++j) {
+                float v = accumulate ? cr[j] : 0.0f;
+                for (int64_t kk = 0; kk < k; ++kk) v = v + ar[r][kk] * b.row(kk)[j];
+                cr[j] = v;
+            }
+        }
+    }
+    return m0;
+}
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target("avx512f"))) inline int64_t mac_f32_rows_wide(const Tile<float>& c, const Tile<float>& a,
+                                                                   const Tile<float>& b, int64_t m, int64_t k,
+                                                                   int64_t n, bool accumulate) {
+    return mac_f32_rows<6, 32>(c, a, b, m, k, n, accumulate);
+}
+inline bool has_avx512() {
+    static const bool yes = __builtin_cpu_supports("avx512f");
+    return yes;
+}
+#endif
+PTO_VEC_CLONES inline int64_t mac_f32_rows_narrow(const Tile<float>& c, const Tile<float>& a, const Tile<float>& b,
+                                                  int64_t m, int64_t k, int64_t n, bool accumulate) {
+    return mac_f32_rows<4, 16>(c, a, b, m, k, n, accumulate);
 }
 template <class C, class A, class B>
 inline void mac_rows(const Tile<C>& c, const Tile<A>& a, const Tile<B>& b, int64_t m, int64_t k, int64_t n,
@@ -1139,27 +1186,12 @@ inline void mac_rows(const Tile<C>& c, const Tile<A>& a, const Tile<B>& b, int64
     using Acc = typename pick<is_int<C>, int32_t, float>::type;
     int64_t m0 = 0;
     if constexpr (is_same<C, float>::value && is_same<A, float>::value && is_same<B, float>::value) {
-        // whole 4 x 16 blocks here; the rows and columns past them by the row loop
-        const int64_t nb = n - n % kMmCols;
-        m0 = nb ? m - m % kMmRows : 0;
-        for (int64_t i = 0; i < m0; i += kMmRows) {
-            const float* ar[kMmRows];
-            float* crow[kMmRows];
-            for (int64_t r = 0; r < kMmRows; ++r) { ar[r] = a.row(i + r); crow[r] = c.row(i + r); }
-            for (int64_t j = 0; j < nb; j += kMmCols) {
-                float* cj[kMmRows];
-                for (int64_t r = 0; r < kMmRows; ++r) cj[r] = crow[r] + j;
-                mac_f32_block(cj, ar, b.p + j, b.stride, k, accumulate);
-            }
-            for (int64_t r = 0; r < kMmRows; ++r) {           // the columns past the blocks
-                float* cr = crow[r];
-                for (int64_t j = nb; j < n; ++j) {
-                    float v = accumulate ? cr[j] : 0.0f;
-                    for (int64_t kk = 0; kk < k; ++kk) v = v + ar[r][kk] * b.row(kk)[j];
-                    cr[j] = v;
-                }
-            }
-        }
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+        m0 = has_avx512() ? mac_f32_rows_wide(c, a, b, m, k, n, accumulate)
+                          : mac_f32_rows_narrow(c, a, b, m, k, n, accumulate);
+#else
+        m0 = mac_f32_rows_narrow(c, a, b, m, k, n, accumulate);
+#endif
     }
     for (int64_t i = m0; i < m; ++i) {
         C* cr = c.row(i);
