@@ -72,6 +72,17 @@ def stmt_uses(s: Stmt) -> Iterator[Var]:
         yield from _memref_vars(t)
 
 
+def users_by_var(stmts) -> dict[int, list]:
+    """id(var) -> the statements of `stmts` that read it (a compound statement once for
+    each read anywhere inside it)."""
+    users: dict[int, list] = {}
+    for s in stmts:
+        for x in walk([s]):
+            for v in stmt_uses(x):
+                users.setdefault(id(v), []).append(s)
+    return users
+
+
 def _memref_vars(t):
     m = getattr(t, "memref", None)
     if m is not None and isinstance(m.base, Var):

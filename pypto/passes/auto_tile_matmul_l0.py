@@ -31,7 +31,7 @@ from typing import NamedTuple
 from pypto import dtype as dt
 from pypto.ir.nodes import (Assign, BinOp, Call, Const, For, Function, IterArg, MemorySpace as M, Program,
                             ScalarType, TileType, TupleExpr, Var, Yield)
-from pypto.ir.visit import bodies, defs, stmt_uses, walk
+from pypto.ir.visit import bodies, defs, users_by_var, walk
 from pypto.passes.base import Namer
 from pypto.passes.carried_acc_blocks import blocked, carried_acc
 
@@ -91,11 +91,7 @@ class _Tiler:
             for b in bodies(s):
                 b[:] = self.body(b)
         made = {id(s.var): s for s in stmts if isinstance(s, Assign)}
-        uses: dict[int, list] = {}
-        for s in stmts:
-            for x in walk([s]):
-                for v in stmt_uses(x):
-                    uses.setdefault(id(v), []).append(s)
+        uses = users_by_var(stmts)
         out, drop = [], set()
         for s in stmts:
             if id(s) in drop:

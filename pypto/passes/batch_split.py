@@ -17,17 +17,13 @@ from __future__ import annotations
 
 from pypto import dtype as dt
 from pypto.ir.nodes import Assign, BinOp, Call, Const, MemorySpace, TileType, TupleExpr, Var
-from pypto.ir.visit import stmt_uses, walk
+from pypto.ir.visit import users_by_var
 
 
 def per_batch(body: list, mat_bytes: int) -> list:
     """`body` with each batch matmul whose operands overflow Mat written per batch."""
     defs = {id(s.var): s for s in body if isinstance(s, Assign)}
-    users: dict[int, list] = {}
-    for s in body:
-        for x in walk([s]):
-            for v in stmt_uses(x):
-                users.setdefault(id(v), []).append(s)
+    users = users_by_var(body)
     out, drop, changed = [], set(), False
     for s in body:
         plan = _plan(s, defs, users, mat_bytes)
