@@ -27,7 +27,7 @@ from typing import Callable
 
 from pypto_pipeline.doit_import import load as _load_doit
 
-_load_doit()      # first: doit without the two modules it imports for what we don't use
+_load_doit()      # first: doit without the modules it imports for what we do not use
 import doit.plugin  # noqa: E402
 from doit.cmd_base import TaskLoader2  # noqa: E402
 from doit.dependency import JsonDB, UptodateCalculator  # noqa: E402
