@@ -54,8 +54,8 @@ def allocated_rows_cols(t: TileType) -> tuple[int, int]:
         cols = t.shape[-1]
     else:
         rows, cols = tile_rows_cols(t.shape)
-    if t.memory_space is MemorySpace.Mat and rows > 1:
-        per = 32 // t.dtype.nbytes if t.dtype.nbytes <= 32 else 1
+    if t.memory_space is MemorySpace.Mat and rows > 1 and t.dtype.nbytes >= 1:   # (not 4-bit)
+        per = max(1, 32 // t.dtype.nbytes)
         rows, cols = -(-rows // 16) * 16, -(-cols // per) * per
     return rows, cols
 
