@@ -432,17 +432,20 @@ template <class T, class F>
 PTO_VEC_CLONES inline void pair_step(T* __restrict d, const T* __restrict s, int64_t half, F f) {
     for (int64_t i = 0; i < half; ++i) d[i] = step(s[2 * i], s[2 * i + 1], f);
 }
-// buf holds the n values (it is overwritten), tmp as many more; each level goes from one to
-// the other, so its loop vectorises
-template <class T, class F> inline T tree_reduce(T* buf, T* tmp, int64_t n, F f) {
-    T* src = buf;
-    T* dst = tmp;
+// the n values are read from `in` (left as they are); each level goes from one scratch
+// half-buffer (buf, tmp: n/2 each) to the other, so its loop vectorises
+template <class T, class F> inline T tree_reduce(const T* in, T* buf, T* tmp, int64_t n, F f) {
+    if (n == 1) return in[0];
+    const T* src = in;
+    T* dst = buf;
+    T* spare = tmp;
     for (int64_t cnt = n; cnt > 1; cnt /= 2) {
         const int64_t half = cnt / 2;
         pair_step(dst, src, half, f);
         if (cnt % 2) dst[0] = step(dst[0], src[cnt - 1], f);
-        T* t = src;
         src = dst;
+        T* t = spare;
+        spare = dst;
         dst = t;
     }
     return src[0];
@@ -457,11 +460,9 @@ template <class T> struct Scratch {                 // one row or column of a re
 template <class T, class F> inline void rowreduce(const Tile<T>& d, const Tile<T>& s, F f, const char* site) {
     if (d.vr != s.vr || d.vc != 1) fail(site, "row reduction of %dx%d needs a %dx1 result, got %dx%d", s.vr, s.vc, s.vr, d.vr, d.vc);
     if (s.vc < 1) fail(site, "row reduction over an empty row");
-    Scratch<T> buf(2 * s.vc);
-    for (int64_t i = 0; i < s.vr; ++i) {
-        std::memcpy(buf.p, s.row(i), size_t(s.vc) * sizeof(T));
-        d.row(i)[0] = tree_reduce(buf.p, buf.p + s.vc, s.vc, f);
-    }
+    Scratch<T> buf(s.vc);                               // two halves: a level's in and out
+    for (int64_t i = 0; i < s.vr; ++i)
+        d.row(i)[0] = tree_reduce(s.row(i), buf.p, buf.p + s.vc / 2, s.vc, f);
 }
 template <class T, class F> inline void colreduce(const Tile<T>& d, const Tile<T>& s, F f, bool tree, const char* site) {
     if (d.vr != 1 || d.vc != s.vc) fail(site, "column reduction of %dx%d needs a 1x%d result, got %dx%d", s.vr, s.vc, s.vc, d.vr, d.vc);
@@ -471,7 +472,7 @@ template <class T, class F> inline void colreduce(const Tile<T>& d, const Tile<T
         for (int64_t i = 0; i < s.vr; ++i) buf.p[i] = s.row(i)[j];
         T acc = buf.p[0];
         if (tree)
-            acc = tree_reduce(buf.p, buf.p + s.vr, s.vr, f);
+            acc = tree_reduce(buf.p, buf.p + s.vr, buf.p + s.vr + s.vr / 2, s.vr, f);
         else
             for (int64_t i = 1; i < s.vr; ++i) acc = step(acc, buf.p[i], f);
         d.p[j] = acc;
