@@ -20,6 +20,7 @@ import sys
 import time
 
 from . import abi
+from .device import _HELPERS
 from .errors import KernelExecutionError
 from .records import RunRecord, TaskRecord
 
@@ -107,7 +108,6 @@ def launch(worker, plan: Plan, program: str, call_ns: int):
         message = err.value.decode("utf-8", "replace") if status else ""
     else:
         times, failed = [None] * spec.blocks, []
-        from .device import _HELPERS
         _HELPERS.run_all([functools.partial(_lane, plan, i, times, failed)
                           for i in range(len(plan.errs))])
         start, end = min(t[0] for t in times), max(t[1] for t in times)
