@@ -151,6 +151,8 @@ class _Eq:
         elif isinstance(a, For):
             if a.kind != b.kind:
                 self.fail(path, f"loop kind {a.kind.value} vs {b.kind.value}")
+            if a.stage != b.stage or a.attrs != b.attrs:
+                self.fail(path, f"loop stage/attrs {a.stage} {a.attrs} vs {b.stage} {b.attrs}")
             for f in ("start", "stop", "step"):
                 self.expr(getattr(a, f), getattr(b, f), f"{path}.{f}")
             if len(a.iter_args) != len(b.iter_args):

@@ -437,6 +437,18 @@ class For(Stmt):
     return_vars: list[Var] = field(default_factory=list)   # bound after the loop
     kind: ForKind = ForKind.Sequential
     span: Span | None = None
+    # pl.pipeline(..., stage=k): the scheduler may overlap k consecutive iterations
+    # (their operand buffers rotate over k slots); the iterations still run in order
+    stage: int | None = None
+    # loop attributes the passes read (FOR_ATTRS: their names and what they mean)
+    attrs: dict = field(default_factory=dict)
+
+
+# For.attrs a program may write (pl.range(..., attrs={...})) and what each says
+FOR_ATTRS = {
+    "pipeline_double_buffer_c": "the loop's fresh Acc results alternate between two L0C buffers, so one "
+                                "is drained while the next iteration's matmul fills the other",
+}
 
 
 @dataclass(eq=False)

@@ -274,12 +274,19 @@ class _Printer:
             bounds = [stop]
         else:
             bounds = [start, stop]
+        kind = s.kind.value
+        if s.stage is not None:          # (before init_values, as the reference prints it)
+            kind = "pipeline"
+            bounds.append(f"stage={s.stage}")
         if inits:
             bounds.append(f"init_values=({', '.join(inits)},)")
+        if s.attrs:
+            bounds.append("attrs={" + ", ".join(f"{k!r}: {v!r}".replace("'", '"') for k, v in
+                                                 sorted(s.attrs.items())) + "}")
         lv = self.bind(s.loop_var)
         carried = ", ".join(self.bind(a.var) for a in s.iter_args)
         target = f"{lv}, ({carried},)" if s.iter_args else lv
-        out.append(f"{pad}for {target} in pl.{s.kind.value}({', '.join(bounds)}):{self.loc(s)}")
+        out.append(f"{pad}for {target} in pl.{kind}({', '.join(bounds)}):{self.loc(s)}")
         # the yield at the end of the body binds the loop's results
         self.block(s.body, depth + 1, out, s.return_vars)
 

@@ -151,7 +151,7 @@ class Rewriter:
         if isinstance(s, For):
             return For(s.loop_var, e(s.start), e(s.stop), e(s.step), self.body(s.body),
                        [IterArg(a.var, e(a.init)) for a in s.iter_args], list(s.return_vars),
-                       s.kind, s.span)
+                       s.kind, s.span, s.stage, dict(s.attrs))
         if isinstance(s, While):
             return While(e(s.cond), self.body(s.body), [IterArg(a.var, e(a.init)) for a in s.iter_args],
                          list(s.return_vars), s.span)

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import copy
 import importlib
+import re
+import sys
+import types
 
 from typing import TYPE_CHECKING
 
@@ -116,11 +119,9 @@ def pipeline(opts: PassOptions) -> list[Pass]:
 
 
 def selected(memory_planner: str, l0c_double_buffer: bool) -> list[Pass]:
-    """The passes Default runs: the planner decides which memory passes run;
-    DoubleBufferAcc runs only with l0c_double_buffer."""
+    """The passes Default runs: the planner decides which memory passes run
+    (DoubleBufferAcc always runs: loops may ask for two accumulators themselves)."""
     skip = set()
-    if not l0c_double_buffer:
-        skip.add("DoubleBufferAcc")
     if memory_planner in ("DSA_RP", "PTOAS"):
         skip.add("MemoryReuse")
     if memory_planner == "PTOAS":
@@ -145,3 +146,38 @@ def run_pipeline(prog, opts: PassOptions, verify: bool = True):
         prog = run_pass(p, prog, opts, verify, done)
         done.append(p.name)
     return prog
+
+
+class _PassModule(types.ModuleType):
+    """A pass's module, callable as the reference's pass factory: `passes.simplify()` is a
+    runner of Simplify (context.PassRunner), whether or not the module was imported."""
+
+    def __call__(self):
+        from pypto.passes.context import PassRunner
+        return PassRunner(self.NAME)
+
+
+class _Package(types.ModuleType):
+    # the import system binds each imported submodule here: a pass module whose name is
+    # its factory's (convert_to_ssa, simplify, ...) becomes callable on the way
+    def __setattr__(self, name, value):
+        if isinstance(value, types.ModuleType) and name in _FACTORY_MODULES:
+            value.__class__ = _PassModule
+        super().__setattr__(name, value)
+
+
+_FACTORY_MODULES = {m for n, m in _REGISTRY if re.sub(r"(?<=[a-z])(?=[A-Z0-9])", "_", n).lower() == m}
+sys.modules[__name__].__class__ = _Package
+
+
+def __getattr__(name: str):
+    """`passes.PassContext` and the factories `passes.<snake_name>()` (passes/context.py)."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    context = importlib.import_module("pypto.passes.context")
+    if name == "PassContext":
+        return context.PassContext
+    made = context.factories().get(name)
+    if made is None:
+        raise AttributeError(f"module 'pypto.passes' has no attribute {name!r}")
+    return made

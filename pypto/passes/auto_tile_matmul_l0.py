@@ -1,52 +1,65 @@
 """AutoTileMatmulL0: a matmul whose operands or result do not fit the cube's buffers (L0A
-for Left, L0B for Right, L0C for Acc) runs as blocks that do.
+for Left, L0B for Right, L0C for Acc) runs as tiles that do.
 
-`c = tile.matmul(move(A -> Left), move(B -> Right))` with A [M, K] and B [K, N] in Mat
-(or tile.matmul_bias with a [1, N] bias row from Mat: its window of each column block goes
-to Bias and is added with the first K step) becomes, for each [bm, bn] block of the result, a loop over K in steps of bk: the blocks
-of A and B are extracted from Mat straight into Left / Right (pto.textract) and multiplied
-(the first step tile.matmul, the others tile.matmul_acc). Where each result block goes
-follows from how `c` is used:
+The tile (m, n, k), which operand stays in L0 across the tile grid and whether L0C holds
+two accumulators are the L0 tile chooser's (l0_tile_chooser.py: the reference's roofline
+model with the chip's buffer sizes). `c = tile.matmul(A, B)` with A [M, K] and B [K, N]
+in Mat (or moved whole from Mat into Left / Right) then becomes:
 
-  - stored to a tensor (`tile.store(c, ...)`): each block is stored at its place;
-  - cast for the next matmul (`tile.cast(c)`, in Mat: the cube's write-back converts):
-    each block is assembled into a Mat tile of the cast's dtype (Acc -> Mat), which the
-    next matmul reads (and is itself tiled if it has to be);
-  - a result that fits L0C with operands that do not (only K is split) is used as is;
-    so is `tile.matmul_acc(acc, move(A -> Left), move(B -> Right))`, whose K steps all
-    add into `acc` (its result is the accumulator: it is never blocked over M or N).
+  - K loop: each [m, n] output tile is `pl.pipeline(0, K', k, stage=2)` over K whose
+    iterations extract the [m, k] / [k, n] windows from Mat straight into Left / Right
+    (pto.textract) and multiply them, the first iteration with tile.matmul (or
+    matmul_bias: the bias is added once), the others with tile.matmul_acc into the carried
+    Acc; a last K block the step does not divide (K' = K - K % k) is peeled after the
+    loop. `tile.matmul_acc(acc, A, B)` carries `acc` instead (its init_cond belongs to the
+    first iteration).
+  - output grid (the result does not fit L0C): the [M, N] result is cut into [m, n]
+    tiles. With k == K the held operand's panel is extracted once per outer iteration
+    (rows outer when A is held, columns outer when B is) and the inner loop is
+    `pl.pipeline(..., stage=2)`; when the chooser double-buffers L0C the inner loop says so
+    (`attrs={"pipeline_double_buffer_c": True}`: DoubleBufferAcc gives its iterations two
+    Acc buffers). Tiles the tile size does not divide (the L-shaped boundary) are peeled
+    after the loops as straight-line partial tiles. Each tile goes where the result went:
+      * stored to a tensor (`tile.store(c, ...)`): stored at its place;
+      * cast for the next matmul (`tile.cast(c)` used only as matmul operands, or in Mat):
+        assembled into a Mat tile of the cast's dtype (Acc -> Mat, the cube's write-back
+        converts), which the next matmul reads (and is itself tiled if it has to be).
+    A result used any other way is left whole (InitMemRef's overflow error names it).
 
 A split-K loop whose accumulator does not fit L0C runs once per block of the result
-(carried_acc_blocks.py).
-
-The block shape is chosen from the shapes and the chip: full K if it fits, each block at
-most half of its buffer (the other half for the planner's double buffering); block edges
-are whole fractals and divide the matrix. Matmuls that fit, or that cannot be blocked
-that way, are left alone (InitMemRef's overflow error names the buffer).
+(carried_acc_blocks.py). Matmuls that fit, or for which the chooser finds no tile, are
+left alone.
 """
 from __future__ import annotations
 
 from typing import NamedTuple
 
 from pypto import dtype as dt
-from pypto.ir.nodes import (Assign, BinOp, Call, Const, For, Function, IterArg, MemorySpace as M, Program,
+from pypto.ir.nodes import (Assign, BinOp, Call, Const, For, Function, If, IterArg, MemorySpace as M, Program,
                             ScalarType, TileType, TupleExpr, Var, Yield)
 from pypto.ir.visit import bodies, defs, users_by_var, walk
+from pypto.passes import l0_tile_chooser as l0
 from pypto.passes.base import Namer
 from pypto.passes.carried_acc_blocks import blocked, carried_acc
 
 NAME = "AutoTileMatmulL0"
-READS = ("backend_type",)
+READS = ("backend_type", "memory_planner", "l0c_double_buffer")
+
+DBC = "pipeline_double_buffer_c"      # the For attribute DoubleBufferAcc acts on
+_MATMULS = ("tile.matmul", "tile.matmul_acc", "tile.matmul_bias")
 
 
 def run(prog: Program, opts) -> Program:
-    from pypto.backend import chip
+    from pypto.backend import BackendType, chip
     cap = chip(opts.backend_type).capacity
+    # two accumulators: the planners that place by lifetime always; ours when asked
+    dbc = opts.memory_planner != "PYPTO" or opts.l0c_double_buffer
     out = []
     for f in prog.functions:
         if f.is_kernel:
             names = Namer({p.var.name for p in f.params} | {v.name for s in walk(f.body) for v in defs(s)})
-            f = Function(f.name, f.params, f.return_types, _Tiler(cap, names).body(f.body),
+            tiler = _Tiler(cap, names, dbc, opts.backend_type is BackendType.Ascend910B)
+            f = Function(f.name, f.params, f.return_types, tiler.body(f.body),
                          f.func_type, f.level, f.role, dict(f.attrs), f.span)
         out.append(f)
     return Program(prog.name, out, prog.source)
@@ -56,35 +69,54 @@ def _idx(n, span):
     return Const(n, dt.INDEX, span)
 
 
-def _divisors(n: int, step: int, limit: int | None = None) -> list[int]:
-    """Multiples of `step` that divide n, largest first (at most `limit`)."""
-    return [d for d in range(n, 0, -1) if n % d == 0 and d % step == 0 and (limit is None or d <= limit)]
+def choose(Mm: int, N: int, K: int, nbytes: int, cap: dict, *, acc_dtype=dt.FP32, bias: bool = False,
+           accumulate: bool = False, dbc: bool = False, hold: bool = True,
+           wide_int_rows: bool = False) -> l0.L0TileResult | None:
+    """The chooser's design point for this matmul on this chip, None when it finds none."""
+    k_align = max(16, 32 // nbytes)            # a K fractal is 32 bytes of the operand
+    cfg = l0.L0TileConfig(M=Mm, N=N, K=K, l0a_bytes=cap[M.Left], l0b_bytes=cap[M.Right],
+                          l0c_bytes=cap[M.Acc], bytes_a=nbytes, bytes_b=nbytes, bytes_c=acc_dtype.nbytes,
+                          min_k=k_align, align_k=k_align, allow_a_stationary=hold, allow_b_stationary=hold,
+                          allow_double_buffer_c=dbc, allow_k_boundary=True, c_read=accumulate,
+                          l0c_align_m=32 if wide_int_rows and not acc_dtype.is_float else 16)
+    if bias:                                    # the Bias buffer holds one row of n
+        cfg.max_n = cap[M.Bias] // acc_dtype.nbytes
+    try:
+        return l0.choose_l0_tile(cfg)
+    except l0.L0TileError:
+        return None
 
 
-def choose_blocks(rows: int, N: int, K: int, nbytes: int, cap: dict,
-                  bias_nbytes: int = 0) -> tuple[int, int, int] | None:
-    """(bm, bn, bk): the largest result block that fits half of L0C (and whose bias, if
-    any, fits the Bias buffer), then the largest K step whose Left and Right blocks fit half
-    of L0A / L0B; None if no whole-fractal split fits."""
-    k_step = max(16, 32 // nbytes)
-    best = None
-    for bm in _divisors(rows, 16):
-        for bn in _divisors(N, 16):
-            if bm * bn * 4 > cap[M.Acc] // 2 or bn * bias_nbytes > cap[M.Bias]:
-                continue
-            for bk in _divisors(K, k_step):
-                if bm * bk * nbytes <= cap[M.Left] // 2 and bk * bn * nbytes <= cap[M.Right] // 2:
-                    score = (bm * bn, bk)
-                    if best is None or score > best[0]:
-                        best = (score, (bm, bn, bk))
-                    break
-    return best[1] if best else None
+def k_only(Mm: int, N: int, K: int, nbytes: int, cap: dict) -> int | None:
+    """The K step for a result that stays whole: the largest whole-fractal k whose Left and
+    Right blocks fit half of L0A / L0B (the other half for the next step's), else all of
+    them (the steps then take turns)."""
+    k_align = max(16, 32 // nbytes)
+    for share in (2, 1):
+        for k in range(K - K % k_align, 0, -k_align):
+            if Mm * k * nbytes <= cap[M.Left] // share and k * N * nbytes <= cap[M.Right] // share:
+                return k
+    return None
+
+
+class _Plan(NamedTuple):
+    A: "_Window"
+    B: "_Window"
+    M: int
+    N: int
+    K: int
+    tile: tuple                 # (m, n, k)
+    rows_outer: bool            # the grid's outer loop walks rows (A's panel is held)
+    dbc: bool                   # the inner loop alternates two accumulators
+    placement: tuple | None     # ("store" | "mat", the using statement), None: result whole
+    moves: tuple                # the statements moving A and B into L0 (replaced)
+    bias: Assign | None
 
 
 class _Tiler:
-    def __init__(self, cap: dict, names: Namer):
-        self.cap, self.names = cap, names
-        self.bias = None          # the bias of the matmul being blocked (a Bias or a Mat tile)
+    def __init__(self, cap: dict, names: Namer, dbc: bool = False, wide_int_rows: bool = False):
+        self.cap, self.names, self.dbc, self.wide_int_rows = cap, names, dbc, wide_int_rows
+        self.bias = None          # the bias of the matmul being tiled (a Bias or a Mat tile)
 
     def body(self, stmts: list) -> list:
         for s in stmts:
@@ -107,19 +139,18 @@ class _Tiler:
             if plan is None:
                 out.append(s)
                 continue
-            new, dropped = self.rewrite(s, plan, uses)
+            new, dropped = self.rewrite(s, plan)
             drop |= dropped
             out = [x for x in out if id(x) not in dropped]
             out.extend(new)
         return out
 
-    def plan(self, s, made, uses):
-        """(A, B, M, N, K, blocks, placement) for a matmul that has to be blocked, else None."""
+    def plan(self, s, made, uses) -> _Plan | None:
         if not (isinstance(s, Assign) and isinstance(s.value, Call)
-                and s.value.op in ("tile.matmul", "tile.matmul_bias", "tile.matmul_acc")):
+                and s.value.op in _MATMULS):
             return None
         accumulate = s.value.op == "tile.matmul_acc"     # (acc, lhs, rhs): only K can be split
-        lm, rm = (made.get(id(a)) for a in (s.value.args[1:3] if accumulate else s.value.args[:2]))
+        lhs, rhs = s.value.args[1:3] if accumulate else s.value.args[:2]
         bias = None
         if s.value.op == "tile.matmul_bias":         # the bias comes from a [1, N] Mat row
             bm_ = made.get(id(s.value.args[2]))
@@ -128,72 +159,76 @@ class _Tiler:
                     and getattr(bm_.value.args[0].type, "memory_space", None) is M.Mat):
                 return None
             bias = bm_
-        srcs = []
-        for mv, space in ((lm, M.Left), (rm, M.Right)):
-            got = _mat_window(mv, space, uses)
-            if got is None:
-                return None
-            srcs.append(got)
-        A, B = srcs
+        A, mv_a = _mat_window(lhs, made.get(id(lhs)), M.Left, uses)
+        B, mv_b = _mat_window(rhs, made.get(id(rhs)), M.Right, uses)
+        if A is None or B is None:
+            return None
         (Mm, K), (_, N) = A.shape, B.shape
         nb = A.src.type.dtype.nbytes
-        bias_nb = bias.var.type.dtype.nbytes if bias is not None else 0
-        fits = (Mm * K * nb <= self.cap[M.Left], K * N * nb <= self.cap[M.Right],
-                Mm * N * 4 <= self.cap[M.Acc] and N * bias_nb <= self.cap[M.Bias])
-        if all(fits) or accumulate and not fits[2]:
+        if nb < 1 or not isinstance(nb, int):        # sub-byte operands: the cube path has none
             return None
         users = uses.get(id(s.var), [])
-        placement = None
-        if not fits[2]:                  # the result is blocked too: where do the blocks go?
-            if len(users) != 1 or not isinstance(users[0], Assign) or not isinstance(users[0].value, Call):
-                return None
-            u = users[0].value
-            if u.op == "tile.store" and u.args[0] is s.var:
-                placement = ("store", users[0])
-            elif u.op == "tile.cast" and users[0].var.type.memory_space is M.Mat:
-                placement = ("mat", users[0])
-            else:
-                return None
-        blocks = choose_blocks(Mm, N, K, nb, self.cap, bias_nb)
-        if blocks is None:
+        placement = None if accumulate else _placement(s, users, uses)
+        choice = choose(Mm, N, K, nb, self.cap, acc_dtype=s.var.type.dtype, bias=bias is not None,
+                        accumulate=accumulate, dbc=self.dbc and placement is not None,
+                        hold=placement is None or placement[0] == "store" or self.dbc,
+                        wide_int_rows=self.wide_int_rows)
+        if choice is None:
             return None
-        if placement is None:           # only K is split: one block covers the result
-            blocks = (Mm, N, blocks[2])
-        return A, B, Mm, N, K, blocks, placement, (lm, rm), bias
+        tile = (choice.m, choice.n, choice.k)
+        if (choice.m, choice.n) != (Mm, N) and placement is None:
+            # the result must stay whole: tile K only, if the whole result fits L0C
+            if Mm * N * s.var.type.dtype.nbytes > self.cap[M.Acc]:
+                return None
+            k = k_only(Mm, N, K, nb, self.cap)
+            if k is None:
+                return None
+            tile = (Mm, N, k)
+        if tile == (Mm, N, K):
+            return None
+        rows_outer = (choice.stationarity is l0.Stationarity.AStationary
+                      or choice.stationarity is l0.Stationarity.OutputStationary and choice.os_holds_a)
+        dbc = choice.double_buffer_c and tile[2] == K and (tile[0], tile[1]) != (Mm, N)
+        return _Plan(A, B, Mm, N, K, tile, rows_outer, dbc, placement if (tile[0], tile[1]) != (Mm, N) else None,
+                     (mv_a, mv_b), bias)
 
-    def rewrite(self, s: Assign, plan, uses):
-        A, B, Mm, N, K, (bm, bn, bk), placement, moves, bias = plan
+    def rewrite(self, s: Assign, plan: _Plan):
+        A, B, Mm, N, K = plan.A, plan.B, plan.M, plan.N, plan.K
+        bm, bn, bk = plan.tile
         span = s.span
-        dropped = {id(moves[0]), id(moves[1])}
+        dropped = {id(m) for m in plan.moves if m is not None}
+        bias = plan.bias
         # a bias block per column block, or the whole bias moved once (kept where it is)
         self.bias = None if bias is None else (bias.var if bn == N else bias.value.args[0])
         if bias is not None and bn != N:
             dropped.add(id(bias))
-        if placement is None:
+        if plan.placement is None:
             init = s.value.args[0] if s.value.op == "tile.matmul_acc" else None
             # matmul_acc's init_cond (a fresh product when true) belongs to its first K step
             first_cond = s.value.args[3:4] if init is not None else []
             stmts, acc = self.k_loop(A, B, _idx(0, span), _idx(0, span), bm, bn, bk, K, s.var, span, init,
                                      first_cond)
             return self.bind(stmts, acc, s.var, span), dropped
-        kind, user = placement
+        kind, user = plan.placement
         dropped.add(id(user))
+        head = []
         if kind == "store":
             st: Call = user.value
             target, offs = st.args[2], st.args[1].items
             carried, final = target, user.var
         else:
             cast: Call = user.value
-            scratch = Var(self.names.fresh(user.var.name, "scratch"),
-                          TileType((Mm, N), cast.kwargs["dtype"], M.Mat), span)
-            init = Assign(scratch, Call("tile.create", [TupleExpr([_idx(Mm, span), _idx(N, span)], span)],
-                                        {"dtype": cast.kwargs["dtype"], "target_memory": M.Mat},
-                                        scratch.type, {}, span), span)
+            scratch_t = TileType((Mm, N), cast.kwargs["dtype"], M.Mat)
+            scratch = Var(self.names.fresh(user.var.name, "scratch"), scratch_t, span)
+            head.append(Assign(scratch, Call("tile.create", [TupleExpr([_idx(Mm, span), _idx(N, span)], span)],
+                                             {"dtype": cast.kwargs["dtype"], "target_memory": M.Mat},
+                                             scratch_t, {}, span), span))
+            user.var.type = scratch_t       # the cast's readers now read the Mat scratch
             carried, final, offs = scratch, user.var, None
 
-        def block(mi, ni, cur):
-            stmts, acc = self.k_loop(A, B, mi, ni, bm, bn, bk, K, s.var, span)
-            nxt = Var(self.names.fresh(final.name, "blk"), cur.type, span)
+        def place(mi, ni, th, tw, cur, held, out=None):
+            stmts, acc = self.k_loop(A, B, mi, ni, th, tw, bk, K, s.var, span, held=held)
+            nxt = out or Var(self.names.fresh(final.name, "blk"), cur.type, span)
             if kind == "store":
                 at = TupleExpr([_add(offs[0], mi, span), _add(offs[1], ni, span)], span)
                 stmts.append(Assign(nxt, Call("tile.store", [acc, at, cur], dict(user.value.kwargs),
@@ -203,8 +238,9 @@ class _Tiler:
                                               cur.type, {}, span), span))
             return stmts, nxt
 
-        loops = self.grid(Mm, N, bm, bn, carried, final, block, span)
-        return ([init] if kind == "mat" else []) + loops, dropped
+        held = self.held_panel(A, B, bm, bn, K, plan.rows_outer, span) if bk == K else None
+        return head + self.grid(Mm, N, bm, bn, carried, final, place, span, plan.rows_outer, plan.dbc,
+                                held), dropped
 
     def bind(self, stmts, acc, var, span):
         """The K loop's result bound to the matmul's own name (its users read it)."""
@@ -217,64 +253,127 @@ class _Tiler:
             return stmts
         return stmts + [Assign(var, acc, span)]
 
-    def grid(self, Mm, N, bm, bn, carried, final, block, span):
-        """for mi, for ni over the result's blocks, `carried` threaded through; bound to final."""
-        mi = Var(self.names.fresh("mi", "blk"), ScalarType(dt.INDEX), span)
-        ni = Var(self.names.fresh("ni", "blk"), ScalarType(dt.INDEX), span)
+    def held_panel(self, A, B, bm, bn, K, rows_outer, span):
+        """held(i) -> (statements, Left or Right tile): the panel of the held operand for
+        outer index i ([bm, K] of A at row i, or [K, bn] of B at column i)."""
+        def held(i):
+            if rows_outer:
+                v, st = self.extract(A, _add(A.row, i, span), A.col, bm, K, M.Left, span)
+                return [st], ("left", v)
+            v, st = self.extract(B, B.row, _add(B.col, i, span), K, bn, M.Right, span)
+            return [st], ("right", v)
+        return held
+
+    def grid(self, Mm, N, bm, bn, carried, final, place, span, rows_outer=True, dbc=False, held=None):
+        """The [bm, bn] tiles of the [Mm, N] result, `carried` threaded through them and
+        bound to `final`: the whole tiles as a loop nest (outer over the held axis, the
+        inner loop pipelined), then the partial tiles of the boundary one by one."""
+        Mi, Ni = Mm - Mm % bm, N - N % bn
+        o_stop, o_step, i_stop, i_step = (Mi, bm, Ni, bn) if rows_outer else (Ni, bn, Mi, bm)
+        ov = Var(self.names.fresh("mi" if rows_outer else "ni", "blk"), ScalarType(dt.INDEX), span)
+        iv = Var(self.names.fresh("ni" if rows_outer else "mi", "blk"), ScalarType(dt.INDEX), span)
         outer_it = Var(self.names.fresh(final.name, "iter"), carried.type, span)
         inner_it = Var(self.names.fresh(final.name, "iter"), carried.type, span)
         inner_out = Var(self.names.fresh(final.name, "row"), carried.type, span)
-        inner_body, nxt = block(mi, ni, inner_it)
+        peel = [(mi, ni) for mi in range(0, Mm, bm) for ni in range(0, N, bn) if mi >= Mi or ni >= Ni]
+        loop_out = Var(self.names.fresh(final.name, "grid"), carried.type, span) if peel else final
+        outer_body, panel = [], None
+        if held is not None:
+            outer_body, panel = held(ov)
+        mi, ni = (ov, iv) if rows_outer else (iv, ov)
+        inner_body, nxt = place(mi, ni, bm, bn, inner_it, panel)
         inner_body.append(Yield([nxt], span))
-        inner = For(ni, _idx(0, span), _idx(N, span), _idx(bn, span), inner_body,
-                    [IterArg(inner_it, outer_it)], [inner_out], span=span)
-        outer = For(mi, _idx(0, span), _idx(Mm, span), _idx(bm, span), [inner, Yield([inner_out], span)],
-                    [IterArg(outer_it, carried)], [final], span=span)
-        return [outer]
+        inner = For(iv, _idx(0, span), _idx(i_stop, span), _idx(i_step, span), inner_body,
+                    [IterArg(inner_it, outer_it)], [inner_out], span=span,
+                    stage=2 if held is not None else None, attrs={DBC: True} if dbc else {})
+        outer_body += [inner, Yield([inner_out], span)]
+        out = [For(ov, _idx(0, span), _idx(o_stop, span), _idx(o_step, span), outer_body,
+                   [IterArg(outer_it, carried)], [loop_out], span=span)]
+        cur = loop_out
+        for n_, (pm, pn) in enumerate(peel):
+            stmts, cur = place(_idx(pm, span), _idx(pn, span), min(bm, Mm - pm), min(bn, N - pn), cur, None,
+                               final if n_ == len(peel) - 1 else None)
+            out += stmts
+        return out
 
-    def k_loop(self, A, B, mi, ni, bm, bn, bk, K, like: Var, span, init=None, first_cond=()):
-        """(statements, Acc block [bm, bn]) of A[mi:, :] @ B[:, ni:] in K steps of bk, added
-        to the accumulator `init` when given (a matmul_acc whose operands were too large)."""
+    def extract(self, W, row, col, h, w, space, span):
+        t = TileType((h, w), W.src.type.dtype, space)
+        v = Var(self.names.fresh(W.src.name, "left" if space is M.Left else "right"), t, span)
+        return v, Assign(v, Call("tile.extract", [W.src, row, col, TupleExpr([_idx(h, span), _idx(w, span)], span)],
+                                 {"target_memory": space}, t, {}, span), span)
+
+    def k_loop(self, A, B, mi, ni, bm, bn, bk, K, like: Var, span, init=None, first_cond=(), held=None):
+        """(statements, Acc block [bm, bn]) of A[mi:, :] @ B[:, ni:] in K steps of bk (a
+        pipelined loop over the whole steps, the rest peeled after it), added to the
+        accumulator `init` when given. `held`: the operand already in L0 for all of K."""
         acc_t = TileType((bm, bn), like.type.dtype, M.Acc)
+        bias = None
 
-        def operands(k, out):
-            l_t = TileType((bm, bk), A.src.type.dtype, M.Left)
-            r_t = TileType((bk, bn), B.src.type.dtype, M.Right)
-            lv = Var(self.names.fresh(A.src.name, "left"), l_t, span)
-            rv = Var(self.names.fresh(B.src.name, "right"), r_t, span)
-            out.append(Assign(lv, Call("tile.extract", [A.src, _add(A.row, mi, span), _add(A.col, k, span),
-                                                        TupleExpr([_idx(bm, span), _idx(bk, span)], span)],
-                                       {"target_memory": M.Left}, l_t, {}, span), span))
-            out.append(Assign(rv, Call("tile.extract", [B.src, _add(B.row, k, span), _add(B.col, ni, span),
-                                                        TupleExpr([_idx(bk, span), _idx(bn, span)], span)],
-                                       {"target_memory": M.Right}, r_t, {}, span), span))
+        def operands(k, kw, out):
+            if held is not None and held[0] == "left":
+                lv = held[1]
+            else:
+                lv, st = self.extract(A, _add(A.row, mi, span), _add(A.col, k, span), bm, kw, M.Left, span)
+                out.append(st)
+            if held is not None and held[0] == "right":
+                rv = held[1]
+            else:
+                rv, st = self.extract(B, _add(B.row, k, span), _add(B.col, ni, span), kw, bn, M.Right, span)
+                out.append(st)
             return lv, rv
 
-        stmts: list = []
-        l0, r0 = operands(_idx(0, span), stmts)
-        first = Var(self.names.fresh(like.name, "blk"), acc_t, span)
-        bias = self.bias_block(ni, bn, stmts, span)
-        if init is not None:
-            stmts.append(Assign(first, Call("tile.matmul_acc", [init, l0, r0, *first_cond], {}, acc_t, {},
-                                            span), span))
-        elif bias is None:
-            stmts.append(Assign(first, Call("tile.matmul", [l0, r0], {}, acc_t, {}, span), span))
-        else:                                   # the bias is added once, with the first K step
-            stmts.append(Assign(first, Call("tile.matmul_bias", [l0, r0, bias], {}, acc_t, {}, span), span))
-        if bk == K:
-            return stmts, first
-        ki = Var(self.names.fresh("ki", "blk"), ScalarType(dt.INDEX), span)
-        it = Var(self.names.fresh(like.name, "kiter"), acc_t, span)
-        body: list = []
-        lv, rv = operands(ki, body)
-        nxt = Var(self.names.fresh(like.name, "kacc"), acc_t, span)
-        body.append(Assign(nxt, Call("tile.matmul_acc", [it, lv, rv], {}, acc_t, {}, span), span))
-        body.append(Yield([nxt], span))
-        done = Var(self.names.fresh(like.name, "ksum"), acc_t, span)
-        stmts.append(For(ki, _idx(bk, span), _idx(K, span), _idx(bk, span), body, [IterArg(it, first)],
-                         [done], span=span))
-        return stmts, done
+        def call(op, args, out, tag="blk"):
+            v = Var(self.names.fresh(like.name, tag), acc_t, span)
+            out.append(Assign(v, Call(op, args, {}, acc_t, {}, span), span))
+            return v
 
+        def first(lv, rv, out, acc=None):
+            if init is not None:
+                return call("tile.matmul_acc", [acc if acc is not None else init, lv, rv, *first_cond], out)
+            if bias is not None:               # the bias is added once, with the first K step
+                return call("tile.matmul_bias", [lv, rv, bias], out)
+            return call("tile.matmul", [lv, rv], out)
+
+        stmts: list = []
+        bias = self.bias_block(ni, bn, stmts, span)
+        nfull, tail = K // bk, K % bk
+        k0 = 0
+        if nfull < 2 or first_cond:
+            # one step, or matmul_acc's conditional first step (ahead of the loop: its branches
+            # would both write the carried accumulator)
+            lv, rv = operands(_idx(0, span), bk, stmts)
+            done = init = first(lv, rv, stmts)
+            first_cond, k0 = (), bk
+        if nfull * bk > k0:
+            if init is None:
+                start = Var(self.names.fresh(like.name, "l0init"), acc_t, span)
+                stmts.append(Assign(start, Call("tile.create", [TupleExpr([_idx(bm, span), _idx(bn, span)], span)],
+                                                {"dtype": like.type.dtype, "target_memory": M.Acc}, acc_t, {},
+                                                span), span))
+            else:
+                start = init
+            ko = Var(self.names.fresh("ko", "blk"), ScalarType(dt.INDEX), span)
+            it = Var(self.names.fresh(like.name, "kiter"), acc_t, span)
+            body: list = []
+            lv, rv = operands(ko, bk, body)
+            if init is not None and not first_cond:      # every step adds into the carried Acc
+                nxt = call("tile.matmul_acc", [it, lv, rv], body, "kacc")
+            else:                                        # the first step starts the sum
+                then, other = [], []
+                f = first(lv, rv, then, acc=it)
+                then.append(Yield([f], span))
+                a = call("tile.matmul_acc", [it, lv, rv], other, "kacc")
+                other.append(Yield([a], span))
+                nxt = Var(self.names.fresh(like.name, "kphi"), acc_t, span)
+                body.append(If(BinOp("==", ko, _idx(0, span), dt.BOOL, span), then, other, [nxt], span))
+            body.append(Yield([nxt], span))
+            done = Var(self.names.fresh(like.name, "ksum"), acc_t, span)
+            stmts.append(For(ko, _idx(k0, span), _idx(nfull * bk, span), _idx(bk, span), body,
+                             [IterArg(it, start)], [done], span=span, stage=2))
+        if tail:
+            lv, rv = operands(_idx(nfull * bk, span), tail, stmts)
+            done = call("tile.matmul_acc", [done, lv, rv], stmts, "ktail")
+        return stmts, done
 
     def bias_block(self, ni, bn, out, span):
         """The Bias tile of this column block: the whole bias (moved once), or its window of
@@ -292,6 +391,24 @@ class _Tiler:
         return b
 
 
+def _placement(s: Assign, users, uses):
+    """Where the tiles of a result that is cut go: ("store", its store) or ("mat", the cast
+    whose value only feeds matmuls, or is in Mat); None when used any other way."""
+    if len(users) != 1 or not isinstance(users[0], Assign) or not isinstance(users[0].value, Call):
+        return None
+    u = users[0].value
+    if u.op == "tile.store" and u.args[0] is s.var:
+        return ("store", users[0])
+    if u.op == "tile.cast":
+        readers = uses.get(id(users[0].var), [])
+        to_cube = readers and all(isinstance(r, Assign) and isinstance(r.value, Call) and (
+            r.value.op == "tile.move" and r.value.kwargs.get("target_memory") in (M.Left, M.Right)
+            or r.value.op in _MATMULS and _only_operand(r.value, users[0].var)) for r in readers)
+        if users[0].var.type.memory_space is M.Mat or to_cube:
+            return ("mat", users[0])
+    return None
+
+
 class _Window(NamedTuple):
     """A matmul operand as a window of a Mat tile: `shape` at (row, col) of `src`."""
     src: Var
@@ -300,22 +417,36 @@ class _Window(NamedTuple):
     shape: tuple
 
 
-def _mat_window(mv, space, uses) -> _Window | None:
-    """The operand `mv` defines (used once): a Mat tile moved whole into Left/Right, or a
-    window of one extracted there (carried_acc_blocks' non-fractal windows)."""
+def _only_operand(c: Call, v) -> bool:
+    """`v` is read by the matmul `c` only as its left or right matrix."""
+    lo = 1 if c.op == "tile.matmul_acc" else 0
+    return all((a is not v) or lo <= i < lo + 2 for i, a in enumerate(c.args))
+
+
+def _mat_window(operand, mv, space, uses) -> tuple:
+    """(window, the statement moving it into L0 or None): the operand is a Mat tile itself,
+    or `mv` (its definition, used once) moves a Mat tile whole into Left/Right or extracts a
+    window of one there (carried_acc_blocks' non-fractal windows). (None, None) otherwise."""
+    if _static_mat(operand):
+        return _Window(operand, _idx(0, operand.span), _idx(0, operand.span), tuple(operand.type.shape)), None
     if not (mv is not None and isinstance(mv.value, Call) and mv.value.kwargs.get("target_memory") is space
             and len(uses.get(id(mv.var), [])) == 1):
-        return None
+        return None, None
     c = mv.value
     src = c.args[0]
-    if not (isinstance(src.type, TileType) and src.type.memory_space is M.Mat and src.type.valid is None
-            and all(isinstance(d, int) for d in src.type.shape)):
-        return None
+    if not _static_mat(src):
+        return None, None
     if c.op == "tile.move":
-        return _Window(src, _idx(0, mv.span), _idx(0, mv.span), tuple(src.type.shape))
+        return _Window(src, _idx(0, mv.span), _idx(0, mv.span), tuple(src.type.shape)), mv
     if c.op == "tile.extract" and all(isinstance(d, Const) for d in c.args[3].items):
-        return _Window(src, c.args[1], c.args[2], tuple(d.value for d in c.args[3].items))
-    return None
+        return _Window(src, c.args[1], c.args[2], tuple(d.value for d in c.args[3].items)), mv
+    return None, None
+
+
+def _static_mat(v) -> bool:
+    t = getattr(v, "type", None)
+    return (isinstance(v, Var) and isinstance(t, TileType) and t.memory_space is M.Mat and t.valid is None
+            and len(t.shape) == 2 and all(isinstance(d, int) for d in t.shape))
 
 
 def _add(a, b, span):

@@ -111,7 +111,7 @@ class Clone(Rewriter):
             iters = [IterArg(self.define(a.var), i) for a, i in zip(s.iter_args, inits)]
             body = self.body(s.body)
             return For(lv, start, stop, step, body, iters, [self.define(v) for v in s.return_vars],
-                       s.kind, s.span)
+                       s.kind, s.span, s.stage, dict(s.attrs))
         if isinstance(s, While):
             inits = [e(a.init) for a in s.iter_args]
             iters = [IterArg(self.define(a.var), i) for a, i in zip(s.iter_args, inits)]
@@ -200,7 +200,7 @@ def rebind_names(f):
                 else:
                     env[n] = old
             return For(lv, start, stop, step, new_body, iters, [define(v) for v in s.return_vars],
-                       s.kind, s.span)
+                       s.kind, s.span, s.stage, dict(s.attrs))
         if isinstance(s, While):
             inits = [expr(a.init) for a in s.iter_args]
             saved = {a.var.name: env.get(a.var.name) for a in s.iter_args}

@@ -179,7 +179,7 @@ def blocked(loop: For, init: Assign, store: Assign, bm: int, bn: int, tiler) -> 
     st: Call = store.value
     offs, target = st.args[1].items, st.args[2]
 
-    def block(mi, ni, cur):
+    def block(mi, ni, th, tw, cur, held=None, out=None):   # (bm, bn divide the result)
         clone = _Block(shape, bm, bn, mi, ni, tiler.names)
         acc_t = TileType((bm, bn), init.var.type.dtype, M.Acc)
         first = Var(tiler.names.fresh(init.var.name, "nblk"), acc_t, span)
@@ -188,7 +188,7 @@ def blocked(loop: For, init: Assign, store: Assign, bm: int, bn: int, tiler) -> 
         clone.map[id(loop.iter_args[0].init)] = first
         new_loop = clone.stmt(loop)
         done = new_loop.return_vars[0]
-        nxt = Var(tiler.names.fresh(store.var.name, "blk"), cur.type, span)
+        nxt = out or Var(tiler.names.fresh(store.var.name, "blk"), cur.type, span)
         at = TupleExpr([_plus(offs[0], mi, span), _plus(offs[1], ni, span)], span)
         put = Assign(nxt, Call("tile.store", [done, at, cur], dict(st.kwargs), cur.type, {}, span), store.span)
         return [create, new_loop, put], nxt

@@ -551,7 +551,7 @@ class _Convert(Rewriter):
         if isinstance(s, While):
             return While(self.expr(s.cond), body, iter_args, rets, s.span)
         return For(s.loop_var, self.expr(s.start), self.expr(s.stop), self.expr(s.step), body,
-                   iter_args, rets, s.kind, s.span)
+                   iter_args, rets, s.kind, s.span, s.stage, dict(s.attrs))
 
     def if_(self, s: If) -> If:
         which = set()

@@ -140,7 +140,7 @@ class _SSA(Rewriter):
         self.env = before
         rets = [self.version(v) for v in s.return_vars]
         rets += [self.fresh(v.name, before[v.name], "rv") for v in implicit]
-        return For(loop_var, start, stop, step, body, iter_args, rets, s.kind, s.span)
+        return For(loop_var, start, stop, step, body, iter_args, rets, s.kind, s.span, s.stage, dict(s.attrs))
 
     def while_(self, s: While) -> While:
         """As a for loop's, with the condition reading the carried values."""

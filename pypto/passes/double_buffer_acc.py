@@ -1,19 +1,25 @@
-"""DoubleBufferAcc (l0c_double_buffer): two Acc buffers alternate in a loop.
+"""DoubleBufferAcc: two Acc buffers alternate in a loop.
 
-A sequential `pl.range` loop of a kernel whose body computes a fresh Acc tile with
-`tile.matmul` and consumes it in the same iteration (no Acc tile is carried, none is
-yielded) is unrolled by 2 when its trip count is a known even constant: the loop steps
-twice as far, and its body is the original body followed by a copy for the next
-iteration (the loop variable plus one step, the carried values the first half
-yielded). Each half's matmul is tagged `attrs={"acc_buffer": 0 | 1}`; the memory
-passes keep a tagged Acc tile live through its whole loop (`memory_reuse.lifetimes`),
-so the two halves get two Acc buffers at different addresses and the second matmul
-can fill one while the first one's result is still being drained from the other.
-Other loops are left as they are. Runs on SSA, before InitMemRef; the pipeline
-includes it only when the option is on.
+A sequential loop of a kernel whose body computes a fresh Acc tile with `tile.matmul`
+and consumes it in the same iteration (no Acc tile is carried, none is yielded) and whose
+trip count is a known constant is unrolled by 2: the loop steps twice as far, and its
+body is the original body followed by a copy for the next iteration (the loop variable
+plus one step, the carried values the first half yielded); an odd last iteration is
+peeled after the loop. Each half's matmul is tagged `attrs={"acc_buffer": 0 | 1}`; the
+memory passes keep a tagged Acc tile live through its whole loop
+(`memory_reuse.lifetimes`), so the two halves get two Acc buffers at different addresses
+and the second matmul can fill one while the first one's result is still being drained
+from the other.
+
+Which loops: every qualifying loop with the l0c_double_buffer option
+(`enable_pypto_l0c_double_buffer`), and always a loop that asks for it with
+`attrs={"pipeline_double_buffer_c": True}` (AutoTileMatmulL0 writes it where the L0 tile
+chooser double-buffers L0C; a program may too: a loop asking for it that cannot have it is
+an error at the loop's line). Runs on SSA, before InitMemRef.
 """
 from __future__ import annotations
 
+from pypto.errors import TypeCheckError
 from pypto.ir.nodes import (Assign, BinOp, Call, Const, For, ForKind, MemorySpace, Program,
                             TileType, Var, Yield)
 from pypto.ir.visit import Rewriter, const_int, walk
@@ -25,13 +31,15 @@ READS = ("l0c_double_buffer",)
 ATTR = "acc_buffer"
 
 
+DBC = "pipeline_double_buffer_c"
+
+
 def run(prog: Program, opts) -> Program:
-    if not opts.l0c_double_buffer:
-        return prog
     out = []
     for f in prog.functions:
-        if f.is_kernel:
-            f.body = _DoubleBuffer(function_namer(f)).body(f.body)
+        if f.is_kernel and (opts.l0c_double_buffer or any(isinstance(s, For) and s.attrs.get(DBC)
+                                                          for s in walk(f.body))):
+            f.body = _DoubleBuffer(function_namer(f), opts.l0c_double_buffer).body(f.body)
         out.append(f)
     return Program(prog.name, out, prog.source)
 
@@ -47,7 +55,7 @@ def _fresh_acc_matmuls(body) -> list[Call]:
     for s in walk(body):
         if isinstance(s, Yield) and any(_is_acc(v) for v in s.values):
             return []
-        if isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tile.matmul" \
+        if isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op in ("tile.matmul", "tile.matmul_bias") \
                 and _is_acc(s.var) and ATTR not in s.value.attrs and s.var.type.slot is None:
             found.append(s.value)       # (a tile in a declared slot is placed as the user said)
     return found
@@ -61,29 +69,60 @@ def _trips(s: For) -> int | None:
 
 
 class _DoubleBuffer(Rewriter):
-    def __init__(self, names):
-        self.names = names
+    def __init__(self, names, every_loop: bool):
+        self.names, self.every_loop = names, every_loop
 
     def stmt(self, s):
         if not isinstance(s, For):
             return [self.default_stmt(s)]
         s = self.default_stmt(s)                      # inner loops first
-        if s.kind is not ForKind.Sequential or any(_is_acc(a.var) for a in s.iter_args):
+        asked = bool(s.attrs.get(DBC))
+        if not (asked or self.every_loop):
             return [s]
         n = _trips(s)
-        if n is None or n < 2 or n % 2 or not _fresh_acc_matmuls(s.body):
+        why = ("it is not a sequential loop" if s.kind is not ForKind.Sequential else
+               "it carries an Acc tile from one iteration to the next" if any(_is_acc(a.var) for a in s.iter_args)
+               else "its trip count is not a compile-time constant" if n is None
+               else "it runs fewer than two iterations" if n < 2
+               else "its body has no tile.matmul whose Acc result is used within the iteration"
+               if not _fresh_acc_matmuls(s.body) else None)
+        if why is not None:
+            if asked:
+                raise TypeCheckError(f"the loop asks for {DBC} but {why}", s.span,
+                                     "two accumulators alternate between the iterations of a loop with a "
+                                     "constant trip count whose body computes a fresh tile.matmul result and "
+                                     "uses it; drop the attribute otherwise")
             return [s]
+        if n % 2 and not asked:
+            return [s]
+        step, lv, pairs = const_int(s.step), s.loop_var, n - n % 2
         first = list(s.body)
         y = first.pop() if first and isinstance(first[-1], Yield) else None
-        step = const_int(s.step)
-        lv = s.loop_var
-        var_map = {id(lv): BinOp("+", lv, Const(step, lv.type.dtype, s.span), lv.type.dtype, s.span)}
-        for a, v in zip(s.iter_args, y.values if y is not None else []):
-            var_map[id(a.var)] = v
-        second = Clone(var_map, lambda v: Var(self.names.fresh(v.name, "db"), v.type, v.span)) \
-            .body(s.body)
+        second = self.copy(s, BinOp("+", lv, Const(step, lv.type.dtype, s.span), lv.type.dtype, s.span),
+                           y.values if y is not None else [])
+        rets, after = s.return_vars, []
+        if n % 2:
+            # the last iteration runs after the loop (its Acc tile an ordinary one: the pairs'
+            # two are done by then); what it yields is bound to the loop's results
+            rets = [Var(self.names.fresh(v.name, "db"), v.type, v.span) for v in s.return_vars]
+            made = {id(x.var) for x in s.body if isinstance(x, Assign)}
+            binds = {id(v): r for v, r in zip(y.values if y is not None else [], s.return_vars) if id(v) in made}
+            after = self.copy(s, Const(const_int(s.start) + pairs * step, lv.type.dtype, s.span), rets, binds)
+            tail_y = after.pop() if after and isinstance(after[-1], Yield) else None
+            after += [Assign(r, v, s.span) for r, v in zip(s.return_vars, tail_y.values if tail_y else [])
+                      if v is not r]
         for k, half in enumerate((first, second)):
             for c in _fresh_acc_matmuls(half):
                 c.attrs[ATTR] = k
-        return [For(lv, s.start, s.stop, Const(2 * step, s.step.dtype, s.step.span), first + second,
-                    s.iter_args, s.return_vars, s.kind, s.span)]
+        stop = Const(const_int(s.start) + pairs * step, s.step.dtype, s.stop.span) if n % 2 else s.stop
+        return [For(lv, s.start, stop, Const(2 * step, s.step.dtype, s.step.span), first + second,
+                    s.iter_args, rets, s.kind, s.span, s.stage, dict(s.attrs))] + after
+
+    def copy(self, s: For, index, carried, binds=None) -> list:
+        """The loop's body for one iteration: the loop variable is `index`, the carried
+        values are `carried`; what the body defines gets fresh names (or its `binds`)."""
+        var_map = dict(binds or {})
+        var_map[id(s.loop_var)] = index
+        for a, v in zip(s.iter_args, carried):
+            var_map[id(a.var)] = v
+        return Clone(var_map, lambda v: Var(self.names.fresh(v.name, "db"), v.type, v.span)).body(s.body)

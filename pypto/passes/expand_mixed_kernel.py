@@ -231,7 +231,7 @@ class _Half:
         rets = [self.new(r) for r, k in zip(s.return_vars, keep) if k]
         if isinstance(s, For):
             return For(s.loop_var, self.e(s.start), self.e(s.stop), self.e(s.step), body, args, rets,
-                       s.kind, s.span)
+                       s.kind, s.span, s.stage, dict(s.attrs))
         return While(self.e(s.cond), body, args, rets, s.span)
 
     def branch(self, s):

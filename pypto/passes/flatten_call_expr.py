@@ -56,7 +56,7 @@ class _Flatten(Rewriter):
             pending = self.pending          # the body's statements reset it
             new = For(s.loop_var, s.start, s.stop, s.step, self.body(s.body),
                       [IterArg(a.var, i) for a, i in zip(s.iter_args, inits)],
-                      list(s.return_vars), s.kind, s.span)
+                      list(s.return_vars), s.kind, s.span, s.stage, dict(s.attrs))
             return pending + [new]
         elif isinstance(s, While):        # (its condition is evaluated each trip: not hoisted)
             inits = [self.hoist(a.init, s.span) for a in s.iter_args]

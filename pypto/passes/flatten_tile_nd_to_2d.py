@@ -105,7 +105,7 @@ class _Flatten(Rewriter):
             iters = [IterArg(self.var(a.var), i) for a, i in zip(s.iter_args, inits)]
             body = self.body(s.body)
             return [For(s.loop_var, self.expr(s.start), self.expr(s.stop), self.expr(s.step), body,
-                        iters, [self.var(r) for r in s.return_vars], s.kind, s.span)]
+                        iters, [self.var(r) for r in s.return_vars], s.kind, s.span, s.stage, dict(s.attrs))]
         if isinstance(s, While):
             inits = [self.expr(a.init) for a in s.iter_args]
             iters = [IterArg(self.var(a.var), i) for a, i in zip(s.iter_args, inits)]

@@ -100,6 +100,8 @@ def _function(f: Function) -> Function:
             c = s.value
             if c.op in _SAME_BUFFER:
                 g.union(c.args[_SAME_BUFFER[c.op]], s.var)
+            elif _acc_into_mat(c):              # the cube writes into the Mat tile itself
+                g.union(c.args[0], s.var)
             if c.op == "tile.store" and isinstance(s.var.type, TensorType):
                 m = tensor_mem.get(id(c.args[2]))
                 if m is not None:
@@ -200,6 +202,12 @@ def _regions(order, g: _Groups, members) -> dict[str, dict]:
     return regions
 
 
+def _acc_into_mat(c: Call) -> bool:
+    """tile.assemble of an Acc tile into a Mat one: written in place (no Mat -> Mat copy)."""
+    return (c.op == "tile.assemble" and getattr(c.args[1].type, "memory_space", None) is MemorySpace.Acc
+            and getattr(c.args[0].type, "memory_space", None) is MemorySpace.Mat)
+
+
 def _last_reads(body):
     """The statements in program order, and the index of each Var's last read."""
     order, last = list(walk(body)), {}
@@ -242,6 +250,12 @@ def _read_after(body) -> set[int]:
     for i, s in enumerate(order):
         if isinstance(s, (For, While)):
             out |= {id(a) for a in s.iter_args if last.get(id(a.init), -1) > i}
+        if isinstance(s, Assign) and isinstance(s.value, Call) and _acc_into_mat(s.value) \
+                and last.get(id(s.value.args[0]), -1) > i:
+            raise CodegenError("assembling a matmul result into a Mat tile that is still read afterwards "
+                               "needs a Mat -> Mat copy, which the hardware does not have", s.span,
+                               "assemble into a Mat tile the kernel does not read again (reassign it: "
+                               "x = pl.tile.assemble(x, acc, [r, c]))")
         if isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op in _ACCUMULATE:
             acc, name = s.value.args[0], s.value.op.removeprefix("tile.")
             if last.get(id(acc), -1) > i:

@@ -24,10 +24,7 @@ only where the caller allows it and only for a strictly lower wall, and only whe
 the plain optimum tiles the output at all.
 
 `pypto.pypto_core.passes.l0_tile_chooser` is this module (the reference's path).
-Not yet what our AutoTileMatmulL0 emits: that pass blocks with whole divisors of the
-matmul in half of each buffer (auto_tile_matmul_l0.choose_blocks) and has neither the
-K/M/N boundary peels nor the operand-resident and two-accumulator loop forms this
-model can choose.
+AutoTileMatmulL0 emits the design point it picks (auto_tile_matmul_l0.choose).
 """
 from __future__ import annotations
 

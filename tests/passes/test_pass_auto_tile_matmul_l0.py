@@ -9,23 +9,34 @@ import torch
 import pypto.language as pl
 from pypto import ir
 from pypto.backend import BackendType, chip
-from pypto.ir.nodes import Call, For, MemorySpace
+from pypto.ir.nodes import Call, For, If, MemorySpace
 from pypto.ir.visit import walk
-from pypto.passes.auto_tile_matmul_l0 import choose_blocks
+from pypto.passes import l0_tile_chooser as l0
+from pypto.passes.auto_tile_matmul_l0 import choose, k_only
 
 A2 = chip(BackendType.Ascend910B).capacity
 A5 = chip(BackendType.Ascend950).capacity
 
 
-def test_block_choice_fits_half_of_each_buffer():
+def test_the_tile_is_the_choosers_for_the_chips_buffers():
     for (m, n, k, nb, cap) in [(256, 256, 128, 4, A2), (256, 256, 32, 4, A2), (256, 64, 256, 2, A2),
-                               (128, 128, 512, 2, A2), (512, 512, 512, 2, A5)]:
-        bm, bn, bk = choose_blocks(m, n, k, nb, cap)
-        assert m % bm == 0 and n % bn == 0 and k % bk == 0 and bm % 16 == 0 and bn % 16 == 0
-        assert bm * bn * 4 <= cap[MemorySpace.Acc] // 2
-        assert bm * bk * nb <= cap[MemorySpace.Left] // 2 and bk * bn * nb <= cap[MemorySpace.Right] // 2
-    assert choose_blocks(256, 256, 32, 4, A2)[2] == 32          # K fits: one step
-    assert choose_blocks(136, 64, 64, 4, A2) is None             # no whole-fractal block of 136 rows
+                               (128, 128, 512, 2, A2), (512, 512, 512, 2, A5), (320, 320, 64, 4, A2)]:
+        got = choose(m, n, k, nb, cap)
+        want = l0.choose_l0_tile(l0.L0TileConfig(
+            M=m, N=n, K=k, l0a_bytes=cap[MemorySpace.Left], l0b_bytes=cap[MemorySpace.Right],
+            l0c_bytes=cap[MemorySpace.Acc], bytes_a=nb, bytes_b=nb, bytes_c=4, allow_a_stationary=True,
+            allow_b_stationary=True, allow_k_boundary=True))
+        assert (got.m, got.n, got.k, got.stationarity) == (want.m, want.n, want.k, want.stationarity)
+        assert got.m * got.k * nb <= cap[MemorySpace.Left] and got.k * got.n * nb <= cap[MemorySpace.Right]
+        assert got.m * got.n * 4 <= cap[MemorySpace.Acc] and got.m % 16 == got.n % 16 == got.k % 16 == 0
+    # two accumulators only where asked (the DSA_RP / PTOAS planners, or the PyPTO flag)
+    assert not choose(320, 320, 64, 4, A2).double_buffer_c
+    assert choose(320, 320, 64, 4, A2, dbc=True).double_buffer_c
+    # a result that stays whole: the largest K step whose blocks fit half of L0A / L0B
+    assert k_only(128, 128, 512, 2, A2) == 128 and k_only(128, 128, 48, 2, A2) == 48
+    assert k_only(16, 1152, 128, 1, A2) == 32                 # no K step fits half of L0B: all of it
+    # 136 rows: 80-row tiles, the last one a partial tile of 56 (peeled after the loop)
+    assert choose(136, 64, 64, 4, A2).m == 80
 
 
 SRC = """
@@ -89,13 +100,18 @@ def test_what_the_blocked_kernel_looks_like():
     calls = [s.value for s in walk(k.body) if hasattr(s, "value") and isinstance(s.value, Call)]
     ops = [c.op for c in calls]
     assert "tile.move" not in ops                          # no whole operand goes to Left / Right
-    assert ops.count("tile.extract") == 4 and ops.count("tile.matmul") == 1 and ops.count("tile.matmul_acc") == 1
+    # [128, 256] tiles, K in steps of 32: the first step starts the sum, the others add to it
+    assert ops.count("tile.extract") == 2 and ops.count("tile.matmul") == 1 and ops.count("tile.matmul_acc") == 1
     loops = [s for s in walk(k.body) if isinstance(s, For)]
-    assert len(loops) == 3                                 # rows, cols of blocks, and K steps
+    assert len(loops) == 3                                 # rows, cols of tiles, and K steps
+    k_loop = loops[-1]
+    assert (k_loop.stage, k_loop.step.value, k_loop.stop.value) == (2, 32, 128)
+    assert any(isinstance(s, If) for s in k_loop.body)     # ko == 0: matmul, else matmul_acc
     for c in calls:
         t = c.type
         if getattr(t, "memory_space", None) in (MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc):
-            assert t.nbytes() <= A2[t.memory_space] // 2
+            # one accumulator takes all of L0C; the operands two blocks each (the K pipeline)
+            assert t.nbytes() <= A2[t.memory_space] // (1 if t.memory_space is MemorySpace.Acc else 2)
 
 
 def test_matmuls_that_fit_are_left_alone():

@@ -1,5 +1,6 @@
-"""DoubleBufferAcc (l0c_double_buffer): a loop computing a fresh Acc tile per iteration
-is unrolled by 2 and its two halves use two Acc buffers at different addresses."""
+"""DoubleBufferAcc (l0c_double_buffer, or a loop's `pipeline_double_buffer_c` attribute): a
+loop computing a fresh Acc tile per iteration is unrolled by 2 and its two halves use two
+Acc buffers at different addresses."""
 import re
 import shutil
 
@@ -45,10 +46,75 @@ def _acc_allocs(f):
             and s.value.kwargs["target_memory"] is M.Acc]
 
 
-def test_pipeline_has_the_pass_only_with_the_option():
-    assert NAME not in [p.name for p in pipeline(PassOptions())]
-    names = [p.name for p in pipeline(ON)]
-    assert names.index(NAME) + 1 == names.index("InitMemRef")
+def test_pipeline_always_has_the_pass():
+    # (a loop may ask for two accumulators itself: the pass runs without the option too)
+    for opts in (PassOptions(), ON):
+        names = [p.name for p in pipeline(opts)]
+        assert names.index(NAME) + 1 == names.index("InitMemRef")
+
+
+ASKS = """
+import pypto.language as pl
+
+@pl.program
+class Asks:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[64, 64], pl.FP16], b: pl.Tensor[[64, 320], pl.FP16],
+          out: pl.Out[pl.Tensor[[64, 320], pl.FP32]], n: pl.INDEX) -> pl.Tensor[[64, 320], pl.FP32]:
+        ta = pl.move(pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
+        for j in pl.pipeline({STOP}, stage=2, attrs={{"pipeline_double_buffer_c": True}}):
+            tb = pl.load(b, [0, j * 64], [64, 64], target_memory=pl.Mem.Mat)
+            {BODY}
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[64, 64], pl.FP16], b: pl.Tensor[[64, 320], pl.FP16],
+             out: pl.Out[pl.Tensor[[64, 320], pl.FP32]], n: pl.INDEX) -> pl.Tensor[[64, 320], pl.FP32]:
+        out = self.k(a, b, out, n)
+        return out
+"""
+MATMUL = """c = pl.matmul(ta, pl.move(tb, target_memory=pl.Mem.Right))
+            out = pl.store(c, [0, j * 64], out)"""
+
+
+def asking(trips, dynamic=False, matmul=True):
+    """A loop that asks for two accumulators with attrs={"pipeline_double_buffer_c": True}."""
+    body = MATMUL if matmul else "out = pl.store(pl.cast(pl.load(b, [0, j * 64], [64, 64]), pl.FP32), [0, j * 64], out)"
+    return pl.parse(ASKS.format(STOP="n" if dynamic else trips, BODY=body), filename="/u/asks.py")
+
+
+def test_a_loop_that_asks_is_double_buffered_without_the_option():
+    out = run(before(asking(4), NAME), NAME)
+    k = fn(out, "k")
+    (loop,) = [s for s in walk(k.body) if isinstance(s, For)]
+    assert (loop.stop.value, loop.step.value, loop.stage) == (4, 2, 2)
+    assert loop.attrs == {"pipeline_double_buffer_c": True}
+    assert [c.attrs.get("acc_buffer") for c in calls(k, "tile.matmul")] == [0, 1]
+    roundtrip(out)
+
+
+def test_an_odd_loop_that_asks_runs_its_last_iteration_after_the_pairs():
+    out = run(before(asking(5), NAME), NAME)
+    k = fn(out, "k")
+    (loop,) = [s for s in walk(k.body) if isinstance(s, For)]
+    assert (loop.start.value, loop.stop.value, loop.step.value) == (0, 4, 2)
+    assert [c.attrs.get("acc_buffer") for c in calls(k, "tile.matmul")] == [0, 1, None]
+    last = calls(k, "tile.store")[-1]
+    col = last.args[1].items[1]                        # the fifth block, at column 4 * 64
+    assert (col.op, col.lhs.value, col.rhs.value) == ("*", 4, 64)
+    roundtrip(out)
+
+
+@pytest.mark.parametrize("kw, why", [({"dynamic": True}, "trip count is not a compile-time constant"),
+                                     ({"matmul": False}, "no tile.matmul"),
+                                     ({"trips": 1}, "fewer than two iterations")])
+def test_a_loop_that_asks_and_cannot_have_it_is_an_error_at_its_line(kw, why):
+    from pypto.errors import TypeCheckError
+    args = {"trips": 4, **kw}
+    trips = args.pop("trips")
+    with pytest.raises(TypeCheckError, match=why) as e:
+        run(before(asking(trips, **args), NAME), NAME)
+    assert "pipeline_double_buffer_c" in str(e.value) and "asks.py:10" in str(e.value)
 
 
 def test_loop_is_unrolled_by_two_with_tagged_matmuls():
@@ -119,3 +185,18 @@ def test_compile_two_acc_tiles_in_pto_and_numerics(iso):
     compiled(ta, tb, out)
     ref = ta.float() @ tb.float()
     assert torch.allclose(out, ref, atol=1e-2, rtol=1e-2)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+@pytest.mark.parametrize("trips", [4, 5])
+def test_loops_that_ask_compute_what_torch_does(iso, trips):
+    torch = pytest.importorskip("torch")
+    from pypto import ir
+    compiled = ir.compile(asking(trips), output_dir=iso / f"ask{trips}", platform="a2a3sim")
+    torch.manual_seed(trips)
+    a, b = torch.randn(64, 64).half(), torch.randn(64, 320).half()
+    out = torch.zeros(64, 320)
+    compiled(a, b, out, trips)
+    want = torch.zeros(64, 320)
+    want[:, :trips * 64] = a.float() @ b[:, :trips * 64].float()
+    assert torch.allclose(out, want, atol=1e-2, rtol=1e-2)

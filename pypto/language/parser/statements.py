@@ -429,7 +429,7 @@ class StatementsMixin:
                        "loop with pl.range, pl.parallel or pl.unroll")
         kind = _LOOP_KINDS[kname]
         bounds = [self.expr(a) for a in it.args]
-        init_node = None
+        init_node, stage, attrs = None, None, {}
         for kw in it.keywords:
             if kw.arg == "init_values":
                 init_node = kw.value
@@ -438,6 +438,8 @@ class StatementsMixin:
                 if not isinstance(stage, int) or isinstance(stage, bool) or stage < 1:
                     self.error(f"pl.pipeline stage= is a positive integer, got {stage!r}", s,
                                "pl.pipeline(0, n, stage=2)")
+            elif kw.arg == "attrs" and kind is not ForKind.Unroll:
+                attrs = self.loop_attrs(kw.value, s)
             else:
                 self.error(f"pl.{kname}() got an unexpected keyword argument {kw.arg!r}", s,
                            f"pl.{kname}(start, stop, step, init_values=(...))")
@@ -552,7 +554,21 @@ class StatementsMixin:
         elif y is not None and (y.stmt.values or y.targets):
             self.error("pl.yield_ in a loop without init_values", s,
                        "carry values explicitly: for i, (acc,) in pl.range(n, init_values=(x,)):")
-        return For(loop_var, start, stop, step, body, iter_args, rets, kind, span)
+        return For(loop_var, start, stop, step, body, iter_args, rets, kind, span, stage, attrs)
+
+    def loop_attrs(self, node, s) -> dict:
+        """attrs={"name": value, ...} of a loop: names from FOR_ATTRS, constant values."""
+        from pypto.ir.nodes import FOR_ATTRS
+        got = self.static(node, "attrs=")
+        if not isinstance(got, dict):
+            self.error(f"loop attrs= is a dict, got {got!r}", s, 'attrs={"pipeline_double_buffer_c": True}')
+        for k, v in got.items():
+            if k not in FOR_ATTRS:
+                self.error(f"unknown loop attribute {k!r}", s,
+                           "loop attributes: " + ", ".join(f"{n} ({d})" for n, d in FOR_ATTRS.items()))
+            if not isinstance(v, bool):
+                self.error(f"loop attribute {k!r} is True or False, got {v!r}", s)
+        return dict(got)
 
     def while_(self, s: ast.While, span):
         """`while cond:` -- the names the body rebinds are carried (ConvertToSSA makes
