@@ -186,3 +186,79 @@ class L:
     a, b, out = torch.randn(512, 128), torch.randn(128, 256), torch.zeros(512, 256)
     run(a, b, out)
     assert torch.allclose(out, a @ b, rtol=1e-5, atol=1e-4)
+
+
+TILE = """
+import pypto.language as pl
+
+@pl.program
+class T:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[{M}, {K}], pl.{DT}], b: pl.Tensor[[{K}, {N}], pl.{DT}],
+          out: pl.Out[pl.Tensor[[{M}, {N}], pl.FP32]]) -> pl.Tensor[[{M}, {N}], pl.FP32]:
+        lm = pl.load(a, [0, 0], [{M}, {K}], target_memory=pl.Mem.Mat)
+        rm = pl.load(b, [0, 0], [{K}, {N}], target_memory=pl.Mem.Mat)
+        c = pl.tile.matmul(lm, rm)
+        out = pl.store(c, [0, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[{M}, {K}], pl.{DT}], b: pl.Tensor[[{K}, {N}], pl.{DT}],
+             out: pl.Out[pl.Tensor[[{M}, {N}], pl.FP32]]) -> pl.Tensor[[{M}, {N}], pl.FP32]:
+        return self.k(a, b, out)
+"""
+
+
+@pytest.mark.parametrize("planner", ["PYPTO", "DSA_RP", "PTOAS"])
+@pytest.mark.parametrize("m, k, n, dtype, design", [
+    (320, 64, 320, "FP32", "64x128 tiles, both edges peeled"),
+    (272, 32, 416, "FP32", "48x256 tiles, odd inner trip count"),
+    (16, 64, 256, "FP32", "one row of two column tiles"),
+    (48, 352, 96, "BF16", "A held (DSA_RP / PTOAS)"),
+    (64, 80, 256, "BF16", "B held (DSA_RP / PTOAS)"),
+    (128, 160, 256, "BF16", "K not a multiple of the step: the last block peeled"),
+], ids=lambda v: v if isinstance(v, str) and " " in v else None)
+def test_every_design_point_computes_what_torch_does(planner, m, k, n, dtype, design, tmp_path, monkeypatch):
+    """The chooser's tiles, the held operand, the two accumulators (not under PYPTO), the
+    peeled edges and the peeled K block, each on every planner."""
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    prog = pl.parse(TILE.format(M=m, K=k, N=n, DT=dtype), filename="/u/t.py")
+    run = ir.compile(prog, output_dir=tmp_path / "out", platform="a2a3sim", memory_planner=planner)
+    torch.manual_seed(m + n)
+    a, b = (torch.randn(m, k) / k ** 0.5).to(TORCH[dtype]), torch.randn(k, n).to(TORCH[dtype])
+    out = torch.zeros(m, n)
+    run(a, b, out)
+    assert torch.allclose(out, a.float() @ b.float(), rtol=1e-4, atol=1e-4)
+
+
+def _tiled(m, k, n, dtype, planner):
+    from pypto.passes import by_name, run_pass
+    from pypto.passes.base import PassOptions
+    prog = pl.parse(TILE.format(M=m, K=k, N=n, DT=dtype), filename="/u/t.py")
+    opts = PassOptions(memory_planner=planner)
+    for name in ("ConvertToSSA", "ConvertTensorToTileOps", "FlattenTileNdTo2D", "InferTileMemorySpace",
+                 "AutoTileMatmulL0"):
+        prog = run_pass(by_name(name), prog, opts, verify=False)
+    return next(f for f in prog.functions if f.name == "k")
+
+
+def test_the_held_operand_is_extracted_once_per_outer_iteration():
+    for (m, k, n), held in [((48, 352, 96), MemorySpace.Left), ((64, 80, 256), MemorySpace.Right)]:
+        k_ = _tiled(m, k, n, "BF16", "DSA_RP")
+        outer = next(s for s in k_.body if isinstance(s, For))
+        ext = [s.value for s in outer.body if hasattr(s, "value") and isinstance(s.value, Call)]
+        assert [c.kwargs["target_memory"] for c in ext] == [held]
+        inner = next(s for s in outer.body if isinstance(s, For))
+        assert inner.stage == 2 and inner.attrs == {"pipeline_double_buffer_c": True}
+    # the PyPTO planner has one accumulator unless asked
+    assert not any(s.attrs for s in walk(_tiled(48, 352, 96, "BF16", "PYPTO").body) if isinstance(s, For))
+
+
+def test_a_k_block_the_step_does_not_divide_is_peeled():
+    k_ = _tiled(128, 160, 256, "BF16", "PYPTO")
+    (loop,) = [s for s in walk(k_.body) if isinstance(s, For)]
+    step, stop = loop.step.value, loop.stop.value
+    assert 160 % step and stop == 160 - 160 % step
+    tail = [s.value for s in k_.body if hasattr(s, "value") and isinstance(s.value, Call)
+            and s.value.op == "tile.matmul_acc"]
+    assert len(tail) == 1 and tail[0].args[1].type.shape == (128, 160 % step)
