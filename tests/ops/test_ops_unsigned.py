@@ -56,6 +56,23 @@ def test_unsigned_tiles_match_torch(d, tmp_path, monkeypatch):
     assert torch.equal(got[3], torch.floor(a.to(torch.float32) * 0.5).to(torch.int64))
 
 
+def test_the_same_width_signed_tensor_carries_the_bits(tmp_path, monkeypatch):
+    """uint16 / uint32 parameters take int16 / int32 tensors (torch computes little with
+    its unsigned types): the kernel sees the bits as unsigned."""
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    run = ir.compile(pl.parse(SRC.replace("{D}", "UINT16"), filename="/u/unsigned.py"),
+                     output_dir=tmp_path / "out", platform="a2a3sim")
+    a = torch.full((16, 64), -1, dtype=torch.int16)        # 0xffff
+    b = torch.ones(16, 64, dtype=torch.int16)
+    outs = [torch.zeros(16, 64, dtype=torch.int16), torch.zeros(16, 64, dtype=torch.int16),
+            torch.zeros(16, 64), torch.zeros(16, 64, dtype=torch.int16)]
+    run(a, b, *outs)
+    assert torch.equal(outs[0], torch.zeros(16, 64, dtype=torch.int16))    # 0xffff + 1 wraps
+    assert torch.equal(outs[2], torch.full((16, 64), 65535.0))             # read as unsigned
+    with pytest.raises(TypeError, match="expects dtype uint16, got int32"):
+        run(a.int(), b, *outs)
+
+
 def test_unsigned_names_and_errors():
     assert (pl.UINT16.nbytes, pl.UINT32.nbytes, pl.UINT64.nbytes) == (2, 4, 8)
     assert str(pl.UINT16) == "uint16" and pl.UINT32.mlir == "ui32"

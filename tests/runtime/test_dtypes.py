@@ -34,3 +34,5 @@ def test_element_types():
     assert dtypes.torch_dtype(dt.BF16) is torch.bfloat16
     assert dtypes.numpy_dtype(dt.BF16) == np.uint16      # raw bf16 bits on the numpy side
     assert dtypes.accepts(dt.INDEX, dt.INT64) and not dtypes.accepts(dt.INT32, dt.INT64)
+    assert dtypes.accepts(dt.UINT16, dt.INT16) and dtypes.accepts(dt.UINT32, dt.INT32)
+    assert not dtypes.accepts(dt.INT16, dt.UINT16) and not dtypes.accepts(dt.UINT16, dt.INT32)
