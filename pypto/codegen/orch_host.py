@@ -53,6 +53,14 @@ class HostValues:
         shape_name = self.index_array(f"{v.name}_shape", shape)
         self.host_view(v, f"api->reshape(api->ctx, {base}, {len(shape)}, {shape_name})")
 
+    def transpose(self, v: Var, e: Call, span):
+        """pl.transpose(t, axis1, axis2) on the host: a strided view with two dims swapped."""
+        base = self.handle(e.args[0], span)
+        rank = len(e.args[0].type.shape)
+        a1, a2 = (int(e.kwargs.get(k, d)) % rank for k, d in (("axis1", 0), ("axis2", 1)))
+        self.out(f"// {_loc(span)}: {v.name} = transpose({getattr(e.args[0], 'name', '?')}, {a1}, {a2})")
+        self.host_view(v, f"api->transpose(api->ctx, {base}, {a1}, {a2})")
+
     def host_view(self, v: Var, call: str) -> None:
         name = self.cname(v.name)
         self.out(f"const int64_t {name} = {call};")

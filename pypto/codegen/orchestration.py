@@ -345,6 +345,8 @@ class _Orch(HostValues, TaskGraph):
             return self.view(v, e, span)
         if e.op == "tensor.reshape":
             return self.reshape(v, e, span)
+        if e.op == "tensor.transpose":
+            return self.transpose(v, e, span)
         if e.op == "tensor.assemble":
             fail(f"pl.assemble into {getattr(e.args[0], 'name', 'a tensor')!r} in an orchestration: "
                  f"an orchestration copies no data, and this assemble could not be folded into "

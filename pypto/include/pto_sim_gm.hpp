@@ -79,6 +79,17 @@ inline GmView<T> make_tensor_view(const GmArg<T>& a, Dims shape, Dims strides, c
     GmView<T> v;
     v.base = a.base;
     v.rank = shape.n;
+    // The kernel's row-major view of the whole argument, when the argument is a strided
+    // window (an orchestration slice or transpose): its elements are where its own strides
+    // say, so the view takes them
+    bool whole = a.ndims == shape.n;
+    int64_t dense = 1;
+    for (int i = shape.n - 1; whole && i >= 0; --i) {
+        whole = shape.v[i] == a.shape[i] && strides.v[i] == dense;
+        dense *= shape.v[i];
+    }
+    if (whole)
+        for (int i = 0; i < shape.n; ++i) strides.v[i] = a.strides[i];
     for (int i = 0; i < shape.n; ++i) {
         if (shape.v[i] < 0) fail(site, "negative extent %lld in dim %d", (long long)shape.v[i], i);
         v.shape[i] = shape.v[i];

@@ -80,6 +80,9 @@ typedef struct {
     // The elements of a contiguous tensor handle, in row-major order, as another shape (a new
     // handle; 0 when refused).
     int64_t (*reshape)(void* ctx, int64_t tensor, int32_t ndims, const int64_t* shape);
+    // The same window with dims axis1 and axis2 swapped (a strided view, no data moved; a
+    // new handle; 0 when refused).
+    int64_t (*transpose)(void* ctx, int64_t tensor, int32_t axis1, int32_t axis2);
 } PyptoRuntimeApi;
 
 // Every orchestration .so exports this (extern "C"): tensors are the program's tensor

@@ -174,6 +174,8 @@ def __getattr__(name: str):
     """`passes.PassContext` and the factories `passes.<snake_name>()` (passes/context.py)."""
     if name.startswith("__"):
         raise AttributeError(name)
+    if name in _FACTORY_MODULES:       # the pass's module itself (callable: _PassModule)
+        return importlib.import_module(f"pypto.passes.{name}")
     context = importlib.import_module("pypto.passes.context")
     if name == "PassContext":
         return context.PassContext

@@ -53,6 +53,7 @@ SUBMIT_TASK_FN = ctypes.CFUNCTYPE(ctypes.c_int64, ctx_t, ctypes.c_int32, ctypes.
 PREDICATE_FN = ctypes.CFUNCTYPE(None, ctx_t, ctypes.c_int64, ctypes.c_int32, i64p, ctypes.c_int32,
                                 ctypes.c_double)
 VIEW_SHAPE_FN = ctypes.CFUNCTYPE(ctypes.c_int64, ctx_t, ctypes.c_int64, ctypes.c_int32, i64p)
+TRANSPOSE_FN = ctypes.CFUNCTYPE(ctypes.c_int64, ctx_t, ctypes.c_int64, ctypes.c_int32, ctypes.c_int32)
 # every kernel's args end with its place in its launch: block index, block count, the
 # vector core's index in its core group (read by kernels that use pl.tile.get_block_idx ...)
 # the address of the launch's barrier (pl.system.syncall) and that of a Group's pipe (the
@@ -85,6 +86,7 @@ class PyptoRuntimeApi(ctypes.Structure):
         ("submit_task", SUBMIT_TASK_FN),
         ("predicate_next", PREDICATE_FN),
         ("reshape", VIEW_SHAPE_FN),
+        ("transpose", TRANSPOSE_FN),
     ]
 
 

@@ -206,6 +206,23 @@ class Recorder:
                                      contiguous_strides(shape), base.start,
                                      ((base.buffer, "reshape", self._layouts), shape)))
 
+    def transpose(self, handle: int, axis1: int, axis2: int) -> int:
+        """The same window with two dims swapped: a strided view (kernels read it through
+        its strides). Its windows are a layout of their own, compared with others by bytes."""
+        base = self._ref(handle, "transpose")
+        n = len(base.shape)
+        if not (0 <= axis1 < n and 0 <= axis2 < n):
+            raise ValueError(f"transpose: axes {axis1}, {axis2} of a {n}-dim tensor {handle}")
+        perm = list(range(n))
+        perm[axis1], perm[axis2] = perm[axis2], perm[axis1]
+        root_shape = self.buffers[base.buffer].shape if base.layout is None else base.layout[1]
+        swap = lambda xs: tuple(xs[p] for p in perm)     # noqa: E731
+        self._layouts += 1
+        layout = ((base.buffer, "transpose", self._layouts),
+                  swap(root_shape) if len(root_shape) == n else tuple(root_shape))
+        return self._new_handle(_Ref(base.buffer, base.dtype, swap(base.offsets), swap(base.shape),
+                                     swap(base.strides), base.start, layout))
+
     def submit(self, kernel_id: int, n_tensors: int, tensors_ptr, dirs_ptr,
                n_scalars: int, scalars_ptr, n_deps: int = 0, deps_ptr=None,
                blocks: int = 1, sync_start: int = 0) -> int:
@@ -429,6 +446,10 @@ def _c_reshape(ctx, tensor, ndims, shape):
     return _guard(ctx, "reshape", lambda r: r.reshape(tensor, ndims, shape), 0)
 
 
+def _c_transpose(ctx, tensor, axis1, axis2):
+    return _guard(ctx, "transpose", lambda r: r.transpose(tensor, axis1, axis2), 0)
+
+
 def _c_predicate(ctx, tensor, ndims, indices, cmp, value):
     _guard(ctx, "predicate", lambda r: r.predicate_next(tensor, ndims, indices, cmp, value), None)
 
@@ -450,7 +471,8 @@ _CALLBACKS = (abi.ALLOC_FN(_c_alloc), abi.VIEW_FN(_c_view), abi.SUBMIT_FN(_c_sub
               abi.SCOPE_BEGIN_FN(_c_scope_begin), abi.SCOPE_END_FN(_c_scope_end),
               abi.READ_SCALAR_FN(_c_read_scalar), abi.FAIL_FN(_c_fail),
               abi.TENSOR_DIM_FN(_c_tensor_dim), abi.SUBMIT_TASK_FN(_c_submit_task),
-              abi.PREDICATE_FN(_c_predicate), abi.VIEW_SHAPE_FN(_c_reshape))
+              abi.PREDICATE_FN(_c_predicate), abi.VIEW_SHAPE_FN(_c_reshape),
+              abi.TRANSPOSE_FN(_c_transpose))
 
 
 def run_orchestration(recorder: Recorder, scalars: list[int]) -> int:

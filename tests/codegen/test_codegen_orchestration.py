@@ -56,6 +56,7 @@ static int64_t fake_dim(void*, int64_t, int32_t) { return -1; }
 static int64_t tasks = 0;
 static void fake_predicate(void*, int64_t, int32_t, const int64_t*, int32_t, double) {}
 static int64_t fake_reshape(void*, int64_t, int32_t, const int64_t*) { return 0; }
+static int64_t fake_transpose(void*, int64_t, int32_t, int32_t) { return 0; }
 static int64_t fake_submit_task(void* ctx, int32_t k, int32_t n, const int64_t* t, const int32_t* d,
                                 int32_t ns, const uint64_t* s, int32_t nd, const int64_t* deps,
                                 int32_t blocks, int32_t) {
@@ -71,7 +72,7 @@ int main(int argc, char** argv) {
     int64_t tensors[8] = {1, 2, 3, 4, 5, 6, 7, 8};
     PyptoRuntimeApi api = {0, fake_alloc, fake_view, fake_submit, fake_begin, fake_end,
                            fake_read, fake_fail, fake_dim, fake_submit_task, fake_predicate,
-                           fake_reshape};
+                           fake_reshape, fake_transpose};
     int rc = pypto_orchestration_entry(&api, tensors, scalars);
     printf("rc %d\n", rc);
     return 0;

@@ -55,6 +55,9 @@ def test_every_pass_has_a_factory_named_after_it():
     assert "parser" in repr(passes.ctrl_flow_transform())
     with pytest.raises(AttributeError, match="no attribute 'no_such_pass'"):
         passes.no_such_pass
+    # the factory is the pass's module: importing it by name still gives the module
+    from pypto.passes import flatten_call_expr
+    assert flatten_call_expr.NAME == "FlattenCallExpr" and flatten_call_expr().get_name() == "FlattenCallExpr"
 
 
 def test_the_factory_leaves_its_input_as_it_was():

@@ -79,7 +79,8 @@ reg("tile.transpose", (1, 1), _transpose, ("axis1", "axis2"), params=("x",), pto
     sig="pl.transpose(x, axis1=0, axis2=1)  (a Vec tile: [M, N] -> [N, M]; a 3-D one's last two "
         "dims, batch by batch)")
 reg("tensor.transpose", (1, 1), _transpose, ("axis1", "axis2"), params=("x",),
-    sig="pl.transpose(t, 0, 1)  (a tensor in a kernel: its tile transposed; the last two dims)")
+    sig="pl.transpose(t, 0, 1)  (a tensor in a kernel: its tile transposed, the last two dims; "
+        "in an orchestration: a strided view with the two dims swapped, no data moved)")
 
 
 def _concat(args, kw, span):

@@ -20,7 +20,7 @@ from pypto.language.parser.common import (BinOp, Call, Const, Expr, Function, Fu
 
 
 # tensor ops an orchestration runs itself: they only describe a window of a tensor
-_HOST_VIEWS = ("tensor.slice", "tensor.reshape")
+_HOST_VIEWS = ("tensor.slice", "tensor.reshape", "tensor.transpose")
 
 
 class CallsMixin:

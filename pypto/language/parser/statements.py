@@ -5,7 +5,7 @@ import ast
 import copy
 
 from pypto.language.parser.continues import first_break, has_break, without_break, without_continue
-from pypto.ir.nodes import KERNEL_TYPES
+from pypto.ir.nodes import KERNEL_TYPES, DynDim
 from pypto.language.parser.common import (ArrayType, Assign, Call, Const, Eval, For, ForKind, FunctionType,
                                           If, InCoreScope, IterArg, Level, PtrType, PyptoError,
                                           Return, RuntimeScope, ScalarType, TensorType, TileType,
@@ -14,6 +14,12 @@ from pypto.language.parser.common import (ArrayType, Assign, Call, Const, Eval, 
                                           _const_range, _kind, _lang, _same_shape_dtype,
                                           _type_text, _unsupported, dt, ops)
 
+
+
+def _dyn_refines(value_shape, ann_shape) -> bool:
+    """Each annotated dim is the value's, or a number where the value's is a runtime dim."""
+    return len(value_shape) == len(ann_shape) and all(
+        v == a or isinstance(v, DynDim) and isinstance(a, int) for v, a in zip(value_shape, ann_shape))
 
 class StatementsMixin:
     # ================================================================== statements
@@ -248,6 +254,11 @@ class StatementsMixin:
         elif isinstance(ann, (TensorType, TileType)):
             if type(vt) is not type(ann):
                 bad = f"the value is {ops._tname(vt)}"
+            elif isinstance(ann, TensorType) and tuple(vt.shape) != tuple(ann.shape) \
+                    and _dyn_refines(vt.shape, ann.shape) and vt.dtype == ann.dtype:
+                # a number where the value's dim is only known at run time: the dim stays
+                # the runtime one (the annotation cannot be checked before the run)
+                return TensorType(tuple(vt.shape), vt.dtype, ann.memref, vt.valid)
             elif tuple(vt.shape) != tuple(ann.shape):
                 bad = f"the value has shape {list(vt.shape)}"
             elif vt.dtype != ann.dtype:
