@@ -445,8 +445,9 @@ class For(Stmt):
 
 
 # For.attrs a program may write (pl.range(..., attrs={...})) and what each says
+DOUBLE_BUFFER_C = "pipeline_double_buffer_c"     # (DoubleBufferAcc acts on it)
 FOR_ATTRS = {
-    "pipeline_double_buffer_c": "the loop's fresh Acc results alternate between two L0C buffers, so one "
+    DOUBLE_BUFFER_C: "the loop's fresh Acc results alternate between two L0C buffers, so one "
                                 "is drained while the next iteration's matmul fills the other",
 }
 

@@ -281,8 +281,7 @@ class _Printer:
         if inits:
             bounds.append(f"init_values=({', '.join(inits)},)")
         if s.attrs:
-            bounds.append("attrs={" + ", ".join(f"{k!r}: {v!r}".replace("'", '"') for k, v in
-                                                 sorted(s.attrs.items())) + "}")
+            bounds.append("attrs={" + ", ".join(f'"{k}": {v!r}' for k, v in sorted(s.attrs.items())) + "}")
         lv = self.bind(s.loop_var)
         carried = ", ".join(self.bind(a.var) for a in s.iter_args)
         target = f"{lv}, ({carried},)" if s.iter_args else lv

@@ -166,7 +166,12 @@ class _Package(types.ModuleType):
         super().__setattr__(name, value)
 
 
-_FACTORY_MODULES = {m for n, m in _REGISTRY if re.sub(r"(?<=[a-z])(?=[A-Z0-9])", "_", n).lower() == m}
+def snake(name: str) -> str:
+    """A pass's factory name: InitMemRef -> init_mem_ref, AutoTileMatmulL0 -> auto_tile_matmul_l0."""
+    return re.sub(r"(?<=[a-z])(?=[A-Z0-9])", "_", name).lower()
+
+
+_FACTORY_MODULES = {m for n, m in _REGISTRY if snake(n) == m}
 sys.modules[__name__].__class__ = _Package
 
 

@@ -35,8 +35,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from pypto import dtype as dt
-from pypto.ir.nodes import (Assign, BinOp, Call, Const, For, Function, If, IterArg, MemorySpace as M, Program,
-                            ScalarType, TileType, TupleExpr, Var, Yield)
+from pypto.ir.nodes import (DOUBLE_BUFFER_C, Assign, BinOp, Call, Const, For, Function, If, IterArg,
+                            MemorySpace as M, Program, ScalarType, TileType, TupleExpr, Var, Yield)
 from pypto.ir.visit import bodies, defs, users_by_var, walk
 from pypto.passes import l0_tile_chooser as l0
 from pypto.passes.base import Namer
@@ -45,7 +45,7 @@ from pypto.passes.carried_acc_blocks import blocked, carried_acc
 NAME = "AutoTileMatmulL0"
 READS = ("backend_type", "memory_planner", "l0c_double_buffer")
 
-DBC = "pipeline_double_buffer_c"      # the For attribute DoubleBufferAcc acts on
+DBC = DOUBLE_BUFFER_C                 # the For attribute DoubleBufferAcc acts on
 _MATMULS = ("tile.matmul", "tile.matmul_acc", "tile.matmul_bias")
 
 
@@ -327,9 +327,9 @@ class _Tiler:
             out.append(Assign(v, Call(op, args, {}, acc_t, {}, span), span))
             return v
 
-        def first(lv, rv, out, acc=None):
-            if init is not None:
-                return call("tile.matmul_acc", [acc if acc is not None else init, lv, rv, *first_cond], out)
+        def first(lv, rv, out):
+            if init is not None:               # (its init_cond decides whether to add)
+                return call("tile.matmul_acc", [init, lv, rv, *first_cond], out)
             if bias is not None:               # the bias is added once, with the first K step
                 return call("tile.matmul_bias", [lv, rv, bias], out)
             return call("tile.matmul", [lv, rv], out)
@@ -337,43 +337,39 @@ class _Tiler:
         stmts: list = []
         bias = self.bias_block(ni, bn, stmts, span)
         nfull, tail = K // bk, K % bk
-        k0 = 0
+        acc, k0 = init, 0
         if nfull < 2 or first_cond:
             # one step, or matmul_acc's conditional first step (ahead of the loop: its branches
             # would both write the carried accumulator)
             lv, rv = operands(_idx(0, span), bk, stmts)
-            done = init = first(lv, rv, stmts)
-            first_cond, k0 = (), bk
+            acc, k0 = first(lv, rv, stmts), bk
         if nfull * bk > k0:
-            if init is None:
+            start = acc
+            if start is None:
                 start = Var(self.names.fresh(like.name, "l0init"), acc_t, span)
                 stmts.append(Assign(start, Call("tile.create", [TupleExpr([_idx(bm, span), _idx(bn, span)], span)],
                                                 {"dtype": like.type.dtype, "target_memory": M.Acc}, acc_t, {},
                                                 span), span))
-            else:
-                start = init
             ko = Var(self.names.fresh("ko", "blk"), ScalarType(dt.INDEX), span)
             it = Var(self.names.fresh(like.name, "kiter"), acc_t, span)
             body: list = []
             lv, rv = operands(ko, bk, body)
-            if init is not None and not first_cond:      # every step adds into the carried Acc
+            if acc is not None:                          # every step adds into the carried Acc
                 nxt = call("tile.matmul_acc", [it, lv, rv], body, "kacc")
             else:                                        # the first step starts the sum
                 then, other = [], []
-                f = first(lv, rv, then, acc=it)
-                then.append(Yield([f], span))
-                a = call("tile.matmul_acc", [it, lv, rv], other, "kacc")
-                other.append(Yield([a], span))
+                then.append(Yield([first(lv, rv, then)], span))
+                other.append(Yield([call("tile.matmul_acc", [it, lv, rv], other, "kacc")], span))
                 nxt = Var(self.names.fresh(like.name, "kphi"), acc_t, span)
                 body.append(If(BinOp("==", ko, _idx(0, span), dt.BOOL, span), then, other, [nxt], span))
             body.append(Yield([nxt], span))
-            done = Var(self.names.fresh(like.name, "ksum"), acc_t, span)
+            acc = Var(self.names.fresh(like.name, "ksum"), acc_t, span)
             stmts.append(For(ko, _idx(k0, span), _idx(nfull * bk, span), _idx(bk, span), body,
-                             [IterArg(it, start)], [done], span=span, stage=2))
+                             [IterArg(it, start)], [acc], span=span, stage=2))
         if tail:
             lv, rv = operands(_idx(nfull * bk, span), tail, stmts)
-            done = call("tile.matmul_acc", [done, lv, rv], stmts, "ktail")
-        return stmts, done
+            acc = call("tile.matmul_acc", [acc, lv, rv], stmts, "ktail")
+        return stmts, acc
 
     def bias_block(self, ni, bn, out, span):
         """The Bias tile of this column block: the whole bias (moved once), or its window of

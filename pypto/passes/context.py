@@ -12,10 +12,10 @@ return the program as they got it.
 """
 from __future__ import annotations
 
-import re
 import threading
 
 from pypto.errors import NotBuiltError
+from pypto.passes import snake
 
 _TLS = threading.local()
 
@@ -44,17 +44,15 @@ class PassContext:
         if list(instruments or []):
             raise NotBuiltError("PassContext instruments (per-pass verification or timing hooks) are not "
                                 "built: pass [] (ir.compile(dump_passes=True) writes every pass's result)")
-        from pypto.backend import BackendType, configured_backend
+        from pypto.backend import BackendType
+        from pypto.ir.options import MemoryPlanner, coerce
         from pypto.passes.base import PassOptions
-        planner = getattr(memory_planner, "name", memory_planner) or "PYPTO"
-        planner = str(planner).upper()
-        if planner not in ("PYPTO", "DSA_RP", "PTOAS"):
-            raise ValueError(f"memory_planner must be PYPTO, DSA_RP or PTOAS, got {memory_planner!r}")
-        backend = BackendType(backend_type) if backend_type is not None else (
-            configured_backend() or BackendType.Ascend910B)
-        self.options = PassOptions(backend_type=backend, memory_planner=planner,
+        planner = coerce(MemoryPlanner, memory_planner or MemoryPlanner.PYPTO, "memory_planner").value
+        # (no backend_type: the process's configured one, PassOptions' default)
+        backend = {} if backend_type is None else {"backend_type": BackendType(backend_type)}
+        self.options = PassOptions(memory_planner=planner,
                                    analyze_auto_scopes_for_deps=bool(analyze_auto_scopes_for_deps),
-                                   l0c_double_buffer=bool(enable_pypto_l0c_double_buffer))
+                                   l0c_double_buffer=bool(enable_pypto_l0c_double_buffer), **backend)
 
     def __enter__(self):
         stack = getattr(_TLS, "stack", None)
@@ -113,11 +111,6 @@ class FoldedPass:
 
     def __repr__(self) -> str:
         return f"passes.{snake(self.name)}()  # done by {self.done_by}"
-
-
-def snake(name: str) -> str:
-    """InitMemRef -> init_mem_ref, AutoTileMatmulL0 -> auto_tile_matmul_l0."""
-    return re.sub(r"(?<=[a-z])(?=[A-Z0-9])", "_", name).lower()
 
 
 def factories() -> dict:

@@ -20,7 +20,7 @@ an error at the loop's line). Runs on SSA, before InitMemRef.
 from __future__ import annotations
 
 from pypto.errors import TypeCheckError
-from pypto.ir.nodes import (Assign, BinOp, Call, Const, For, ForKind, MemorySpace, Program,
+from pypto.ir.nodes import (DOUBLE_BUFFER_C, Assign, BinOp, Call, Const, For, ForKind, MemorySpace, Program,
                             TileType, Var, Yield)
 from pypto.ir.visit import Rewriter, const_int, walk
 from pypto.passes.base import Clone, function_namer
@@ -31,7 +31,7 @@ READS = ("l0c_double_buffer",)
 ATTR = "acc_buffer"
 
 
-DBC = "pipeline_double_buffer_c"
+DBC = DOUBLE_BUFFER_C
 
 
 def run(prog: Program, opts) -> Program:
@@ -68,6 +68,21 @@ def _trips(s: For) -> int | None:
     return len(range(*b))
 
 
+def _why_not(s: For, n: int | None) -> str | None:
+    """Why the loop cannot alternate two accumulators (None: it can)."""
+    if s.kind is not ForKind.Sequential:
+        return "it is not a sequential loop"
+    if any(_is_acc(a.var) for a in s.iter_args):
+        return "it carries an Acc tile from one iteration to the next"
+    if n is None:
+        return "its trip count is not a compile-time constant"
+    if n < 2:
+        return "it runs fewer than two iterations"
+    if not _fresh_acc_matmuls(s.body):
+        return "its body has no tile.matmul whose Acc result is used within the iteration"
+    return None
+
+
 class _DoubleBuffer(Rewriter):
     def __init__(self, names, every_loop: bool):
         self.names, self.every_loop = names, every_loop
@@ -80,12 +95,7 @@ class _DoubleBuffer(Rewriter):
         if not (asked or self.every_loop):
             return [s]
         n = _trips(s)
-        why = ("it is not a sequential loop" if s.kind is not ForKind.Sequential else
-               "it carries an Acc tile from one iteration to the next" if any(_is_acc(a.var) for a in s.iter_args)
-               else "its trip count is not a compile-time constant" if n is None
-               else "it runs fewer than two iterations" if n < 2
-               else "its body has no tile.matmul whose Acc result is used within the iteration"
-               if not _fresh_acc_matmuls(s.body) else None)
+        why = _why_not(s, n)
         if why is not None:
             if asked:
                 raise TypeCheckError(f"the loop asks for {DBC} but {why}", s.span,

@@ -134,11 +134,7 @@ class LoopsMixin:
             self.ctx.loops -= 1
             self.ctx.ranges.pop(id(loop_var), None)
         self.ctx.cur, self.ctx.marked = span, bool(self.src.header_marker(s))
-        for n, old in saved.items():
-            if old is None:
-                env.pop(n, None)
-            else:
-                env[n] = old
+        _restore(env, saved)
         rets = []
         if iter_args:
             if y is None:
@@ -250,14 +246,19 @@ class LoopsMixin:
             self.ctx.loops -= 1
             self.ctx.ifs -= 1
         self.ctx.cur, self.ctx.marked = span, bool(self.src.header_marker(s))
-        for n, old in saved.items():
-            if old is None:
-                env.pop(n, None)
-            else:
-                env[n] = old
+        _restore(env, saved)
         if y is None or len(y.stmt.values) != len(iter_args):
             self.error("a pl.while_ loop ends with `r = pl.yield_(...)`, one value per init value", s)
         rets = []
         if y.targets:
             rets = [self.define(n, ia.var.type, y.stmt.span) for n, ia in zip(y.targets, iter_args)]
         return While(cond, body, iter_args, rets, span)
+
+
+def _restore(env: dict, saved: dict) -> None:
+    """Put back the names a loop bound for its body (its index, its carried values)."""
+    for n, old in saved.items():
+        if old is None:
+            env.pop(n, None)
+        else:
+            env[n] = old
