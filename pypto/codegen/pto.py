@@ -79,14 +79,15 @@ from pypto import dtype as dt
 from pypto.codegen.common import Names, c_string, fail, mlir_float
 from pypto.codegen.control_flow import ControlFlow
 from pypto.codegen.gm_access import GmAccess
-from pypto.codegen.tileops import EMITTERS
+from pypto.codegen.tileops import EMITTERS, SCALAR_EMITTERS
+from pypto.codegen.tileops.prefetch import SDMA_ARG
 from pypto.codegen.values import _Array, _Scalar, _Tensor, _Tile, _mlir_name, _same_storage
 from pypto.ir import layout as _layout
 from pypto.ir.layout import tile_rows_cols
 from pypto.ir.ops.system import BLOCK_IDENTITY
 from pypto.codegen.scalars import Scalars
 from pypto.errors import NotBuiltError
-from pypto.ir.nodes import (ArrayType, Assign, BinOp, Call, Const, DynDim, Eval, For, FunctionType, If,
+from pypto.ir.nodes import (ArrayType, HandleType, Assign, BinOp, Call, Const, DynDim, Eval, For, FunctionType, If,
                             MemorySpace, Program, PtrType, Return, ScalarType, TensorType,
                             TileType, TupleType, Var, While, Yield)
 from pypto.ir.visit import defs as defs_of, walk
@@ -211,6 +212,7 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
         self.dyn_args: list[tuple[DynDim, str]] = []
         self.spmd_used: set[str] = set()     # block identity ops the body reads
         self.barrier_used = False            # a hard syncall: the launch's barrier argument
+        self.sdma_used = False               # a prefetch context: the runtime's SDMA workspace
         self.pipe_used = False               # a Group's half: the pipe to the other core
         self.lines: list[str] = []
         self.depth = 2
@@ -303,6 +305,8 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
         self.check_return(ret)
         body_lines = self.lines
         # hidden arguments last, in a fixed order, each only if the body reads it
+        if self.sdma_used:
+            sig.append(f"%{SDMA_ARG}: !pto.ptr<i8>")
         sig += [f"%{BLOCK_IDENTITY[op]}: i32" for op in BLOCK_IDENTITY if op in self.spmd_used]
         if self.barrier_used:
             sig.append(f"%{BARRIER_ARG}: i64")
@@ -422,6 +426,8 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
                 self.syncall(c, span)
             elif isinstance(c, Call) and c.op == "tile.tpush":
                 self.tpush(c, span)
+            elif isinstance(c, Call) and c.op in SCALAR_EMITTERS:     # its value unused
+                SCALAR_EMITTERS[c.op](self, c, span)
             else:
                 what = c.op if isinstance(c, Call) else type(c).__name__
                 fail(f"cannot generate PTO for the statement-level expression {what}", span)
@@ -475,6 +481,9 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
                 fail(f"{e.op} producing tensor {v.name!r} inside a kernel", span,
                      "tensor ops must be converted to tile ops (ConvertTensorToTileOps) before codegen")
             self.env[id(v)] = self.store(e, span)
+            return
+        if isinstance(v.type, HandleType):       # an opaque handle (the prefetch family's)
+            self.tile_op(v, e, span)
             return
         if e.op == "tuple.get" and id(v) in self.env:    # bound by the op that wrote it
             return

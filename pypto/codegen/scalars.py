@@ -8,6 +8,7 @@ from pypto.codegen.common import fail
 from pypto.codegen.values import _Scalar
 from pypto.ir.ops.base import const_int
 from pypto.ir.nodes import BinOp, Call, Const, TupleExpr, Var
+from pypto.codegen.tileops import SCALAR_EMITTERS
 from pypto.ir.ops.system import BLOCK_IDENTITY
 
 _INT_BINOPS = {"+": "addi", "-": "subi", "*": "muli", "//": "divsi", "%": "remsi",
@@ -69,6 +70,8 @@ class Scalars:
             r = self.tmp()
             self.emit(f"{r} = pto.load_scalar {pview} : {pty} -> {ty}", span)
             return self.convert(_Scalar(r, ty), want, span)
+        if isinstance(e, Call) and e.op in SCALAR_EMITTERS:   # a family's scalar-valued op
+            return self.convert(SCALAR_EMITTERS[e.op](self, e, span), want, span)
         if isinstance(e, Call) and e.op in BLOCK_IDENTITY:    # a hidden argument (SPMD)
             self.spmd_used.add(e.op)
             return self.convert(_Scalar("%" + BLOCK_IDENTITY[e.op], "i32"), want, span)

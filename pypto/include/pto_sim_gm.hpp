@@ -213,4 +213,44 @@ template <class T> inline void syncall(const GmArg<T>& ws, int32_t n, const char
     syncall_at(reinterpret_cast<int64_t*>(ws.base), n, site);
 }
 
+// pl.prefetch: an async GM -> L2 pull by the SDMA engine, a cache hint that changes no
+// value. The engine's workspace (the runtime's, one per block) counts the prefetches issued
+// and those landed; on the CPU the region's cache lines are pulled into the host's caches.
+struct PrefetchContext { int64_t* workspace; };
+struct AsyncEvent { int64_t seq; int64_t* workspace; };
+struct AsyncSession { int64_t* workspace; };
+
+inline PrefetchContext make_prefetch_async_context(int8_t* workspace, const char* site) {
+    if (workspace == nullptr) fail(site, "make_prefetch_async_context: the runtime gave no SDMA workspace");
+    return PrefetchContext{reinterpret_cast<int64_t*>(workspace)};
+}
+
+template <class T>
+inline AsyncEvent tprefetch_async(const GmPart<T>& p, const PrefetchContext& ctx, const char* site) {
+    p.check_bounds(site);
+    int64_t* ws = ctx.workspace;
+    const int64_t seq = ++ws[0];                    // issued
+    const int64_t line = 64 / int64_t(sizeof(T)) > 0 ? 64 / int64_t(sizeof(T)) : 1;
+    for (int64_t r = 0; r < p.rows(); ++r) {
+        const T* row = p.base + p.row_offset(r);
+        for (int64_t c = 0; c < p.cols(); c += line)
+            __builtin_prefetch(row + c * p.col_stride(), 0, 3);
+        ws[2] += p.cols() * int64_t(sizeof(T));     // bytes pulled
+    }
+    ws[1] = seq;                                    // landed
+    return AsyncEvent{seq, ws};
+}
+
+inline AsyncSession get_prefetch_async_session(const PrefetchContext& ctx) {
+    return AsyncSession{ctx.workspace};
+}
+
+inline bool wait_async_event(const AsyncEvent& e, const AsyncSession& s, const char* site) {
+    if (e.workspace != s.workspace)
+        fail(site, "wait_async_event: the event was started on another prefetch context than the session's");
+    if (s.workspace[1] < e.seq)
+        fail(site, "wait_async_event: prefetch %lld never landed", (long long)e.seq);
+    return true;
+}
+
 }  // namespace pto

@@ -33,11 +33,12 @@ typedef struct {
 } PyptoTensor;
 
 // Every kernel .so exports this. args[0..T) are (int64_t)(const PyptoTensor*),
-// args[T..T+S) are scalar bit patterns (uint64 reinterpret), then five more: the task's
+// args[T..T+S) are scalar bit patterns (uint64 reinterpret), then six more: the task's
 // block index, its block count (SPMD launches), the vector core's index in its group,
-// the address of the launch's barrier (two int64 words, zero at the start: pl.system.syncall)
-// and the address of a Group's pipe (zeroed memory its cube and vector halves pass tiles
-// through; 0 for other kernels). A Group's .so exports pypto_kernel_entry__<name>_aic and
+// the address of the launch's barrier (two int64 words, zero at the start: pl.system.syncall),
+// the address of a Group's pipe (zeroed memory its cube and vector halves pass tiles
+// through; 0 for other kernels) and that of the vector core's SDMA workspace (four zeroed
+// int64 words, for a kernel whose info says "sdma": pl.prefetch; 0 for others). A Group's .so exports pypto_kernel_entry__<name>_aic and
 // pypto_kernel_entry__<name>_aiv, run together on an AIC and an AIV. Returns 0 on success;
 // otherwise writes a NUL-terminated message into err (errlen bytes) and returns 1.
 typedef int (*pypto_kernel_entry_fn)(const int64_t* args, char* err, int32_t errlen);

@@ -299,11 +299,21 @@ class ArrayType:
 
 
 @dataclass(frozen=True)
+class HandleType:
+    """An opaque handle a kernel holds (the async-prefetch family's context, event and
+    session): passed between ops, never computed with; `kind` is the pl name."""
+    kind: str          # "PrefetchAsyncContext", "AsyncEvent", "AsyncSession"
+
+
+HANDLE_KINDS = ("PrefetchAsyncContext", "AsyncEvent", "AsyncSession")
+
+
+@dataclass(frozen=True)
 class TupleType:
     types: tuple[Any, ...]
 
 
-Type = Union[ScalarType, TensorType, TileType, PtrType, TupleType]
+Type = Union[ScalarType, TensorType, TileType, PtrType, HandleType, TupleType]
 
 
 def with_memref(t, memref):

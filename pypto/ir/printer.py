@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from pypto import dtype as dt
-from pypto.ir.nodes import (ArgDir, ArrayType, Assign, BinOp, Call, Const, DynDim, Eval, For, ForKind, While,
+from pypto.ir.nodes import (ArgDir, ArrayType, HandleType, Assign, BinOp, Call, Const, DynDim, Eval, For, ForKind, While,
                             Function, FunctionType, If, InCoreScope, MemorySpace, Param, SplitMode,
                             AtomicType, MaskPattern, PadValue, ParamDirection, Program, PtrType, Return, Role, RuntimeScope,
                             ScalarType, TensorType, TileType, TupleExpr, TupleType, Var, Yield)
@@ -101,6 +101,8 @@ class _Printer:
             return f"pl.Scalar[{t.dtype!r}]"
         if isinstance(t, PtrType):
             return "pl.Ptr"
+        if isinstance(t, HandleType):
+            return f"pl.{t.kind}"
         if isinstance(t, ArrayType):
             return f"pl.Array[{t.extent}, {t.dtype!r}]"
         if isinstance(t, TupleType):

@@ -18,10 +18,11 @@ from pypto.ir.nodes import (AtomicType, DynDim, ForKind, FunctionType, Level, Me
 from pypto.language import dsl
 from pypto.language.dsl import (DSLCallError, OPERATORS, at, cast, cluster, const, manual_scope, max, min,
                                 parallel, pipeline, range, scope, spmd, spmd_submit, submit, system, tensor,
-                                tile, array, unroll, while_, cond, yield_)
+                                tile, array, prefetch, unroll, while_, cond, yield_)
 from pypto.language.optimizations import cross_core_slot, split
 from pypto.language.parser import function, loads, parse, program
-from pypto.language.typing import (Annotation, Array, InOut, MemRef, Out, Ptr, Scalar, ScopeMode,
+from pypto.language.typing import (Annotation, Array, AsyncEvent, AsyncSession, InOut, MemRef, Out,
+                                   PrefetchAsyncContext, Ptr, Scalar, ScopeMode,
                                    Tensor, TensorLayout, TensorView, Tile, TileView, dynamic)
 
 Mem = MemorySpace
@@ -31,11 +32,11 @@ globals().update(OPERATORS)
 __all__ = sorted(
     ["FP32", "FP16", "BF16", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32",
      "UINT64", "BOOL", "INDEX", "TASK_ID", "FP8E4M3FN", "FP8E5M2", "FP8E8M0", "HF8", "FP4", "HF4", "INT4", "UINT4",
-     "DataType", "Tensor", "Tile", "Scalar", "Array", "Out", "InOut", "Ptr", "MemRef", "TileView", "TensorView", "TensorLayout",
+     "DataType", "Tensor", "Tile", "Scalar", "Array", "Out", "InOut", "Ptr", "PrefetchAsyncContext", "AsyncEvent", "AsyncSession", "MemRef", "TileView", "TensorView", "TensorLayout",
      "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "Level", "Role", "ScopeMode", "ForKind",
      "SplitMode", "split", "cross_core_slot",
      "ParamDirection", "DynDim", "Annotation", "adir", "dynamic", "program", "function", "at", "cluster",
-     "scope", "pipeline", "manual_scope", "submit", "spmd", "spmd_submit", "system", "range", "parallel", "unroll", "array", "while_", "cond", "yield_", "const", "cast", "min", "max", "parse",
+     "scope", "pipeline", "manual_scope", "submit", "spmd", "spmd_submit", "system", "range", "parallel", "unroll", "array", "prefetch", "while_", "cond", "yield_", "const", "cast", "min", "max", "parse",
      "loads", "tile", "tensor", "DSLCallError"] + list(OPERATORS)
     + (["jit"] if importlib.util.find_spec("pypto.jit") is not None else []))
 

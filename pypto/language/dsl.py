@@ -139,3 +139,4 @@ tile = OpNamespace("tile")
 tensor = OpNamespace("tensor")
 array = OpNamespace("array")        # on-core arrays of scalars
 system = OpNamespace("system")      # task ids: dummy tasks, explicit dependencies
+prefetch = OpNamespace("prefetch")  # async GM -> L2 prefetch in a kernel

@@ -62,6 +62,18 @@ class Ptr(metaclass=_Subscriptable):
     """`pl.Ptr` — the identity of an on-chip allocation (`pl.tile.alloc`)."""
 
 
+class PrefetchAsyncContext(metaclass=_Subscriptable):
+    """`pl.PrefetchAsyncContext` — what pl.prefetch.make_context() gives."""
+
+
+class AsyncEvent(metaclass=_Subscriptable):
+    """`pl.AsyncEvent` — a started prefetch (pl.prefetch.async_prefetch), to wait for."""
+
+
+class AsyncSession(metaclass=_Subscriptable):
+    """`pl.AsyncSession` — the session of a prefetch context (pl.prefetch.session)."""
+
+
 class MemRef:
     """In a type, where the value lives: `pl.MemRef(base, byte_offset, size)` (explicit
     dumps), or a declared allocation of N equal slots, `pl.MemRef("name", slots=N)` --

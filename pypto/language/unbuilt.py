@@ -3,9 +3,6 @@ NotBuiltError at the user's line that says so and why, not "unknown operator".""
 from __future__ import annotations
 
 NOT_BUILT = {
-    "pl.prefetch": ("async GM -> L2 prefetch needs the SDMA workspace the runtime provisions on "
-                    "a2a3 devices; the simulators model no L2 (the reference runs it on devices "
-                    "only)", "drop the prefetch: it is a cache hint and changes no value"),
     "pl.matmul_mx": ("MX-scaled matmuls (a5, FP4 / HF8 operands with per-block scales)",
                      "use fp16 / bf16 / fp8 operands with pl.matmul"),
     "pl.tile.matmul_mx": ("MX-scaled matmuls (a5, FP4 / HF8 operands with per-block scales)",

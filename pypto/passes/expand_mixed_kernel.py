@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pypto.errors import CodegenError, NotBuiltError
 from pypto.ir.nodes import (CUBE, CUBE_SPACES, VECTOR, Assign, Call, Eval, For, Function, FunctionType,
-                            If, IterArg, Program, PtrType, Return, TensorType, TileType, Var, While,
+                            HandleType, If, IterArg, Program, PtrType, Return, TensorType, TileType, Var, While,
                             Yield, derived_level_role, side_of_space)
 from pypto.ir.visit import Substitute, defs, stmt_exprs, vars_used, walk
 from pypto.passes.mixed_fence import fence
@@ -60,8 +60,11 @@ def _classify(f: Function) -> Function:
 # ----------------------------------------------------------------------------- the halves
 
 def _side(v) -> str | None:
-    """The core a tile belongs to; None for anything else."""
+    """The core a tile belongs to (a prefetch handle: the vector core's, whose UB holds the
+    SDMA engine's scratch); None for anything else."""
     t = getattr(v, "type", None)
+    if isinstance(t, HandleType):
+        return VECTOR
     return side_of_space(t.memory_space) if isinstance(t, TileType) else None
 
 
@@ -175,6 +178,8 @@ class _Half:
                     c = self.halver.shape_arg(c, nv.type)
                 return [Assign(nv, Call(c.op, c.args, c.kwargs, nv.type, c.attrs, c.span), s.span)]
             return [Assign(v, self.e(val), s.span)]
+        if isinstance(t, HandleType):
+            return [Assign(v, self.e(val), s.span)] if self.side == VECTOR else []
         if isinstance(t, PtrType):
             space = val.kwargs.get("target_memory") if isinstance(val, Call) else None
             if side_of_space(space) not in (None, self.side):

@@ -13,6 +13,7 @@ import struct
 from ..dtype import BY_MLIR
 from .arch import CXX_SPACE, Arch
 from .analysis import defining_ops, slot_bytes
+from . import prefetch
 from .errors import op_error
 from .ir import (Func, Module, Op, PartitionType, PtrType, ScalarType, TensorViewType, TileType,
                  Value, walk)
@@ -72,6 +73,8 @@ def cxx_type(t) -> str:
         return f"pto::GmPart<{_elem_cxx(t.elem)}>"
     if isinstance(t, TileType):
         return f"pto::Tile<{_elem_cxx(t.dtype)}>"
+    if prefetch.cxx_type(t):
+        return prefetch.cxx_type(t)
     raise ValueError(f"no C++ type for {t}")
 
 
@@ -144,6 +147,9 @@ class FuncEmitter:
     def signature(self) -> str:
         params = []
         for a in self.f.args:
+            if a.name in HIDDEN and isinstance(a.type, PtrType):     # a runtime-given address
+                params.append(f"{_elem_cxx(a.type.elem)}* {self.n(a)}")
+                continue
             ty = cxx_type(a.type)
             params.append(f"const {ty}& {self.n(a)}" if isinstance(a.type, PtrType) else f"{ty} {self.n(a)}")
         return f"static void k_{re.sub(r'[^A-Za-z0-9_]', '_', self.f.name)}({', '.join(params)})"
@@ -218,6 +224,8 @@ class FuncEmitter:
             r = op.results[0]
             self.emit(ind, f"const {cxx_type(r.type)} {self.n(r)} = {self.n(op.group('array')[0])}.get("
                            f"{self.n(op.group('index')[0])}, {self.site(op)});")
+        elif name in prefetch.PREFETCH_OPS:
+            prefetch.emit(self, op, ind)
         elif name == "pto.syncall":
             b, count = op.group("ins")
             self.emit(ind, f"pto::syncall({self.n(b)}, {self.n(count)}, {self.site(op)});")
@@ -512,13 +520,15 @@ def dim_args(f: Func) -> dict:
 # vector core's index in its group to every task's arguments
 HIDDEN = {"__pypto_spmd_block_idx": 0, "__pypto_spmd_block_num": 1, "__pypto_spmd_subblock_idx": 2,
           "__pypto_spmd_sync": 3,   # (the address of the launch's barrier: a hard syncall)
-          "__pypto_group_pipe": 4}  # (the address of a Group's pipe: its halves' tiles pass there)
+          "__pypto_group_pipe": 4,  # (the address of a Group's pipe: its halves' tiles pass there)
+          "__pypto_sdma_workspace": 5}  # (the block's SDMA workspace: pl.prefetch)
 PIPE_ARG = "__pypto_group_pipe"
+SDMA_ARG = "__pypto_sdma_workspace"
 
 
 def _entry(f: Func, symbol: str) -> list[str]:
     dims = dim_args(f)
-    tensors = [a for a in f.args if isinstance(a.type, PtrType)]
+    tensors = [a for a in f.args if isinstance(a.type, PtrType) and a.name not in HIDDEN]
     scalars = [a for a in f.args if not isinstance(a.type, PtrType) and a not in dims
                and a.name not in HIDDEN]
     slot = {a: k for k, a in enumerate(tensors)}
@@ -526,7 +536,9 @@ def _entry(f: Func, symbol: str) -> list[str]:
     base = len(tensors) + len(scalars)
     call_args = []
     for a in f.args:
-        if a.name in HIDDEN:
+        if a.name in HIDDEN and isinstance(a.type, PtrType):     # an address the runtime gives
+            call_args.append(f"reinterpret_cast<{_elem_cxx(a.type.elem)}*>(args[{base + HIDDEN[a.name]}])")
+        elif a.name in HIDDEN:
             call_args.append(f"pto::scalar_arg<{SCALAR_CXX[a.type.name]}>(args[{base + HIDDEN[a.name]}])")
         elif isinstance(a.type, PtrType):
             d = BY_MLIR[a.type.elem]
@@ -571,7 +583,7 @@ def kernel_info(module: Module, arch: Arch, usage: dict) -> dict:
         "name": f.name,
         "kernel_kind": f.kernel_kind,
         "arch": arch.name,
-        "tensor_params": sum(isinstance(a.type, PtrType) for a in f.args),
+        "tensor_params": sum(isinstance(a.type, PtrType) and a.name not in HIDDEN for a in f.args),
         "scalar_params": sum(not isinstance(a.type, PtrType) and a.name not in HIDDEN
                              for a in f.args) - len(dim_args(f)),
         "bytes_used": dict(sorted(usage.get(f.name, {}).items())),
@@ -579,6 +591,8 @@ def kernel_info(module: Module, arch: Arch, usage: dict) -> dict:
         # a Group whose vector work is split runs two AIVs with its AIC
         "vector_halves": 2 if any(g.attrs.get("pypto.split", "0") != "0" for g in module.funcs) else 1,
         "pipe_slots": max([int(op.attrs.get("slot_num", 2)) for op in pipe_ops] or [2]),
+        # it makes a prefetch context: the runtime gives each block an SDMA workspace
+        "sdma": any(a.name == SDMA_ARG for g in module.funcs for a in g.args),
     }
 
 

@@ -663,6 +663,16 @@ class Parser:
         self.operand_group("ins", op)
         return []
 
+    def p_paren(self, op: Op):
+        """`%r = pto.op(%a, %b : Ta, Tb) -> R` (the prefetch family)."""
+        self.expect("(")
+        op.operands["args"] = self.ssa_list(":")
+        self.expect(":")
+        op.types["args"] = self.type_list()
+        self.expect(")")
+        self.expect("->")
+        return [self.type()]
+
     HANDLERS = {
         "arith.constant": p_constant,
         "arith.cmpi": p_cmp,
@@ -687,6 +697,10 @@ class Parser:
         "pto.load_scalar": p_treshape,        # %v = pto.load_scalar %pview : P -> T
         "pto.tgetval": p_getval,
         "pto.syncall": p_syncall,
+        "pto.make_prefetch_async_context": p_paren,
+        "pto.tprefetch_async": p_paren,
+        "pto.comm.wait_async_event": p_paren,
+        "pto.get_prefetch_async_session": p_treshape,    # %s = ... %ctx : C -> S
         "pto.subview": p_subview,
     }
     HANDLERS.update(dict.fromkeys(CAST_OPS, p_cast))

@@ -10,6 +10,7 @@ from .arch import Arch
 from .errors import PtoasError, op_error
 from .ir import (Func, LocalArrayType, Module, Op, PartitionType, PtrType, ScalarType, TensorViewType,
                  TileType, Value)
+from . import prefetch
 from .ops import FLOAT_DTYPES, FP8_DTYPES, kind_of, PIPE_OPS, STRUCTURAL_OPS, TILE_OPS, round_mode
 from .parser import CAST_OPS
 from .types import STATUS_VECTOR
@@ -151,6 +152,8 @@ class Verifier(OpChecks, TileChecks):
             return self.local_array(op)
         if n == "pto.syncall":
             return self.syncall(op)
+        if n in prefetch.PREFETCH_OPS:
+            return prefetch.verify(self, op)
         if n in PIPE_OPS:
             return self.pipe_op(op)
         if n in TILE_OPS:

@@ -57,8 +57,10 @@ TRANSPOSE_FN = ctypes.CFUNCTYPE(ctypes.c_int64, ctx_t, ctypes.c_int64, ctypes.c_
 # every kernel's args end with its place in its launch: block index, block count, the
 # vector core's index in its core group (read by kernels that use pl.tile.get_block_idx ...)
 # the address of the launch's barrier (pl.system.syncall) and that of a Group's pipe (the
-# memory its cube and vector halves pass tiles through; 0 for other kernels)
-HIDDEN_ARGS = 5
+# memory its cube and vector halves pass tiles through; 0 for other kernels), and that
+# of the block's SDMA workspace (pl.prefetch: its prefetches issued, landed, bytes)
+HIDDEN_ARGS = 6
+SDMA_WORKSPACE_WORDS = 4
 # a Group's pipe: a 64-byte header, a 64-byte (head, tail) per channel -- (to the AIVs, to
 # the AIC) x (AIV 0, AIV 1) -- then per channel PIPE_DEPTH slots of a 64-byte header and
 # PIPE_SLOT_BYTES of tile data (the largest buffer a tile is pushed from: UB or L0C,
@@ -130,6 +132,16 @@ def core_needs(core_type: str, group) -> tuple:
     if not group:
         return ((core_type, 1),)
     return (("aic", 1), ("aiv", group.aivs)) if group.cube is not None else (("aiv", group.aivs),)
+
+
+def needs_sdma(lib: ctypes.CDLL) -> bool:
+    """Whether the kernel makes a prefetch context (its blocks get SDMA workspaces)."""
+    import json
+    if not hasattr(lib, "pypto_kernel_info"):
+        return False
+    info_fn = getattr(lib, "pypto_kernel_info")
+    info_fn.restype = ctypes.c_char_p
+    return bool(json.loads(info_fn().decode("utf-8")).get("sdma", False))
 
 
 def core_group(lib: ctypes.CDLL, name: str, core_type: str) -> tuple:

@@ -153,6 +153,7 @@ class LoadedKernel:
     # how it runs on a core group (abi.CoreGroup); () for a kernel on one core
     group: tuple = field(default=(), repr=False)
     move_ns: Any = field(default=None, repr=False)   # abi.bind_move_ns
+    sdma: bool = False               # its blocks get an SDMA workspace (pl.prefetch)
     # abi.core_needs, once: read by every scheduling step
     needs: tuple = field(init=False, repr=False)
 
@@ -228,7 +229,7 @@ def load_chip_callable(output_dir: Path, config: dict[str, Any]) -> ChipCallable
             raise ArtifactError(f"kernel '{k['name']}': cannot load {path}: {e}") from e
         kernels[int(k["func_id"])] = LoadedKernel(
             int(k["func_id"]), str(k["name"]), k["core_type"], tuple(k.get("signature", ())),
-            path, digest, entry, lib, group, abi.bind_move_ns(lib))
+            path, digest, entry, lib, group, abi.bind_move_ns(lib), abi.needs_sdma(lib))
     if "binary" not in orch:
         raise ArtifactError(f"{output_dir / KERNEL_CONFIG}: ORCHESTRATION has no 'binary'")
     name = str(orch.get("name", "orchestration"))

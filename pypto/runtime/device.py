@@ -438,9 +438,16 @@ class Launch:
         per_block = []
         barrier = (ctypes.c_int64 * 2)()   # the launch's syncall barrier: arrived, round
         pipes = []
+        # the SDMA workspaces, one per block (an AIV of a group shares its block's: the
+        # prefetch family runs on one core of it)
+        aivs = kernel.group.aivs if kernel.group else 1
+        words = abi.SDMA_WORKSPACE_WORDS
+        sdma = (ctypes.c_int64 * (words * spec.blocks * aivs))() if getattr(kernel, "sdma", False) else None
         for b in range(spec.blocks):     # the hidden arguments: block index, count, subblock
             a = (ctypes.c_int64 * len(args))(*args)
             a[n], a[n + 1], a[n + 2], a[n + 3] = b, spec.blocks, 0, ctypes.addressof(barrier)
+            if sdma is not None:         # (one per vector core: its prefetches, its counts)
+                a[n + 5] = ctypes.addressof(sdma) + b * aivs * words * 8
             group = kernel.group
             if group:      # on a core group: a pipe (a Group's), and an argument array per AIV
                 if group.cube is not None:
@@ -450,10 +457,12 @@ class Launch:
                 for sub in range(1, group.aivs):
                     subs.append((ctypes.c_int64 * len(a))(*a))
                     subs[-1][n + 2] = sub
+                    if sdma is not None:
+                        subs[-1][n + 5] = a[n + 5] + sub * words * 8
                 per_block.append(subs)
                 continue
             per_block.append(a)
-        task = Task(self, spec, kernel, (descs, barrier, pipes), per_block)   # (kept alive with it)
+        task = Task(self, spec, kernel, (descs, barrier, pipes, sdma), per_block)   # (kept alive with it)
         return task
 
     def _graph_tasks(self, graph: Graph) -> list:

@@ -20,7 +20,6 @@ class P:
 
 
 @pytest.mark.parametrize("line, why", [
-    ("ctx = pl.prefetch.make_context()", r"pl.prefetch: async GM -> L2 prefetch needs the SDMA workspace"),
     ("x = pl.matmul_mx(a, a)", r"pl.matmul_mx: MX-scaled matmuls"),
 ])
 def test_not_built_names_say_so(line, why):

@@ -1,5 +1,5 @@
 """PTO emission of the tile ops, one module per family (memory, elementwise, reduction,
-shape, matmul, indexing, sort), each registering its ops' emitters here. An emitter is
+shape, matmul, indexing, sort, prefetch), each registering its ops' emitters here. An emitter is
 `fn(k, v, c, span)`: kernel codegen `k` (pypto.codegen.pto._Kernel), the tile variable
 `v` the call `c` defines. The pto op name comes from the op table (OpDef.pto)."""
 from __future__ import annotations
@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Callable
 
 EMITTERS: dict[str, Callable] = {}
+# ops giving a scalar: `fn(k, c, span) -> _Scalar` (also used as statements, the value dropped)
+SCALAR_EMITTERS: dict[str, Callable] = {}
 
 
 def emits(*ops: str):
@@ -19,4 +21,4 @@ def emits(*ops: str):
 
 
 from pypto.codegen.tileops import (cross_core, elementwise, indexing, matmul, memory, reduction,  # noqa: E402,F401
-                                   shape, sort)
+                                   prefetch, shape, sort)

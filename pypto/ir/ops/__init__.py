@@ -3,7 +3,7 @@ and the result type of each op (with typed errors for wrong arity, shapes, dtype
 
 One table drives the parser, the passes and the verifier. Each operator lives in its
 family's module (memory, elementwise, reduction, matmul, shape, indexing, sort,
-array), registered with its
+array, system, prefetch), registered with its
 operands' names, options, type rule and call form; this package puts them together.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pypto.ir.ops.elementwise import (BINARY, SCALAR_FORM, SCALAR_ONLY, UNARY, F
 from pypto.ir.ops.reduction import ARG_REDUCE, ROW_REDUCE, COL_REDUCE, ROW_EXPAND, COL_EXPAND
 from pypto.ir.ops import (indexing as _indexing, matmul as _matmul, memory as _memory,  # noqa: F401
                           shape as _shape, sort as _sort, array as _array,  # (register their ops)
-                          system as _system)
+                          system as _system, prefetch as _prefetch)
 
 # Names a user may write as pl.<name>, and which namespaces they exist in.
 TILE_ONLY = {"load": "tile.load", "store": "tile.store", "move": "tile.move",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 PAGE = Path(__file__).with_name("OPERATORS.md")
 FAMILIES = ("memory", "elementwise", "reduction", "matmul", "shape", "indexing", "sort", "array",
-            "system")
+            "system", "prefetch")
 
 
 def render() -> str:
@@ -59,6 +59,8 @@ def _dtypes(defs) -> str:
 def _where(defs) -> str:
     from pypto.ir.ops.probe import placement
     tiles = [x.name for x in defs if x.name.startswith("tile.")]
+    if all(x.name.startswith("prefetch.") for x in defs):
+        return "a kernel's vector core (the SDMA scratch is in its UB)"
     return placement(tiles[0]) if tiles else "tensors (in a kernel: converted to tile ops)"
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 
 from pypto.ir.ops.base import dyn_dim_of
-from pypto.language.parser.common import (ArrayType, Const, DynDim, MemRef, MemorySpace, ParamDirection,
+from pypto.language.parser.common import (ArrayType, HandleType, Const, DynDim, MemRef, MemorySpace, ParamDirection,
                                           ParserError, PtrType, ScalarType, Slot, TensorType, TileType,
                                           TupleType, UnknownOpError, _lang, dt)
 from pypto.errors import NotBuiltError
@@ -44,6 +44,8 @@ class AnnotationsMixin:
             return TupleType(tuple(self.ann_type(e)[0] for e in elts)), direction
         if obj is pl.Ptr:
             return PtrType(), direction
+        if obj in (pl.PrefetchAsyncContext, pl.AsyncEvent, pl.AsyncSession):
+            return HandleType(obj.__name__), direction
         if obj is pl.Array:
             elts = node.slice.elts if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple) else []
             n = self.static(elts[0], "an array extent") if len(elts) == 2 else None

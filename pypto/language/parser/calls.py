@@ -309,7 +309,7 @@ class CallsMixin:
                                                                     TensorType) \
                 and all(args[1] is not p.var for p in c.sig.params):
             return            # a created tensor put in a window: FuseCreateAssembleToSlice folds it
-        if op.startswith("tile.") or ops.is_tensor_op(op) or op == "tensor.write":
+        if op.startswith(("tile.", "prefetch.")) or ops.is_tensor_op(op) or op == "tensor.write":
             span = self.span(node)
             raise MisplacedTensorOpError(
                 f"misplaced tensor op: {display} ({op}) at line {span.line} is written directly in "

@@ -16,7 +16,7 @@ from pypto import dtype as dt
 from pypto.errors import (MisplacedTensorOpError, ParserError, PyptoError, Span,
                           TypeCheckError, UnknownOpError)
 from pypto.ir import ops
-from pypto.ir.nodes import (ArrayType, Assign, BinOp, Call, Const, DynDim, Eval, Expr, For,
+from pypto.ir.nodes import (ArrayType, HandleType, Assign, BinOp, Call, Const, DynDim, Eval, Expr, For,
                             MaskPattern, PadValue, ForKind, Function, FunctionType, If, InCoreScope, IterArg, Level,
                             MemorySpace, MemRef, Param, ParamDirection, Program, PtrType,
                             Return, Role, RuntimeScope, ScalarType, Slot, TensorType, TileType,

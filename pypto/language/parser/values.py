@@ -110,8 +110,7 @@ class ValuesMixin:
         text = ast.unparse(node)
         from pypto.language.unbuilt import NOT_BUILT
         unbuilt = next((v for k, v in NOT_BUILT.items() if text == k or text.startswith(k + ".")), None)
-        if unbuilt is not None and (base is pl or isinstance(base, pl.dsl.OpNamespace)
-                                    or text.startswith("pl.prefetch.")):
+        if unbuilt is not None and (base is pl or isinstance(base, pl.dsl.OpNamespace)):
             from pypto.errors import NotBuiltError
             raise NotBuiltError(f"{text}: {unbuilt[0]} — not supported by this pypto yet", self.span(node),
                                 unbuilt[1])
