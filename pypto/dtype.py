@@ -14,8 +14,10 @@ class DataType:
     code: int      # pypto_abi.h PYPTO_<name>
     is_float: bool
     # "": computed with; "fp8": 8-bit floats, stored, moved and converted (on a5), not
-    # computed with; "unbuilt": exported as the reference does, refused where used
+    # computed with; "fp4": a 4-bit float stored as packed pairs (a5: loaded, stored and
+    # cast to a wider float); "unbuilt": exported as the reference does, refused where used
     kind: str = ""
+    pack: int = 1  # elements per stored element: 2 for FP4 (one byte holds a pair)
 
     def __str__(self) -> str:
         return self.text
@@ -25,6 +27,13 @@ class DataType:
 
     def get_byte(self) -> int:
         return self.nbytes
+
+    def stored(self, shape) -> tuple:
+        """A shape in stored elements (FP4: its last dim counts pairs)."""
+        shape = tuple(shape)
+        if self.pack == 1 or not shape or not isinstance(shape[-1], int):
+            return shape
+        return shape[:-1] + (shape[-1] // self.pack,)
 
     def __copy__(self):        # dtypes are singletons: copies of an IR share them
         return self
@@ -52,7 +61,9 @@ FP8E5M2 = DataType("FP8E5M2", "fp8_e5m2", "f8E5M2", "pto::fp8_e5m2", 1, 14, True
 FP8E8M0 = DataType("FP8E8M0", "fp8_e8m0", "!pto.f8E8M0", "pto::fp8_e8m0", 1, 15, True, "fp8")
 # the reference's other narrow formats: named, not built here
 HF8 = DataType("HF8", "hifloat8", "!pto.hif8", "", 1, 16, True, "unbuilt")
-FP4 = DataType("FP4", "fp4", "!pto.f4E2M1x2", "", 0, 17, True, "unbuilt")
+# FP4 (e2m1): shapes count elements; the storage, the .pto and the tile library count
+# pairs (!pto.f4E2M1x2, one byte: the even element in the low nibble)
+FP4 = DataType("FP4", "fp4", "!pto.f4E2M1x2", "pto::fp4x2", 1, 17, True, "fp4", 2)
 HF4 = DataType("HF4", "hifloat4", "!pto.hif4", "", 0, 18, True, "unbuilt")
 INT4 = DataType("INT4", "int4", "i4", "", 0, 19, False, "unbuilt")
 UINT4 = DataType("UINT4", "uint4", "ui4", "", 0, 20, False, "unbuilt")
@@ -62,9 +73,9 @@ UINT4 = DataType("UINT4", "uint4", "ui4", "", 0, 20, False, "unbuilt")
 TASK_ID = DataType("TASK_ID", "task_id", "i64", "int64_t", 8, 21, False, "task")
 
 FP8 = (FP8E4M3FN, FP8E5M2, FP8E8M0)
-UNBUILT = (HF8, FP4, HF4, INT4, UINT4)
+UNBUILT = (HF8, HF4, INT4, UINT4)
 ALL = (FP32, FP16, BF16, INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64, BOOL, INDEX) + FP8 \
-    + UNBUILT
+    + (FP4,) + UNBUILT
 UNSIGNED = (UINT8, UINT16, UINT32, UINT64)
 BY_NAME = {d.name: d for d in ALL + (TASK_ID,)}
 BY_CODE = {d.code: d for d in ALL}

@@ -26,18 +26,23 @@ class Chip:
 
 _KIB = 1024
 _ALIGN = {MemorySpace.Vec: 128, MemorySpace.Mat: 128, MemorySpace.Left: 64,
-          MemorySpace.Right: 64, MemorySpace.Acc: 128, MemorySpace.Bias: 64}
+          MemorySpace.Right: 64, MemorySpace.Acc: 128, MemorySpace.Bias: 64,
+          MemorySpace.LeftScale: 32, MemorySpace.RightScale: 32}
+# a2/a3 has no MX scale buffers (its cube has no MX matmul)
 
 CHIPS = {
     BackendType.Ascend910B: Chip(
         "a2a3",
         {MemorySpace.Vec: 184 * _KIB, MemorySpace.Mat: 512 * _KIB, MemorySpace.Left: 64 * _KIB,
-         MemorySpace.Right: 64 * _KIB, MemorySpace.Acc: 128 * _KIB, MemorySpace.Bias: 1 * _KIB},
+         MemorySpace.Right: 64 * _KIB, MemorySpace.Acc: 128 * _KIB, MemorySpace.Bias: 1 * _KIB,
+         MemorySpace.LeftScale: 0, MemorySpace.RightScale: 0},
         _ALIGN, 24, 48, False, False, 512),
     BackendType.Ascend950: Chip(
         "a5",
         {MemorySpace.Vec: 240 * _KIB, MemorySpace.Mat: 512 * _KIB, MemorySpace.Left: 64 * _KIB,
-         MemorySpace.Right: 64 * _KIB, MemorySpace.Acc: 256 * _KIB, MemorySpace.Bias: 4 * _KIB},
+         MemorySpace.Right: 64 * _KIB, MemorySpace.Acc: 256 * _KIB, MemorySpace.Bias: 4 * _KIB,
+         # the scales of both operands share one buffer (PTO's `scaling`): planned as one
+         MemorySpace.LeftScale: 4 * _KIB, MemorySpace.RightScale: 4 * _KIB},
         _ALIGN, 36, 72, True, True, 128),
 }
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pypto import dtype as dt
 from pypto.codegen.common import fail
 from pypto.codegen.values import _Tensor, _const_int, _mlir_name, _numel
-from pypto.ir.nodes import AtomicType, Call, Const, MemorySpace as _M, TensorType, TileType, TupleExpr, Var
+from pypto.ir.nodes import AtomicType, BinOp, Call, Const, MemorySpace as _M, TensorType, TileType, TupleExpr, Var
 
 
 class GmAccess:
@@ -39,6 +39,12 @@ class GmAccess:
         if len(offsets) != len(ty.shape) or len(sizes) != len(ty.shape):
             fail(f"tensor {tensor.param.name!r} has rank {len(ty.shape)} but the window has "
                  f"{len(offsets)} offsets and {len(sizes)} sizes", span)
+        if ty.dtype.pack > 1:              # FP4: the window in pairs (its ends are even)
+            p = ty.dtype.pack
+            last = offsets[-1]
+            offsets = list(offsets[:-1]) + [Const(last.value // p, dt.INDEX, span) if isinstance(last, Const)
+                                            else BinOp("//", last, Const(p, dt.INDEX, span), dt.INDEX, span)]
+            sizes = list(sizes[:-1]) + [sizes[-1] // p]
         offs = [self.index(o, span) for o in offsets]
         # a size is an int, or an SSA index value (a valid extent known at run time)
         szs = [s if isinstance(s, str) else self.const(int(s), "index") for s in sizes]

@@ -379,12 +379,16 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
         ty: TensorType = t.param.type
         if not ty.shape:
             fail(f"tensor parameter {t.param.name!r} has rank 0", self.f.span)
-        dims = [self.dim_value(d) for d in ty.shape]
+        if ty.dtype.pack > 1 and not isinstance(ty.shape[-1], int):
+            fail(f"tensor parameter {t.param.name!r}: FP4 data needs a static last dim (stored in pairs)",
+                 self.f.span)
+        shape = ty.dtype.stored(ty.shape)          # (FP4: in pairs)
+        dims = [self.dim_value(d) for d in shape]
         strides, acc = [], self.const(1, "index")
         acc_static = 1
         for k in range(len(dims) - 1, -1, -1):
             strides.append(acc)
-            d = ty.shape[k]
+            d = shape[k]
             if k == 0:
                 break
             if isinstance(d, int) and acc_static is not None:
@@ -397,7 +401,7 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
         strides.reverse()
         q = "x".join("?" for _ in dims)
         self.emit(f"{t.view} = pto.make_tensor_view {t.arg}, shape = [{', '.join(dims)}], "
-                  f"strides = [{', '.join(strides)}] {{layout = #pto.layout<nd>}} : "
+                  f"strides = [{', '.join(strides)}] {{layout = #pto.layout<{ty.layout or 'nd'}>}} : "
                   f"!pto.tensor_view<{q}x{ty.dtype.mlir}>", self.f.span)
 
     def dim_value(self, d) -> str:
@@ -584,9 +588,9 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
 
     def check_tile_type(self, v: Var, span):
         t: TileType = v.type
-        if t.dtype.kind == "fp8" and self.arch != "a5":
-            fail(f"tile {v.name!r} holds {t.dtype}: 8-bit floats exist on a5, not {self.arch}", span,
-                 "compile for platform='a5sim'")
+        if t.dtype.kind in ("fp8", "fp4") and self.arch != "a5":
+            fail(f"tile {v.name!r} holds {t.dtype}: {8 // t.dtype.pack}-bit floats exist on a5, not "
+                 f"{self.arch}", span, "compile for platform='a5sim'")
         if t.memory_space is None:
             fail(f"tile {v.name!r} has no memory space", span, "run InferTileMemorySpace before codegen")
         if self.f.func_type is FunctionType.AIV and t.memory_space is not _M.Vec:
@@ -642,7 +646,7 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
             if t.valid is not None and None in t.valid:
                 valid = self.dyn_valid(t, span)
             else:
-                rows, cols = tile_rows_cols(t.valid_shape)
+                rows, cols = tile_rows_cols(t.dtype.stored(t.valid_shape))
                 valid = (self.const(rows, "index"), self.const(cols, "index"))
         name = "%" + self.names.fresh(_mlir_name(v.name))
         addr = f"addr = {self.tile_addr(t, span)} " if self.level == "level3" else ""

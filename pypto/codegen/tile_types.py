@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pypto.codegen.common import fail
 from pypto.ir.layout import allocated_rows_cols, tile_layout, tile_rows_cols
-from pypto.ir.nodes import MemorySpace, TileType
+from pypto.ir.nodes import MemorySpace, TileType, pto_loc
 
 
 def fractal_box(t: TileType, arch: str | None = "a2a3", layout=None) -> tuple[int, int] | None:
@@ -16,7 +16,17 @@ def fractal_box(t: TileType, arch: str | None = "a2a3", layout=None) -> tuple[in
     nb = t.dtype.nbytes
     if fr == 1024 or t.memory_space is MemorySpace.Acc:
         return 16, 16
+    if fr == 32:           # MX scales: 16x2 blocks of a left scale, 2x16 of a right one
+        return (16, 2) if bl == "row_major" else (2, 16)
     return (_ALIGN // nb, 16) if sl == "col_major" else (16, _ALIGN // nb)
+
+
+def stored_tile(t: TileType) -> TileType:
+    """The tile in stored elements (FP4: pairs, the .pto's !pto.f4E2M1x2)."""
+    if t.dtype.pack == 1:
+        return t
+    valid = None if t.valid is None else t.dtype.stored(t.valid)
+    return TileType(t.dtype.stored(t.shape), t.dtype, t.memory_space, t.memref, valid, t.slot)
 
 
 def tile_buf_type(t: TileType, arch: str = "a2a3", *, static_valid: bool = False, span=None,
@@ -25,6 +35,7 @@ def tile_buf_type(t: TileType, arch: str = "a2a3", *, static_valid: bool = False
         fail(f"tile of shape {list(t.shape)} has no on-chip memory space "
              f"({t.memory_space.name if t.memory_space else 'none'})", span,
              "run InferTileMemorySpace before codegen")
+    t = stored_tile(t)
     try:
         rows, cols = allocated_rows_cols(t)
     except ValueError as e:
@@ -34,7 +45,7 @@ def tile_buf_type(t: TileType, arch: str = "a2a3", *, static_valid: bool = False
     # a padded Mat tile's data region (its shape) is part of its type, as a static valid
     padded = (rows, cols) != tile_rows_cols(t.shape) and (t.valid is None or None not in t.valid)
     vr, vc = tile_rows_cols(t.valid_shape) if static_valid or padded else ("?", "?")
-    return (f"!pto.tile_buf<loc={t.memory_space.value}, dtype={t.dtype.mlir}, rows={rows}, "
+    return (f"!pto.tile_buf<loc={pto_loc(t.memory_space)}, dtype={t.dtype.mlir}, rows={rows}, "
             f"cols={cols}, v_row={vr}, v_col={vc}, blayout={bl}, slayout={sl}, fractal={fr}, "
             f"pad={pad}>")
 

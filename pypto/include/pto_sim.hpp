@@ -7,6 +7,7 @@
 // throws pto::Error naming its call site instead of writing out of bounds.
 #pragma once
 #include <limits>
+#include <vector>
 #include "pto_sim_base.hpp"
 #include "pto_sim_gm.hpp"
 
@@ -533,12 +534,28 @@ template <class T> inline void tcolargmax(const Tile<int32_t>& d, const Tile<T>&
 template <class T> inline void tcolargmin(const Tile<int32_t>& d, const Tile<T>& s, const char* site) { colarg<T, false>(d, s, site); }
 
 // ---------------------------------------------------------------- conversion / moves
+// FP4 pairs widen: each byte gives two elements (the even one from the low nibble).
+template <class D> inline void widen_fp4(const Tile<D>& d, const Tile<fp4x2>& s, int mode, const char* site) {
+    if (d.vr != s.vr || d.vc != 2 * s.vc)
+        fail(site, "tcvt of %dx%d FP4 pairs gives %dx%d elements, got %dx%d", s.vr, s.vc, s.vr, 2 * s.vc, d.vr, d.vc);
+    for (int64_t i = 0; i < d.vr; ++i)
+        for (int64_t j = 0; j < s.vc; ++j) {
+            const uint8_t b = s.row(i)[j].bits;
+            d.row(i)[2 * j] = convert<D>(fp4_e2m1_to_f32(b & 0x0Fu), mode);
+            d.row(i)[2 * j + 1] = convert<D>(fp4_e2m1_to_f32(uint8_t(b >> 4)), mode);
+        }
+}
 template <class D, class S> inline void tcvt(const Tile<D>& d, const Tile<S>& s, int mode, const char* site) {
-    same_valid(d, s, site);
-    for (int64_t i = 0; i < d.vr; ++i) {
-        D* dr = d.row(i);
-        const S* sr = s.row(i);
-        for (int64_t j = 0; j < d.vc; ++j) dr[j] = convert<D>(sr[j], mode);
+    static_assert(!is_same<D, fp4x2>::value, "no conversion into FP4 pairs");
+    if constexpr (is_same<S, fp4x2>::value) {
+        widen_fp4(d, s, mode, site);
+    } else {
+        same_valid(d, s, site);
+        for (int64_t i = 0; i < d.vr; ++i) {
+            D* dr = d.row(i);
+            const S* sr = s.row(i);
+            for (int64_t j = 0; j < d.vc; ++j) dr[j] = convert<D>(sr[j], mode);
+        }
     }
 }
 // tmov copies the valid region between spaces; out of acc it may also convert the dtype.
@@ -555,7 +572,13 @@ inline void check_path(int src, int dst, const char* site) {
 template <class D, class S> inline void tmov(const Tile<D>& d, const Tile<S>& s, const char* site) {
     MoveTimer moving;
     check_path(s.space, d.space, site);
-    tcvt(d, s, RM_RINT, site);
+    if constexpr (is_same<D, fp8_e8m0>::value && is_same<S, uint8_t>::value) {
+        same_valid(d, s, site);            // uint8 scales into the scale buffer: the same bits
+        for (int64_t i = 0; i < d.vr; ++i)
+            for (int64_t j = 0; j < d.vc; ++j) d.row(i)[j].bits = s.row(i)[j];
+    } else {
+        tcvt(d, s, RM_RINT, site);
+    }
 }
 template <class T> inline void ttrans(const Tile<T>& d, const Tile<T>& s, const char* site) {
     if (d.vr != s.vc || d.vc != s.vr) fail(site, "transpose of %dx%d needs a %dx%d result, got %dx%d", s.vr, s.vc, s.vc, s.vr, d.vr, d.vc);
@@ -681,6 +704,11 @@ template <class T> inline void tload(const Tile<T>& d, const GmPart<T>& p, const
     MoveTimer moving;
     if (d.space != VEC && d.space != MAT) fail(site, "GM loads go into vec or mat, not %s", kSpaceName[d.space]);
     check_part(d, p, site);
+    if (p.layout != GM_STRIDED) {
+        for (int64_t i = 0; i < d.vr; ++i)
+            for (int64_t j = 0; j < d.vc; ++j) d.row(i)[j] = *p.mx_at(i, j);
+        return;
+    }
     const int64_t cs = p.col_stride();
     for (int64_t i = 0; i < d.vr; ++i) {
         const T* src = p.base + p.row_offset(i);
@@ -694,6 +722,11 @@ template <class G, class T> inline void tstore(const GmPart<G>& p, const Tile<T>
     MoveTimer moving;
     if (s.space != VEC && s.space != ACC) fail(site, "GM stores come from vec or acc, not %s", kSpaceName[s.space]);
     check_part(s, p, site);
+    if (p.layout != GM_STRIDED) {
+        for (int64_t i = 0; i < s.vr; ++i)
+            for (int64_t j = 0; j < s.vc; ++j) *p.mx_at(i, j) = convert<G>(s.row(i)[j], RM_RINT);
+        return;
+    }
     const int64_t cs = p.col_stride();
     for (int64_t i = 0; i < s.vr; ++i) {
         G* dst = p.base + p.row_offset(i);
@@ -729,6 +762,7 @@ template <class G> inline void atomic_add_elem(G* p, G v) {
     }
 }
 template <class G, class T> inline void tstore_add(const GmPart<G>& p, const Tile<T>& s, const char* site) {
+    p.strided_only("an atomic-add store", site);
     MoveTimer moving;
     if (s.space != VEC && s.space != ACC) fail(site, "GM stores come from vec or acc, not %s", kSpaceName[s.space]);
     check_part(s, p, site);
@@ -1034,6 +1068,7 @@ inline void tgatherb(const Tile<D>& d, const Tile<S>& s, const Tile<O>& off, con
 // the hardware does: -1 is past the end). Only d's valid part is gathered.
 template <class T, class G, class I>
 inline void mgather(const Tile<T>& d, const GmPart<G>& p, const Tile<I>& idx, int elem, int oob, const char* site) {
+    p.strided_only("mgather", site);
     MoveTimer moving;
     p.check_bounds(site);
     int64_t total = 1;
@@ -1099,6 +1134,7 @@ inline void mgather(const Tile<T>& d, const GmPart<G>& p, const GmPart<I>& idx, 
 // pto.mscatter: s[i, j] stored to element idx[i, j] of a partition of the whole tensor.
 template <class G, class T, class I>
 inline void mscatter(const GmPart<G>& p, const Tile<T>& s, const Tile<I>& idx, const char* site) {
+    p.strided_only("mscatter", site);
     MoveTimer moving;
     same_valid(s, idx, site);
     p.check_bounds(site);
@@ -1251,6 +1287,53 @@ template <class C, class A, class B, class Bi>
 inline void tmatmul_bias(const Tile<C>& c, const Tile<A>& a, const Tile<B>& b, const Tile<Bi>& bias, const char* site) {
     if (bias.vr != 1 || bias.vc != b.vc) fail(site, "bias must be 1x%d, got %dx%d", b.vc, bias.vr, bias.vc);
     matmul_into(c, a, b, false, site);
+    add_bias_row(c, bias);
+}
+// pto.tmatmul.mx (a5): c = (a * 2^(sa - 127)) x (b * 2^(sb - 127)), one E8M0 scale per 32
+// elements of K -- sa [M, K/32] for a's rows, sb [K/32, N] for b's columns. Each 32-wide
+// group's products are summed exactly (FP8 x FP8 fits a double), scaled by both
+// exponents, and added into the f32 result.
+template <class C, class A, class S, class B>
+inline void matmul_mx_into(const Tile<C>& c, const Tile<A>& a, const Tile<S>& sa, const Tile<B>& b,
+                           const Tile<S>& sb, bool accumulate, const char* site) {
+    const int64_t m = a.vr, k = a.vc, n = b.vc, groups = (k + 31) / 32;
+    if (b.vr != k) fail(site, "matmul_mx inner dims differ: left is %lldx%lld, right is %dx%d", (long long)m, (long long)k, b.vr, b.vc);
+    if (c.vr != m || c.vc != n) fail(site, "matmul_mx result must be %lldx%lld, got %dx%d", (long long)m, (long long)n, c.vr, c.vc);
+    if (sa.vr != m || sa.vc != groups || sb.vr != groups || sb.vc != n)
+        fail(site, "matmul_mx scales must be %lldx%lld and %lldx%lld, got %dx%d and %dx%d", (long long)m,
+             (long long)groups, (long long)groups, (long long)n, sa.vr, sa.vc, sb.vr, sb.vc);
+    std::vector<double> bcol(size_t(k > 0 ? k : 1));
+    for (int64_t j = 0; j < n; ++j) {
+        for (int64_t kk = 0; kk < k; ++kk) bcol[size_t(kk)] = double(float(b.row(kk)[j]));
+        for (int64_t i = 0; i < m; ++i) {
+            const A* ar = a.row(i);
+            double sum = 0;
+            for (int64_t g = 0; g < groups; ++g) {
+                double part = 0;
+                for (int64_t kk = g * 32; kk < k && kk < g * 32 + 32; ++kk) part += double(float(ar[kk])) * bcol[size_t(kk)];
+                sum += part * double(float(sa.row(i)[g])) * double(float(sb.row(g)[j]));
+            }
+            C& out = c.row(i)[j];
+            out = C(float(accumulate ? double(float(out)) + sum : sum));
+        }
+    }
+}
+template <class C, class A, class S, class B>
+inline void tmatmul_mx(const Tile<C>& c, const Tile<A>& a, const Tile<S>& sa, const Tile<B>& b, const Tile<S>& sb,
+                       const char* site) {
+    matmul_mx_into(c, a, sa, b, sb, false, site);
+}
+template <class C, class A, class S, class B>
+inline void tmatmul_mx_acc(const Tile<C>& c, const Tile<C>& acc_in, const Tile<A>& a, const Tile<S>& sa,
+                           const Tile<B>& b, const Tile<S>& sb, const char* site) {
+    take_acc(c, acc_in, site);
+    matmul_mx_into(c, a, sa, b, sb, true, site);
+}
+template <class C, class A, class S, class B, class Bi>
+inline void tmatmul_mx_bias(const Tile<C>& c, const Tile<A>& a, const Tile<S>& sa, const Tile<B>& b,
+                            const Tile<S>& sb, const Tile<Bi>& bias, const char* site) {
+    if (bias.vr != 1 || bias.vc != b.vc) fail(site, "bias must be 1x%d, got %dx%d", b.vc, bias.vr, bias.vc);
+    matmul_mx_into(c, a, sa, b, sb, false, site);
     add_bias_row(c, bias);
 }
 template <class C, class A, class B>

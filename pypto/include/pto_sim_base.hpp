@@ -186,6 +186,17 @@ struct fp8_e8m0 {
     operator float() const { return e8m0_bits_to_f32(bits); }
 };
 
+// FP4 (e2m1, a5): stored as pairs, one byte, the even element in the low nibble. A tile
+// of pairs widens into a tile of twice the columns (tcvt); nothing computes with it.
+struct fp4x2 {
+    uint8_t bits;
+};
+inline float fp4_e2m1_to_f32(uint8_t code) {
+    static const float values[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+    const float v = values[code & 7u];
+    return (code & 8u) ? -v : v;
+}
+
 template <class T> constexpr bool is_floating =
     is_same<T, float>::value || is_same<T, double>::value || is_same<T, half>::value || is_same<T, bfloat16>::value
     || is_same<T, fp8_e4m3fn>::value || is_same<T, fp8_e5m2>::value || is_same<T, fp8_e8m0>::value;

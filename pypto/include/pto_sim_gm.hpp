@@ -66,19 +66,40 @@ inline int64_t reach(int n, const int64_t* shape, const int64_t* strides) {
 }
 
 // pto.make_tensor_view: the kernel's own shape/strides over the argument's memory.
+// Layouts beyond strides: an MX matmul's scales stored in the cube's blocked order.
+// MX_A_ZZ: an [M, G] left scale as 16x2 blocks, row blocks outer, each block row-major;
+// MX_B_NN: a [G, N] right scale as 2x16 blocks, column blocks outer, each block stored
+// column by column (the 2 values of one column of N adjacent).
+enum GmLayout : int { GM_STRIDED = 0, GM_MX_A_ZZ = 1, GM_MX_B_NN = 2 };
+inline int64_t mx_offset(int layout, int64_t rows, int64_t cols, int64_t r, int64_t c) {
+    if (layout == GM_MX_A_ZZ) return (((r / 16) * (cols / 2) + c / 2) * 16 + r % 16) * 2 + c % 2;
+    return (((c / 16) * (rows / 2) + r / 2) * 16 + c % 16) * 2 + r % 2;
+}
+
 template <class T> struct GmView {
     T* base;
     int rank;
     int64_t shape[kMaxDims];
     int64_t strides[kMaxDims];
+    int layout;
 };
 
 template <class T>
-inline GmView<T> make_tensor_view(const GmArg<T>& a, Dims shape, Dims strides, const char* site) {
+inline GmView<T> make_tensor_view(const GmArg<T>& a, Dims shape, Dims strides, const char* site,
+                                  int layout = GM_STRIDED) {
     if (shape.n != strides.n) fail(site, "shape has %d dims but strides %d", shape.n, strides.n);
     GmView<T> v;
     v.base = a.base;
     v.rank = shape.n;
+    v.layout = layout;
+    if (layout != GM_STRIDED) {
+        const int64_t br = layout == GM_MX_A_ZZ ? 16 : 2, bc = layout == GM_MX_A_ZZ ? 2 : 16;
+        if (shape.n != 2 || shape.v[0] % br || shape.v[1] % bc)
+            fail(site, "an MX scale view is 2-D of whole %lldx%lld blocks", (long long)br, (long long)bc);
+        for (int i = 0; i < a.ndims; ++i)
+            if (a.strides[i] != (i + 1 < a.ndims ? a.shape[i + 1] * a.strides[i + 1] : 1))
+                fail(site, "an MX scale tensor is read whole and contiguous; %s is a strided window", a.name);
+    }
     // The kernel's row-major view of the whole argument, when the argument is a strided
     // window (an orchestration slice or transpose): its elements are where its own strides
     // say, so the view takes them
@@ -114,6 +135,13 @@ inline GmView<T> make_tensor_view(const GmArg<T>& a, Dims shape, Dims strides, c
 template <class T> struct GmPart {
     T* base;
     int rank;
+    int layout;        // GmLayout: for an MX layout, base is the view's and elements are mx_at
+    T* mx_at(int64_t r, int64_t c) const {
+        return base + mx_offset(layout, extent[0], extent[1], offset[0] + r, offset[1] + c);
+    }
+    void strided_only(const char* op, const char* site) const {
+        if (layout != GM_STRIDED) fail(site, "%s works on row-major tensors, not on MX scales", op);
+    }
     int64_t offset[kMaxDims];
     int64_t size[kMaxDims];
     int64_t extent[kMaxDims];  // the view's shape
@@ -152,18 +180,21 @@ inline GmPart<T> partition_view(const GmView<T>& v, Dims offsets, Dims sizes, co
     GmPart<T> p;
     p.base = v.base;
     p.rank = v.rank;
+    p.layout = v.layout;
     for (int i = 0; i < v.rank; ++i) {
         p.offset[i] = offsets.v[i];
         p.size[i] = sizes.v[i];
         p.extent[i] = v.shape[i];
         p.strides[i] = v.strides[i];
-        p.base += offsets.v[i] * v.strides[i];  // only dereferenced after check_bounds
+        if (v.layout == GM_STRIDED)
+            p.base += offsets.v[i] * v.strides[i];  // only dereferenced after check_bounds
     }
     return p;
 }
 
 // pto.load_scalar: the one element a 1x..x1 partition names (bounds-checked).
 template <class T> inline T load_scalar(const GmPart<T>& p, const char* site) {
+    p.strided_only("load_scalar", site);
     for (int i = 0; i < p.rank; ++i)
         if (p.size[i] != 1) fail(site, "load_scalar reads one element, the partition has %lld in dim %d", (long long)p.size[i], i);
     p.check_bounds(site);
@@ -172,6 +203,7 @@ template <class T> inline T load_scalar(const GmPart<T>& p, const char* site) {
 
 // pto.store_scalar: the one element a 1x..x1 partition names, written.
 template <class T, class V> inline void store_scalar(const GmPart<T>& p, V v, const char* site) {
+    p.strided_only("store_scalar", site);
     for (int i = 0; i < p.rank; ++i)
         if (p.size[i] != 1) fail(site, "store_scalar writes one element, the partition has %lld in dim %d", (long long)p.size[i], i);
     p.check_bounds(site);

@@ -13,6 +13,8 @@ mode shows them as `pl.TileView(...)`.
 | right | row_major | col_major | 512     |
 | acc   | col_major | row_major | 1024    |
 | bias  | row_major | none_box  | 512     |  (one row: a matmul's per-column bias)
+| left_scale  | row_major | row_major | 32  |  (MX scales, PTO loc `scaling`)
+| right_scale | col_major | col_major | 32  |
 """
 from __future__ import annotations
 
@@ -25,6 +27,8 @@ _FIXED = {
     MemorySpace.Right: ("row_major", "col_major", 512),
     MemorySpace.Acc: ("col_major", "row_major", 1024),
     MemorySpace.Bias: ("row_major", "none_box", 512),
+    MemorySpace.LeftScale: ("row_major", "row_major", 32),      # one scale per 32 elements of K
+    MemorySpace.RightScale: ("col_major", "col_major", 32),
 }
 _LEFT = {"a2a3": ("row_major", "row_major", 512), "a5": ("col_major", "row_major", 512)}
 

@@ -41,11 +41,26 @@ class MemorySpace(enum.Enum, metaclass=_DslEnum):
     Right = "right"
     Acc = "acc"
     Bias = "bias"
+    LeftScale = "left_scale"      # a5: the per-block scales of an MX matmul's left operand
+    RightScale = "right_scale"    # ... and of its right operand
 
 
 # the spaces of the cube core (AIC); Vec is the vector core's (AIV)
 CUBE_SPACES = frozenset({MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc,
-                         MemorySpace.Bias})
+                         MemorySpace.Bias, MemorySpace.LeftScale, MemorySpace.RightScale})
+# MX scales live in one buffer of the cube (PTO's `scaling`): both kinds plan there, told
+# apart by their layouts (LeftScale row/row, RightScale col/col)
+SCALE_SPACES = (MemorySpace.LeftScale, MemorySpace.RightScale)
+
+
+def pto_loc(space: MemorySpace) -> str:
+    """The tile_buf `loc=` of a memory space."""
+    return "scaling" if space in SCALE_SPACES else space.value
+
+
+def plan_pool(space: MemorySpace) -> MemorySpace:
+    """The space whose address line a tile of `space` is planned on (the scales share one)."""
+    return MemorySpace.LeftScale if space in SCALE_SPACES else space
 CUBE, VECTOR = "cube", "vector"
 
 
@@ -236,6 +251,12 @@ class Slot:
         return Slot(self.region, self.count, index)
 
 
+# a tensor layout of MX scales -> (rows, cols) its blocks are made of: mx_a_zz holds an
+# [M, K/32] left scale as 16x2 blocks (row blocks outer), mx_b_nn a [K/32, N] right scale
+# as 2x16 blocks stored column-block by column-block, each block transposed
+MX_LAYOUTS = {"mx_a_zz": (16, 2), "mx_b_nn": (2, 16)}
+
+
 @dataclass(frozen=True)
 class TensorType:
     shape: tuple[Dim, ...]
@@ -244,6 +265,9 @@ class TensorType:
     # the part that holds data (pl.set_validshape), a dim None when known only at run
     # time, as for tiles; None: all of it
     valid: tuple | None = None
+    # None: row-major (ND); "mx_a_zz" / "mx_b_nn": an MX matmul's scales in the blocked
+    # order the cube reads them (pl.MX_A_ZZ, pl.MX_B_NN; MX_LAYOUTS)
+    layout: str | None = None
 
     @property
     def valid_shape(self) -> tuple:
@@ -255,7 +279,7 @@ class TensorType:
             if not isinstance(d, int):
                 return None
             n *= d
-        return n
+        return n // self.dtype.pack
 
 
 @dataclass(frozen=True)
@@ -282,7 +306,7 @@ class TileType:
         n = self.dtype.nbytes
         for d in self.shape:
             n *= d
-        return n
+        return n // self.dtype.pack
 
 
 @dataclass(frozen=True)
@@ -318,7 +342,7 @@ Type = Union[ScalarType, TensorType, TileType, PtrType, HandleType, TupleType]
 
 def with_memref(t, memref):
     if isinstance(t, TensorType):
-        return TensorType(t.shape, t.dtype, memref, t.valid)
+        return TensorType(t.shape, t.dtype, memref, t.valid, t.layout)
     if isinstance(t, TileType):
         return TileType(t.shape, t.dtype, t.memory_space, memref, t.valid, t.slot)
     return t

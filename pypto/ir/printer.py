@@ -79,6 +79,8 @@ class _Printer:
     def type(self, t) -> str:
         if isinstance(t, TensorType):
             parts = [self.shape(t.shape), repr(t.dtype)]
+            if t.layout is not None:
+                parts.append(f"pl.{t.layout.upper()}")
             if t.memref is not None:
                 parts.append(self.memref(t.memref))
             if t.valid is not None:

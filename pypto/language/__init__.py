@@ -26,13 +26,15 @@ from pypto.language.typing import (Annotation, Array, AsyncEvent, AsyncSession, 
                                    Tensor, TensorLayout, TensorView, Tile, TileView, dynamic)
 
 Mem = MemorySpace
+ND, DN, NZ, MX_A_ZZ, MX_B_NN = (TensorLayout.ND, TensorLayout.DN, TensorLayout.NZ, TensorLayout.MX_A_ZZ,
+                                TensorLayout.MX_B_NN)
 
 globals().update(OPERATORS)
 
 __all__ = sorted(
     ["FP32", "FP16", "BF16", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32",
      "UINT64", "BOOL", "INDEX", "TASK_ID", "FP8E4M3FN", "FP8E5M2", "FP8E8M0", "HF8", "FP4", "HF4", "INT4", "UINT4",
-     "DataType", "Tensor", "Tile", "Scalar", "Array", "Out", "InOut", "Ptr", "PrefetchAsyncContext", "AsyncEvent", "AsyncSession", "MemRef", "TileView", "TensorView", "TensorLayout",
+     "DataType", "Tensor", "Tile", "Scalar", "Array", "Out", "InOut", "Ptr", "PrefetchAsyncContext", "AsyncEvent", "AsyncSession", "MemRef", "TileView", "TensorView", "TensorLayout", "ND", "DN", "NZ", "MX_A_ZZ", "MX_B_NN",
      "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "Level", "Role", "ScopeMode", "ForKind",
      "SplitMode", "split", "cross_core_slot",
      "ParamDirection", "DynDim", "Annotation", "adir", "dynamic", "program", "function", "at", "cluster",

@@ -121,10 +121,14 @@ class TensorView(TileView):
 
 
 class TensorLayout(enum.Enum):
-    """A tensor's layout in DDR (`pl.TensorView(layout=...)`): ND is row-major."""
+    """A tensor's layout in DDR (`pl.TensorView(layout=...)`, or a type parameter:
+    `pl.Tensor[[M, K // 32], pl.FP8E8M0, pl.MX_A_ZZ]`): ND is row-major; MX_A_ZZ and MX_B_NN
+    are the blocked orders of an MX matmul's left and right scales."""
     ND = "ND"
     DN = "DN"
     NZ = "NZ"
+    MX_A_ZZ = "MX_A_ZZ"
+    MX_B_NN = "MX_B_NN"
 
 
 class ScopeMode(enum.Enum):

@@ -16,7 +16,7 @@ How addresses are chosen depends on the planner:
 from __future__ import annotations
 
 from pypto.errors import MemoryOverflowError
-from pypto.ir.nodes import Assign, Call, Function, MemRef, Program, PtrType, Var
+from pypto.ir.nodes import Assign, Call, Function, MemRef, Program, PtrType, Var, plan_pool
 from pypto.ir.visit import defs, walk
 from pypto.passes.memory_reuse import lifetimes
 
@@ -43,7 +43,7 @@ def _allocs(f: Function):
     out = []
     for s in f.body:
         if isinstance(s, Assign) and isinstance(s.var.type, PtrType):
-            out.append((s.var, s.value.kwargs["target_memory"], s.value.args[0].value))
+            out.append((s.var, plan_pool(s.value.kwargs["target_memory"]), s.value.args[0].value))
     return out
 
 
@@ -88,6 +88,10 @@ def pack_addresses(f: Function, chip) -> None:
 def _check(f: Function, chip, top: dict, hint: str) -> None:
     for space, used in top.items():
         cap = chip.capacity[space]
+        if cap == 0:
+            raise MemoryOverflowError(
+                f"kernel {f.name!r} uses {space.name} tiles, which {chip.arch} does not have: MX "
+                f"matmuls run on a5", f.span, "compile for platform='a5sim' (backend Ascend950)")
         if used > cap:
             raise MemoryOverflowError(
                 f"kernel {f.name!r} needs {used} bytes of {space.name} but {chip.arch} has {cap}",

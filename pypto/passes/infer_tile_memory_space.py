@@ -10,19 +10,22 @@ error says which path is missing.
 """
 from __future__ import annotations
 
+from pypto import dtype as dt
 from pypto.errors import CodegenError
-from pypto.ir.nodes import While, Assign, Call, Eval, For, If, MemorySpace as M, Program, TileType, Var, Yield
+from pypto.ir.nodes import SCALE_SPACES, While, Assign, Call, Eval, For, If, MemorySpace as M, Program, TileType, Var, Yield
 from pypto.ir.visit import Rewriter, defs, walk
 from pypto.passes.base import Namer
 
 NAME = "InferTileMemorySpace"
 READS = ("backend_type",)
 
-_PRODUCES = {"tile.matmul": M.Acc, "tile.matmul_acc": M.Acc, "tile.matmul_bias": M.Acc,
-             "tile.gemv": M.Acc, "tile.gemv_acc": M.Acc, "tile.gemv_bias": M.Acc}
+_MX = (M.Left, M.LeftScale, M.Right, M.RightScale)
 _OPERANDS = {"tile.matmul": (M.Left, M.Right), "tile.matmul_acc": (M.Acc, M.Left, M.Right),
              "tile.matmul_bias": (M.Left, M.Right, M.Bias), "tile.gemv": (M.Left, M.Right),
-             "tile.gemv_acc": (M.Acc, M.Left, M.Right), "tile.gemv_bias": (M.Left, M.Right, M.Bias)}
+             "tile.gemv_acc": (M.Acc, M.Left, M.Right), "tile.gemv_bias": (M.Left, M.Right, M.Bias),
+             "tile.matmul_mx": _MX, "tile.matmul_mx_acc": (M.Acc,) + _MX,
+             "tile.matmul_mx_bias": _MX + (M.Bias,)}
+_PRODUCES = dict.fromkeys(_OPERANDS, M.Acc)
 _KEEP = ("tile.load", "tile.move", "tile.create", "tile.store", "tile.alloc", "tile.extract", "tile.mgather")
 # views: where their source is; writes into a target: where the target is
 VIEWS = ("tile.reshape", "tile.transpose_view", "tile.slice", "tile.set_validshape", "tile.reinterpret_view")
@@ -43,8 +46,10 @@ def _paths(chip):
     # Acc -> Vec and Vec -> Mat cross from the cube core to a vector core or back: a kernel
     # holding one becomes a Group (ExpandMixedKernel) whose two halves pass the tile through
     # a pipe, on every chip (on a2/a3 that is the only way: the cores share no buffer)
+    # (the MX scale buffers are a5's)
+    scales = {(M.Mat, M.LeftScale), (M.Mat, M.RightScale)} if chip.capacity.get(M.LeftScale) else set()
     return {(M.Mat, M.Left), (M.Mat, M.Right), (M.Mat, M.Bias), (M.Acc, M.Mat), (M.Vec, M.Vec),
-            (M.Acc, M.Vec), (M.Vec, M.Mat)}
+            (M.Acc, M.Vec), (M.Vec, M.Mat)} | scales
 
 
 class _Infer(Rewriter):
@@ -149,18 +154,22 @@ class _Infer(Rewriter):
         where the chip has UB -> L1) goes through Mat first: matmul(matmul(a, b), c)
         moves the first result Acc -> Mat -> Left."""
         have = _space(v)
-        if target in (M.Left, M.Right, M.Bias) and (have, target) not in self.paths \
+        if target in (M.Left, M.Right, M.Bias, M.LeftScale, M.RightScale) and (have, target) not in self.paths \
                 and (have, M.Mat) in self.paths:
             return self.move(v, M.Mat, s)
         return v
 
     def move(self, v, target, s):
-        t = TileType(v.type.shape, v.type.dtype, target, None, v.type.valid)
+        dtype = dt.FP8E8M0 if target in SCALE_SPACES else v.type.dtype    # (UINT8 scales: same bits)
+        t = TileType(v.type.shape, dtype, target, None, v.type.valid)
         nv = Var(self.namer.fresh(v.name, target.value), t, s.span)
         self.emit.append(Assign(nv, Call("tile.move", [v], {"target_memory": target}, t, {}, s.span), s.span))
         return nv
 
     def check_path(self, src, dst, s):
+        if dst in SCALE_SPACES and not self.chip.capacity.get(dst):
+            raise CodegenError(f"{dst.name}: {self.chip.arch} has no MX scale buffers (MX matmuls run on "
+                               f"a5)", s.span, "compile for platform='a5sim' (backend Ascend950)")
         if src != dst and (src, dst) not in self.paths:
             hint = ("only pl.matmul / pl.matmul_acc write Acc: compute into it with pl.matmul(lhs, rhs) "
                     "on Left and Right tiles" if dst == M.Acc else

@@ -30,11 +30,11 @@ NAME = "InitMemRef"
 READS = ()
 
 # result shares arg[i]'s buffer
-_SAME_BUFFER = {"tile.matmul_acc": 0, "tile.gemv_acc": 0, "tile.reshape": 0, "tile.slice": 0, "tile.set_validshape": 0,
+_SAME_BUFFER = {"tile.matmul_acc": 0, "tile.gemv_acc": 0, "tile.matmul_mx_acc": 0, "tile.reshape": 0, "tile.slice": 0, "tile.set_validshape": 0,
                 "tile.reinterpret_view": 0, "tile.gather_row": 0}
 
 
-_ACCUMULATE = ("tile.matmul_acc", "tile.gemv_acc", "tile.gather_row")   # write their operand 0 in place
+_ACCUMULATE = ("tile.matmul_acc", "tile.gemv_acc", "tile.matmul_mx_acc", "tile.gather_row")   # write their operand 0 in place
 
 
 def run(prog: Program, opts) -> Program:

@@ -194,9 +194,11 @@ class FuncEmitter:
             r = op.results[0]
             shape = ", ".join(self.n(v) for v in op.group("shape"))
             strides = ", ".join(self.n(v) for v in op.group("strides"))
+            mx = {"#pto.layout<mx_a_zz>": ", pto::GM_MX_A_ZZ",
+                  "#pto.layout<mx_b_nn>": ", pto::GM_MX_B_NN"}.get(op.attr("layout") or "", "")
             self.emit(ind, f"const {cxx_type(r.type)} {self.n(r)} = pto::make_tensor_view("
                            f"{self.n(op.group('source')[0])}, pto::dims({shape}), pto::dims({strides}), "
-                           f"{self.site(op)});")
+                           f"{self.site(op)}{mx});")
         elif name == "pto.partition_view":
             r = op.results[0]
             offs = ", ".join(self.n(v) for v in op.group("offsets"))
@@ -443,6 +445,8 @@ _CALL_ARGS = {
     **dict.fromkeys(("matmul_acc", "matmul_bias", "insert", "sel", "gemv_acc", "gemv_bias"),
                     lambda ins, op: ins[:3]),
     "gemv": lambda ins, op: ins[:2],       # (accPhase: a hint to the pipeline, same values)
+    "matmul_mx": lambda ins, op: ins[:4],
+    **dict.fromkeys(("matmul_mx_acc", "matmul_mx_bias"), lambda ins, op: ins[:5]),
     "cvt": lambda ins, op: [ins[0], round_mode(op.attr("rmode"))],
     "cmp": lambda ins, op: ins[:2] + [op.attr("cmp_type")],
     "cmps": lambda ins, op: ins[:2] + [op.attr("cmp_type")],

@@ -69,6 +69,9 @@ def _table() -> dict[str, OpSpec]:
     add("matmul", "tmatmul")
     add("matmul_acc", "tmatmul.acc")
     add("matmul_bias", "tmatmul.bias")
+    add("matmul_mx", "tmatmul.mx")            # a5: FP8 data with E8M0 scales per 32 of K
+    add("matmul_mx_acc", "tmatmul.mx.acc")
+    add("matmul_mx_bias", "tmatmul.mx.bias")
     add("sort32", "tsort32")
     add("mrgsort", "tmrgsort")       # format 1 (runs of one tile) or 2 (2-4 lists): by operands
     add("gemv", "tgemv")
@@ -118,8 +121,10 @@ CMP_MODES = ("eq", "ne", "lt", "le", "gt", "ge")
 
 # Element types a tile may hold.
 TILE_DTYPES = {"f32", "f16", "bf16", "i8", "ui8", "i16", "ui16", "i32", "ui32", "i64", "ui64",
-               "f8E4M3FN", "f8E5M2", "!pto.f8E8M0"}
-FP8_DTYPES = {"f8E4M3FN", "f8E5M2", "!pto.f8E8M0"}      # stored, moved, converted: not computed with
+               "f8E4M3FN", "f8E5M2", "!pto.f8E8M0", "!pto.f4E2M1x2"}
+FP8_DTYPES = {"f8E4M3FN", "f8E5M2", "!pto.f8E8M0",      # stored, moved, converted: not computed with
+              "!pto.f4E2M1x2"}                           # (FP4: element pairs, converted to wider floats)
+FP4X2 = "!pto.f4E2M1x2"
 FLOAT_DTYPES = {"f32", "f16", "bf16"}
 
 # tcvt round modes (#pto<round_mode X>) -> pto_sim RoundMode

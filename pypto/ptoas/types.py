@@ -9,9 +9,13 @@ SCALAR_NAMES = {"index", "i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32",
 
 
 def _shape(body: str) -> tuple[tuple, str]:
+    """`4x?xf32` -> ((4, None), "f32"); the element type may hold an x (!pto.f4E2M1x2)."""
     parts = body.strip().split("x")
-    elem = parts[-1]
-    dims = tuple(None if p == "?" else int(p) for p in parts[:-1])
+    n = 0
+    while n < len(parts) - 1 and (parts[n] == "?" or parts[n].isdigit()):
+        n += 1
+    elem = "x".join(parts[n:])
+    dims = tuple(None if p == "?" else int(p) for p in parts[:n])
     return dims, elem
 
 

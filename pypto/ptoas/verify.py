@@ -11,7 +11,7 @@ from .errors import PtoasError, op_error
 from .ir import (Func, LocalArrayType, Module, Op, PartitionType, PtrType, ScalarType, TensorViewType,
                  TileType, Value)
 from . import prefetch
-from .ops import FLOAT_DTYPES, FP8_DTYPES, kind_of, PIPE_OPS, STRUCTURAL_OPS, TILE_OPS, round_mode
+from .ops import FLOAT_DTYPES, FP4X2, FP8_DTYPES, kind_of, PIPE_OPS, STRUCTURAL_OPS, TILE_OPS, round_mode
 from .parser import CAST_OPS
 from .types import STATUS_VECTOR
 from .verify_ops import OpChecks
@@ -44,6 +44,7 @@ ARITY = {
     "random": ((6,), 1),
     "part": ((2,), 1), "prelu": ((3,), 1), "extract": ((3,), 1),
     "gemv": ((2,), 1), "gemv_acc": ((3,), 1), "gemv_bias": ((3,), 1),
+    "matmul_mx": ((4,), 1), "matmul_mx_acc": ((5,), 1), "matmul_mx_bias": ((5,), 1),
     "sort32": ((2,), 1), "mrgsort1": ((2,), 1), "mrgsort": ((3, 4, 5), 2), "gather_cmp": ((3,), 2),
 }
 VECTOR_KINDS = {"binary", "binary_full", "scalar", "unary", "rowreduce", "colreduce",
@@ -496,6 +497,8 @@ class Verifier(OpChecks, TileChecks):
             self.tmov(op, ins[0], outs[0])
         elif kind.startswith("gemv"):
             self.gemv(op, kind, ins, outs[0])
+        elif kind.startswith("matmul_mx"):
+            self.matmul_mx(op, kind, ins, outs[0])
         else:
             self.matmul(op, kind, ins, outs[0])
 
@@ -549,6 +552,12 @@ class Verifier(OpChecks, TileChecks):
                 raise self.error(op, f"{op.name}: {what} is {_shape_str(shape)}, expected {_shape_str(want)}")
 
         M, N = ds
+        if kind == "cvt" and FP4X2 in (d.dtype, self.tile(op, tiles[0], "source").dtype):
+            if d.dtype == FP4X2:
+                raise self.error(op, "tcvt to !pto.f4E2M1x2 (quantizing to FP4) is not supported")
+            # FP4 pairs widen: a source of N/2 pairs gives N elements
+            src = shapes[0]
+            shapes[0] = (src[0], None if src[1] is None else 2 * src[1])
         if kind in ("binary", "binary_full", "scalar", "unary", "cvt", "rowexpand_binary", "colexpand_binary"):
             need(shapes[0], ds, "the source shape")
         if kind == "unary" and len(tiles) == 2:        # trsqrt's precise form: a scratch like the source
@@ -665,7 +674,8 @@ class Verifier(OpChecks, TileChecks):
             if (s.loc, d.loc) in (("acc", "vec"), ("vec", "mat")):
                 hint = f" (a5 has this path; on {self.arch.name} go through GM: tstore, then tload)"
             raise self.error(op, f"tmov {s.loc} -> {d.loc} is not a data path on {self.arch.name}{hint}")
-        if s.dtype != d.dtype and s.loc != "acc":
+        scales = (s.loc, d.loc, s.dtype, d.dtype) == ("mat", "scaling", "ui8", "!pto.f8E8M0")   # same bits
+        if s.dtype != d.dtype and s.loc != "acc" and not scales:
             raise self.error(op, f"tmov from '{s.loc}' cannot convert {s.dtype} to {d.dtype}")
         a, b = static_valid(src, self.defs), static_valid(dst, self.defs)
         if not _same(a, b):

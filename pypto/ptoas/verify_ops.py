@@ -348,3 +348,45 @@ class OpChecks:
             br, bc = static_valid(ins[2], self.defs)
             if br not in (1, None) or (bc is not None and n is not None and bc < n):
                 raise self.error(op, f"bias is {_shape_str((br, bc))}; it covers 1x{n}")
+
+    def matmul_mx(self, op: Op, kind: str, ins: list[Value], out: Value) -> None:
+        """a5: left (f8E4M3FN) with its scales [M, K/32] (scaling, row/row) x right with its
+        scales [K/32, N] (scaling, col/col) -> f32 acc; acc ins(acc, ...) in place, bias
+        ins(..., bias) last."""
+        if self.arch.name != "a5":
+            raise self.error(op, f"{op.name} is an a5 instruction (MX matmuls), not {self.arch.name}'s")
+        if kind == "matmul_mx_acc":
+            if ins[0].type != out.type:
+                raise self.error(op, "tmatmul.mx.acc accumulates into a tile of the result's type")
+            ins = ins[1:]
+        a, sa, b, sb = ins[:4]
+        ta, tsa, tb, tsb = (self.tile(op, v, what) for v, what in
+                            ((a, "left operand"), (sa, "left scale"), (b, "right operand"), (sb, "right scale")))
+        tc = out.type
+        if (ta.loc, tb.loc, tc.loc) != ("left", "right", "acc") or (ta.dtype, tb.dtype, tc.dtype) != \
+                ("f8E4M3FN", "f8E4M3FN", "f32"):
+            raise self.error(op, f"{op.name} computes f8E4M3FN left x f8E4M3FN right -> f32 acc, got "
+                                 f"{ta.dtype} {ta.loc} x {tb.dtype} {tb.loc} -> {tc.dtype} {tc.loc}")
+        for t, what, lay in ((tsa, "left", "row_major"), (tsb, "right", "col_major")):
+            if (t.loc, t.dtype, t.blayout, t.slayout) != ("scaling", "!pto.f8E8M0", lay, lay):
+                raise self.error(op, f"{op.name}'s {what} scales are !pto.f8E8M0 in 'scaling' with "
+                                     f"blayout = slayout = {lay}, got {t.dtype} in '{t.loc}' "
+                                     f"({t.blayout}/{t.slayout})")
+        (m, k), (k2, n) = static_valid(a, self.defs), static_valid(b, self.defs)
+        if not _same((k,), (k2,)):
+            raise self.error(op, f"{op.name} inner dims differ: left is {m}x{k}, right is {k2}x{n}")
+        for name, v, q in (("M", ta.rows, 16), ("K", ta.cols, 64), ("N", tb.cols, 32)):
+            if v % q:
+                raise self.error(op, f"{op.name} takes {name} a multiple of {q}, got {v}")
+        g = -(-ta.cols // 32)
+        if (tsa.rows, tsa.cols) != (ta.rows, g) or (tsb.rows, tsb.cols) != (g, tb.cols):
+            raise self.error(op, f"{op.name}: scales are {ta.rows}x{g} (left) and {g}x{tb.cols} (right) "
+                                 f"for K={ta.cols}, got {tsa.rows}x{tsa.cols} and {tsb.rows}x{tsb.cols}")
+        if not _same(static_valid(out, self.defs), (m, n)):
+            raise self.error(op, f"{op.name} result is {_shape_str(static_valid(out, self.defs))}, "
+                                 f"expected {m}x{n}")
+        if kind == "matmul_mx_bias":
+            bt = self.tile(op, ins[4], "bias")
+            if bt.loc != "bias" or bt.dtype != "f32":
+                raise self.error(op, f"tmatmul.mx.bias takes an f32 bias from 'bias', not {bt.dtype} in "
+                                     f"'{bt.loc}'")

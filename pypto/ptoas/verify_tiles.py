@@ -78,6 +78,8 @@ class TileChecks:
             raise self.error(op, f"unknown tile space loc={t.loc} (known: {', '.join(self.arch.capacity)})")
         if t.dtype in FP8_DTYPES and self.arch.name != "a5":
             raise self.error(op, f"{t.dtype} tiles exist on a5, not {self.arch.name}")
+        if t.dtype == "!pto.f4E2M1x2" and t.loc != "vec":
+            raise self.error(op, f"FP4 pairs are loaded into 'vec' and converted there, not kept in '{t.loc}'")
         if t.dtype not in TILE_DTYPES:
             raise self.error(op, f"tile dtype {t.dtype} is not supported (use one of {', '.join(sorted(TILE_DTYPES))})")
         if t.rows < 1 or t.cols < 1:
@@ -98,6 +100,8 @@ class TileChecks:
         else:
             if t.fractal == 1024 or t.loc == "acc":
                 box = (16, 16)
+            elif t.fractal == 32:          # MX scales: 16x2 (left, zz) or 2x16 (right, nn) blocks
+                box = (16, 2) if t.blayout == "row_major" else (2, 16)
             elif t.slayout == "col_major":
                 box = (ALIGN // nb, 16)
             else:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from pypto.codegen.common import fail
 from pypto.codegen.tileops import emits
 from pypto.ir.nodes import Const, MemorySpace as M
+from pypto.ir.ops import OPS
 
 
 def check_spaces(op, pairs, span):
@@ -91,3 +92,23 @@ def matmul_acc(k, v, c, span):           # accumulates in place unless the plann
     k.op("tmatmul.acc", [dst, left, right], dst, span)
     k.depth -= 1
     k.emit("}", loc=False)
+
+
+_MX_SPACES = (M.Left, M.LeftScale, M.Right, M.RightScale)
+
+
+@emits("tile.matmul_mx", "tile.matmul_mx_acc", "tile.matmul_mx_bias")
+def matmul_mx(k, v, c, span):            # a5: FP8 data, E8M0 scales per 32 of K (+ bias) (+= acc)
+    if k.arch != "a5":
+        fail(f"{c.op} is an a5 instruction (MX matmuls); {k.arch} has none", span,
+             "compile for platform='a5sim' (backend Ascend950)")
+    ins = [k.tile(a, span) for a in c.args]
+    spaces = {"tile.matmul_mx": _MX_SPACES, "tile.matmul_mx_bias": _MX_SPACES + (M.Bias,),
+              "tile.matmul_mx_acc": (M.Acc,) + _MX_SPACES}[c.op]
+    check_spaces(c.op, list(zip(ins, spaces)), span)
+    if c.op == "tile.matmul_mx_acc":
+        dst = _in_place(k, v, ins[0], span)
+        ins[0] = dst
+    else:
+        dst = k.alloc(v, span)
+    k.op(OPS[c.op].pto, ins, dst, span)

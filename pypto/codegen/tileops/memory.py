@@ -9,7 +9,7 @@ from pypto.ir.nodes import Const, MemorySpace as M, PadValue, TileType
 
 MOVE_PATHS = {"a2a3": {(M.Mat, M.Left), (M.Mat, M.Right), (M.Mat, M.Bias), (M.Acc, M.Mat),
                       (M.Vec, M.Vec)}}
-MOVE_PATHS["a5"] = MOVE_PATHS["a2a3"] | {(M.Acc, M.Vec), (M.Vec, M.Mat)}
+MOVE_PATHS["a5"] = MOVE_PATHS["a2a3"] | {(M.Acc, M.Vec), (M.Vec, M.Mat), (M.Mat, M.LeftScale), (M.Mat, M.RightScale)}
 
 
 @emits("tile.load")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pypto import dtype as dt
 from pypto.errors import NotBuiltError, Span
-from pypto.ir.nodes import MemorySpace, ScalarType, TileType
+from pypto.ir.nodes import Const, MemorySpace, ScalarType, TileType
 from pypto.ir.ops.base import OPS, OpDef, _err, _tname
 from pypto.ir.ops.elementwise import (BINARY, SCALAR_FORM, SCALAR_ONLY, UNARY, FLOAT_ONLY, INT_ONLY, PART,  # noqa: F401
                                       PRECISION)
@@ -21,6 +21,8 @@ from pypto.ir.ops import (indexing as _indexing, matmul as _matmul, memory as _m
 
 # Names a user may write as pl.<name>, and which namespaces they exist in.
 TILE_ONLY = {"load": "tile.load", "store": "tile.store", "move": "tile.move",
+             "matmul_mx": "tile.matmul_mx", "matmul_mx_acc": "tile.matmul_mx_acc",
+             "matmul_mx_bias": "tile.matmul_mx_bias",
              "mscatter": "tile.mscatter", "create_tile": "tile.create", "tri": "tile.tri",
              "lrelu": "tile.lrelu", "sel": "tile.sel",
              "sels": "tile.sels", "concat": "tile.concat", "relu": None}
@@ -99,7 +101,8 @@ def infer_type(op: str, args: list, kwargs: dict, span: Span | None):
 # what 8-bit floats take part in: they are stored, moved, viewed and converted, not computed with
 FP8_OPS = {f"{ns}.{o}" for ns in ("tile", "tensor") for o in (
     "load", "store", "cast", "move", "create", "slice", "reshape", "assemble", "extract",
-    "transpose_view", "set_validshape", "reinterpret_view", "read", "fillpad", "full")}
+    "transpose_view", "set_validshape", "reinterpret_view", "read", "fillpad", "full")} \
+    | {"tile.matmul_mx", "tile.matmul_mx_acc", "tile.matmul_mx_bias"}
 
 
 def _check_narrow_floats(op, args, kwargs, span):
@@ -112,6 +115,43 @@ def _check_narrow_floats(op, args, kwargs, span):
         if d is not None and d.kind == "fp8" and op not in FP8_OPS:
             _err(f"{op} does not compute with {d}: 8-bit floats are loaded, stored, moved and cast",
                  span, "pl.cast it to pl.FP16 or pl.FP32 first")
+        if d is not None and d.kind == "fp4":
+            _check_fp4(op, args, kwargs, span)
+
+
+# what FP4 takes part in (a5): loaded into Vec, stored, and cast to a wider float
+FP4_OPS = ("tile.load", "tile.store", "tile.cast", "tensor.cast")
+FP4_CASTS = (dt.FP8E4M3FN, dt.FP8E5M2, dt.FP16, dt.BF16, dt.FP32)
+
+
+def _check_fp4(op, args, kwargs, span):
+    if op not in FP4_OPS:
+        _err(f"{op} does not work on FP4: 4-bit floats are loaded, stored and cast to a wider float",
+             span, "pl.cast it to pl.FP8E4M3FN (for pl.matmul_mx) or pl.FP16 / pl.FP32 first")
+    if op.endswith(".cast") and kwargs.get("dtype") == dt.FP4:
+        raise NotBuiltError(f"{op}: casting to FP4 (quantizing) is not supported by this pypto yet",
+                            span, "quantize on the host: pass FP4 tensors in (torch.float4_e2m1fn_x2)")
+    if op.endswith(".cast") and kwargs.get("dtype") not in FP4_CASTS:
+        _err(f"{op}: FP4 casts to {', '.join(map(str, FP4_CASTS))}, not {kwargs.get('dtype')}", span)
+    if op == "tile.load" and kwargs.get("target_memory") not in (None, MemorySpace.Vec):
+        _err(f"{op}: FP4 data is loaded into Vec (then cast), not {kwargs['target_memory'].name}", span,
+             "pl.load(x, ..., target_memory=pl.Mem.Vec), then pl.cast to pl.FP8E4M3FN")
+    if op in ("tile.load", "tile.store") and len(args) > 3:
+        raise NotBuiltError(f"{op}: a valid shape on FP4 data is not supported by this pypto yet", span,
+                            "load whole windows of FP4 data")
+    if op in ("tile.load", "tile.store"):        # the window starts and ends on whole pairs
+        ends = [args[1], args[2]] if op == "tile.load" else [args[1]]
+        for e in ends:
+            last = e.items[-1] if hasattr(e, "items") and e.items else None
+            if isinstance(last, Const) and last.value % 2:
+                _err(f"{op}: an FP4 window starts and ends on whole pairs: its last offset and size are "
+                     f"even, got {last.value}", span)
+    for a in args:
+        t = getattr(a, "type", None)
+        shape = getattr(t, "shape", None)
+        if getattr(t, "dtype", None) == dt.FP4 and shape and \
+                (not isinstance(shape[-1], int) or shape[-1] % 2):
+            _err(f"{op}: an FP4 {_tname(t)} is stored in pairs: its last dim is even and static", span)
 
 
 _KWARG_KINDS = {"target_memory": (MemorySpace, "a memory space", "target_memory=pl.Mem.Vec"),
@@ -146,4 +186,4 @@ def is_tile_op(op: str) -> bool:
 
 
 CUBE_OPS = {"tile.matmul", "tile.matmul_acc", "tile.matmul_bias", "tile.gemv", "tile.gemv_acc",
-            "tile.gemv_bias"}
+            "tile.gemv_bias", "tile.matmul_mx", "tile.matmul_mx_acc", "tile.matmul_mx_bias"}

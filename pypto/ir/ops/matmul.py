@@ -245,3 +245,81 @@ for _ns in ("tensor", "tile"):
         params=("acc", "lhs", "rhs", "init_cond"),
         sig="pl.matmul_acc(acc, lhs, rhs, init_cond=None)  (acc += lhs @ rhs; where init_cond "
             "holds, acc = lhs @ rhs: a split-K loop's first step without peeling it)")
+
+
+# ---------------------------------------------------------------- MX block-scaled (a5)
+MX_GROUP = 32          # one E8M0 scale per 32 elements along K
+
+
+def _mx_product(op, lhs, lhs_scale, rhs, rhs_scale, span):
+    """C[M, N] = (A * 2^(sa - 127)) @ (B * 2^(sb - 127)), each scale covering 32 elements of K:
+    FP8E4M3FN data (an FP4 operand is pl.cast to FP8E4M3FN first) in Left / Right, E8M0
+    scales [M, K/32] in LeftScale and [K/32, N] in RightScale; an FP32 Acc result."""
+    a, b = _shaped(op, lhs, span, (TileType,)), _shaped(op, rhs, span, (TileType,))
+    sa, sb = _shaped(op, lhs_scale, span, (TileType,)), _shaped(op, rhs_scale, span, (TileType,))
+    for x, what in ((a, "lhs"), (b, "rhs")):
+        if len(x.shape) != 2 or x.dtype != dt.FP8E4M3FN:
+            fp4 = "; cast an FP4 operand to pl.FP8E4M3FN with pl.cast first" if x.dtype == dt.FP4 else ""
+            _err(f"{op}: {what} is a 2-D FP8E4M3FN tile, got {_tname(x)}{fp4}", span)
+        whole(op, x, span, what)
+    (m, k), (k2, n) = a.shape, b.shape
+    if k != k2:
+        _err(f"{op}: [{m}, {k}] x [{k2}, {n}] do not chain", span)
+    for name, v, q in (("M", m, 16), ("K", k, 64), ("N", n, 32)):
+        if v % q:
+            _err(f"{op}: the cube's MX matmul takes {name} a multiple of {q}, got {name}={v}", span,
+                 "pad the operands (pl.load with valid_shape=, then pl.fillpad)")
+    groups = -(-k // MX_GROUP)
+    for x, what, space, want in ((sa, "lhs_scale", MemorySpace.LeftScale, (m, groups)),
+                                 (sb, "rhs_scale", MemorySpace.RightScale, (groups, n))):
+        if x.dtype != dt.FP8E8M0 or tuple(x.shape) != want:
+            _err(f"{op}: {what} is a {list(want)} FP8E8M0 tile (one scale per {MX_GROUP} elements of "
+                 f"K={k}), got {_tname(x)}", span,
+                 f"pl.move the scales from Mat with target_memory=pl.Mem.{space.name}")
+        whole(op, x, span, what)
+    for x, what, space in ((a, "lhs", MemorySpace.Left), (sa, "lhs_scale", MemorySpace.LeftScale),
+                           (b, "rhs", MemorySpace.Right), (sb, "rhs_scale", MemorySpace.RightScale)):
+        if x.memory_space not in (None, space):
+            _err(f"{op}: {what} is read from {space.name}, not {x.memory_space.name}", span,
+                 f"pl.move it with target_memory=pl.Mem.{space.name}")
+    return TileType((m, n), dt.FP32, MemorySpace.Acc)
+
+
+def _matmul_mx(args, kw, span):
+    return _mx_product("matmul_mx", *args, span)
+
+
+def _matmul_mx_acc(args, kw, span):
+    acc = _shaped("matmul_mx_acc", args[0], span, (TileType,))
+    t = _mx_product("matmul_mx_acc", *args[1:], span)
+    if tuple(acc.shape) != tuple(t.shape) or acc.dtype != dt.FP32:
+        _err(f"matmul_mx_acc: the accumulator is an FP32 {list(t.shape)} tile, got {_tname(acc)}", span,
+             "start it with pl.matmul_mx")
+    whole("matmul_mx_acc", acc, span, "accumulator")
+    return acc
+
+
+def _matmul_mx_bias(args, kw, span):
+    t = _mx_product("matmul_mx_bias", *args[:4], span)
+    bias = _shaped("matmul_mx_bias", args[4], span, (TileType,))
+    whole("matmul_mx_bias", bias, span, "bias")
+    if tuple(bias.shape) != (1, t.shape[1]) or bias.dtype != dt.FP32:
+        _err(f"matmul_mx_bias: the bias is one FP32 row of {t.shape[1]}, got {_tname(bias)}", span,
+             f"load it as pl.load(bias, [0, 0], [1, {t.shape[1]}], target_memory=pl.Mem.Mat)")
+    if bias.memory_space not in (None, MemorySpace.Mat, MemorySpace.Bias):
+        _err(f"matmul_mx_bias: the bias reaches the cube from Mat (or Bias), not "
+             f"{bias.memory_space.name}", span, "load it with target_memory=pl.Mem.Mat")
+    return t
+
+
+_MX = ("lhs", "lhs_scale", "rhs", "rhs_scale")
+_MX_DOC = ("FP8E4M3FN Left / Right data, FP8E8M0 scales in LeftScale [M, K/32] / RightScale "
+           "[K/32, N], one per 32 elements of K; a5")
+reg("tile.matmul_mx", (4, 4), _matmul_mx, params=_MX, pto="tmatmul.mx",
+    sig=f"pl.matmul_mx(lhs, lhs_scale, rhs, rhs_scale)  ((lhs * 2^lhs_scale) @ (rhs * 2^rhs_scale) "
+        f"-> an FP32 Acc tile; {_MX_DOC})")
+reg("tile.matmul_mx_acc", (5, 5), _matmul_mx_acc, pure=False, params=("acc",) + _MX, pto="tmatmul.mx.acc",
+    sig="pl.matmul_mx_acc(acc, lhs, lhs_scale, rhs, rhs_scale)  (acc += the MX product, in place)")
+reg("tile.matmul_mx_bias", (5, 5), _matmul_mx_bias, params=_MX + ("bias",), pto="tmatmul.mx.bias",
+    sig="pl.matmul_mx_bias(lhs, lhs_scale, rhs, rhs_scale, bias)  (the MX product plus a [1, N] FP32 "
+        "bias row; the bias goes Mat -> Bias)")

@@ -3,7 +3,7 @@ spaces, creating tiles and tensors, filling, assembling."""
 from __future__ import annotations
 
 from pypto import dtype as dt
-from pypto.ir.nodes import (AtomicType, MemorySpace, PadValue, PtrType, ScalarType, TensorType, TileType, Const,
+from pypto.ir.nodes import (SCALE_SPACES, AtomicType, MemorySpace, PadValue, PtrType, ScalarType, TensorType, TileType, Const,
                             TupleExpr)
 from pypto.ir.ops.base import (MIX_HINT as _MIX_HINT, _check_dtype, _check_window, _dims, _dims_at_run_time, _err,
                                _indices, _ints, _same_kind, _shaped, _static, _tname, same_valid, valid_of, whole, reg)
@@ -142,6 +142,13 @@ def _move(args, kw, span):
     space = kw.get("target_memory")
     if not isinstance(space, MemorySpace):
         _err("move: target_memory=pl.Mem.<space> is required", span)
+    if space in SCALE_SPACES:         # an MX matmul's scales: E8M0 exponents from Mat
+        if len(t.shape) != 2 or t.memory_space not in (None, MemorySpace.Mat) \
+                or t.dtype not in (dt.FP8E8M0, dt.UINT8):
+            _err(f"move: {space.name} takes 2-D FP8E8M0 (or UINT8) scales from Mat, got {_tname(t)}"
+                 f"{' in ' + t.memory_space.name if t.memory_space else ''}", span,
+                 "pl.load the scales with target_memory=pl.Mem.Mat first")
+        return TileType(t.shape, dt.FP8E8M0, space, None, t.valid)    # (UINT8: the same bits)
     return TileType(t.shape, t.dtype, space, None, t.valid)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 
 from pypto.ir.ops.base import dyn_dim_of
+from pypto.ir.nodes import MX_LAYOUTS
 from pypto.language.parser.common import (ArrayType, HandleType, Const, DynDim, MemRef, MemorySpace, ParamDirection,
                                           ParserError, PtrType, ScalarType, Slot, TensorType, TileType,
                                           TupleType, UnknownOpError, _lang, dt)
@@ -129,7 +130,7 @@ class AnnotationsMixin:
                                            f"integer or a pl.dynamic dim")
             shape.append(v)
         dtype = self.ann_dtype(elts[1], whole)
-        memref, space, valid = None, None, None
+        memref, space, valid, layout = None, None, None, None
         pl = _lang()
         slot = None
         for e in elts[2:]:
@@ -151,12 +152,12 @@ class AnnotationsMixin:
                     for kw in e.keywords:
                         if kw.arg == "valid_shape":
                             valid = self.static(kw.value, "a TensorView valid_shape")
-                        elif kw.arg == "layout" and self.static(kw.value, "a layout") is pl.TensorLayout.ND:
-                            continue
+                        elif kw.arg == "layout" and isinstance(lay := self.static(kw.value, "a layout"),
+                                                               pl.TensorLayout):
+                            layout = self.tensor_layout(lay, shape, dtype, whole)
                         else:
                             raise NotBuiltError(f"pl.TensorView({kw.arg}=...) is not supported by this "
-                                                f"pypto yet (valid_shape= and layout=pl.TensorLayout.ND "
-                                                f"are)", self.span(whole),
+                                                f"pypto yet (valid_shape= and layout= are)", self.span(whole),
                                                 "a tensor is a row-major (ND) array in DDR")
                     continue
                 if f is pl.TileView:
@@ -177,6 +178,11 @@ class AnnotationsMixin:
                 continue
             if isinstance(v, MemorySpace):
                 self.bad_annotation(whole, "a tensor always lives in DDR; memory spaces belong to tiles")
+            if isinstance(v, pl.TensorLayout) and not is_tile:
+                if layout is not None:
+                    self.bad_annotation(whole, "two layouts in one type")
+                layout = self.tensor_layout(v, shape, dtype, whole)
+                continue
             self.bad_annotation(whole, f"unexpected type parameter {ast.unparse(e)}")
         if valid is not None:
             valid = tuple(getattr(v, "value", v) for v in valid)
@@ -193,7 +199,23 @@ class AnnotationsMixin:
                 valid = None
         if is_tile:
             return TileType(tuple(shape), dtype, space, memref, valid, slot)
-        return TensorType(tuple(shape), dtype, memref, valid)
+        return TensorType(tuple(shape), dtype, memref, valid, layout or None)
+
+    def tensor_layout(self, v, shape, dtype, whole) -> str:
+        """A layout type parameter: ND is the default (""); the MX scale layouts take
+        2-D FP8E8M0 / UINT8 tensors made of whole blocks."""
+        if v.name == "ND":
+            return ""
+        if v.name not in ("MX_A_ZZ", "MX_B_NN"):
+            raise NotBuiltError(f"a tensor in the {v.name} layout is not supported by this pypto yet",
+                                self.span(whole), "a tensor is a row-major (ND) array in DDR")
+        name = v.name.lower()
+        br, bc = MX_LAYOUTS[name]
+        if dtype not in (dt.FP8E8M0, dt.UINT8) or len(shape) != 2 or not all(
+                isinstance(d, int) and d % b == 0 for d, b in zip(shape, (br, bc))):
+            self.bad_annotation(whole, f"pl.{v.name} holds an MX matmul's scales: a 2-D pl.FP8E8M0 (or "
+                                       f"pl.UINT8) tensor of whole {br}x{bc} blocks, got {shape} {dtype}")
+        return name
 
     def slot_ann(self, node: ast.Subscript, whole) -> Slot:
         """`pl.MemRef("name", slots=N)[index]`, or `R[index]` with `R = pl.MemRef(slots=N)`

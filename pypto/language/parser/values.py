@@ -108,12 +108,6 @@ class ValuesMixin:
         except AttributeError:
             pass
         text = ast.unparse(node)
-        from pypto.language.unbuilt import NOT_BUILT
-        unbuilt = next((v for k, v in NOT_BUILT.items() if text == k or text.startswith(k + ".")), None)
-        if unbuilt is not None and (base is pl or isinstance(base, pl.dsl.OpNamespace)):
-            from pypto.errors import NotBuiltError
-            raise NotBuiltError(f"{text}: {unbuilt[0]} — not supported by this pypto yet", self.span(node),
-                                unbuilt[1])
         if base is pl or isinstance(base, pl.dsl.OpNamespace):
             if base is pl:
                 cands = [n for n in dir(pl) if not n.startswith("_")]
