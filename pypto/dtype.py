@@ -15,7 +15,8 @@ class DataType:
     is_float: bool
     # "": computed with; "fp8": 8-bit floats, stored, moved and converted (on a5), not
     # computed with; "fp4": a 4-bit float stored as packed pairs (a5: loaded, stored and
-    # cast to a wider float); "unbuilt": exported as the reference does, refused where used
+    # cast to a wider float); "hf8": HiFloat8, stored and moved as bits; "unbuilt":
+    # exported as the reference does, refused where used
     kind: str = ""
     pack: int = 1  # elements per stored element: 2 for FP4 (one byte holds a pair)
 
@@ -60,7 +61,9 @@ FP8E4M3FN = DataType("FP8E4M3FN", "fp8_e4m3fn", "f8E4M3FN", "pto::fp8_e4m3fn", 1
 FP8E5M2 = DataType("FP8E5M2", "fp8_e5m2", "f8E5M2", "pto::fp8_e5m2", 1, 14, True, "fp8")
 FP8E8M0 = DataType("FP8E8M0", "fp8_e8m0", "!pto.f8E8M0", "pto::fp8_e8m0", 1, 15, True, "fp8")
 # the reference's other narrow formats: named, not built here
-HF8 = DataType("HF8", "hifloat8", "!pto.hif8", "", 1, 16, True, "unbuilt")
+# HiFloat8 (a5): stored, moved and gathered as its bits (a uint8 tensor carries them); its
+# conversions are not built
+HF8 = DataType("HF8", "hifloat8", "!pto.hif8", "pto::hif8", 1, 16, True, "hf8")
 # FP4 (e2m1): shapes count elements; the storage, the .pto and the tile library count
 # pairs (!pto.f4E2M1x2, one byte: the even element in the low nibble)
 FP4 = DataType("FP4", "fp4", "!pto.f4E2M1x2", "pto::fp4x2", 1, 17, True, "fp4", 2)
@@ -73,9 +76,9 @@ UINT4 = DataType("UINT4", "uint4", "ui4", "", 0, 20, False, "unbuilt")
 TASK_ID = DataType("TASK_ID", "task_id", "i64", "int64_t", 8, 21, False, "task")
 
 FP8 = (FP8E4M3FN, FP8E5M2, FP8E8M0)
-UNBUILT = (HF8, HF4, INT4, UINT4)
+UNBUILT = (HF4, INT4, UINT4)
 ALL = (FP32, FP16, BF16, INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64, BOOL, INDEX) + FP8 \
-    + (FP4,) + UNBUILT
+    + (FP4, HF8) + UNBUILT
 UNSIGNED = (UINT8, UINT16, UINT32, UINT64)
 BY_NAME = {d.name: d for d in ALL + (TASK_ID,)}
 BY_CODE = {d.code: d for d in ALL}

@@ -588,7 +588,7 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
 
     def check_tile_type(self, v: Var, span):
         t: TileType = v.type
-        if t.dtype.kind in ("fp8", "fp4") and self.arch != "a5":
+        if t.dtype.kind in ("fp8", "fp4", "hf8") and self.arch != "a5":
             fail(f"tile {v.name!r} holds {t.dtype}: {8 // t.dtype.pack}-bit floats exist on a5, not "
                  f"{self.arch}", span, "compile for platform='a5sim'")
         if t.memory_space is None:

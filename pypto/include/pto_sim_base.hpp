@@ -191,6 +191,10 @@ struct fp8_e8m0 {
 struct fp4x2 {
     uint8_t bits;
 };
+// HiFloat8 (a5): moved and gathered as its bits; nothing converts or computes with it.
+struct hif8 {
+    uint8_t bits;
+};
 inline float fp4_e2m1_to_f32(uint8_t code) {
     static const float values[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
     const float v = values[code & 7u];

@@ -11,7 +11,7 @@ enum {
     PYPTO_INT32 = 5, PYPTO_INT64 = 6, PYPTO_UINT8 = 7, PYPTO_BOOL = 8, PYPTO_INDEX = 9,
     PYPTO_UINT16 = 10, PYPTO_UINT32 = 11, PYPTO_UINT64 = 12,
     PYPTO_FP8E4M3FN = 13, PYPTO_FP8E5M2 = 14, PYPTO_FP8E8M0 = 15,
-    PYPTO_FP4 = 17,   /* e2m1 pairs: one byte, the even element in the low nibble */
+    PYPTO_HF8 = 16, PYPTO_FP4 = 17,   /* e2m1 pairs: one byte, the even element in the low nibble */
 };
 
 // Argument directions of a submitted task (pl.adir.*).

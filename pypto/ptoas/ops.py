@@ -121,9 +121,10 @@ CMP_MODES = ("eq", "ne", "lt", "le", "gt", "ge")
 
 # Element types a tile may hold.
 TILE_DTYPES = {"f32", "f16", "bf16", "i8", "ui8", "i16", "ui16", "i32", "ui32", "i64", "ui64",
-               "f8E4M3FN", "f8E5M2", "!pto.f8E8M0", "!pto.f4E2M1x2"}
+               "f8E4M3FN", "f8E5M2", "!pto.f8E8M0", "!pto.f4E2M1x2", "!pto.hif8"}
 FP8_DTYPES = {"f8E4M3FN", "f8E5M2", "!pto.f8E8M0",      # stored, moved, converted: not computed with
-              "!pto.f4E2M1x2"}                           # (FP4: element pairs, converted to wider floats)
+              "!pto.f4E2M1x2",                           # (FP4: element pairs, converted to wider floats)
+              "!pto.hif8"}                               # (HiFloat8: moved as bits, not converted)
 FP4X2 = "!pto.f4E2M1x2"
 FLOAT_DTYPES = {"f32", "f16", "bf16"}
 

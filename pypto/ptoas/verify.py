@@ -552,6 +552,8 @@ class Verifier(OpChecks, TileChecks):
                 raise self.error(op, f"{op.name}: {what} is {_shape_str(shape)}, expected {_shape_str(want)}")
 
         M, N = ds
+        if kind == "cvt" and "!pto.hif8" in (d.dtype, self.tile(op, tiles[0], "source").dtype):
+            raise self.error(op, "tcvt of !pto.hif8 (HiFloat8) is not supported: it is moved as bits")
         if kind == "cvt" and FP4X2 in (d.dtype, self.tile(op, tiles[0], "source").dtype):
             if d.dtype == FP4X2:
                 raise self.error(op, "tcvt to !pto.f4E2M1x2 (quantizing to FP4) is not supported")

@@ -18,12 +18,12 @@ _NUMPY = {"FP32": "float32", "FP16": "float16", "BF16": "uint16", "INT8": "int8"
           "INT16": "int16", "INT32": "int32", "INT64": "int64", "UINT8": "uint8",
           "UINT16": "uint16", "UINT32": "uint32", "UINT64": "uint64",
           "BOOL": "bool", "INDEX": "int64", "FP8E4M3FN": "uint8", "FP8E5M2": "uint8",
-          "FP8E8M0": "uint8", "FP4": "uint8"}
+          "FP8E8M0": "uint8", "FP4": "uint8", "HF8": "uint8"}
 _TORCH = {"FP32": "float32", "FP16": "float16", "BF16": "bfloat16", "INT8": "int8",
           "INT16": "int16", "INT32": "int32", "INT64": "int64", "UINT8": "uint8",
           "UINT16": "uint16", "UINT32": "uint32", "UINT64": "uint64",
           "BOOL": "bool", "INDEX": "int64", "FP8E4M3FN": "float8_e4m3fn", "FP8E5M2": "float8_e5m2",
-          "FP8E8M0": "float8_e8m0fnu", "FP4": "float4_e2m1fn_x2"}
+          "FP8E8M0": "float8_e8m0fnu", "FP4": "float4_e2m1fn_x2", "HF8": "uint8"}
 
 
 def to_dtype(value: Any) -> DataType:
@@ -118,7 +118,8 @@ def accepts(param: DataType, actual: DataType) -> bool:
         and actual.name == _UNSIGNED_AS_SIGNED[param.name]
 
 
-_UNSIGNED_AS_SIGNED = {"UINT16": "INT16", "UINT32": "INT32", "UINT64": "INT64"}
+_UNSIGNED_AS_SIGNED = {"UINT16": "INT16", "UINT32": "INT32", "UINT64": "INT64",
+                       "HF8": "UINT8"}    # (torch has no HiFloat8: a uint8 tensor holds its bits)
 
 
 def accepts_numpy(param: DataType, npd) -> bool:

@@ -1,8 +1,9 @@
 """8-bit floats (issue 11.6): pl.FP8E4M3FN, pl.FP8E5M2 and pl.FP8E8M0 as the reference
 exports them -- on a5, tiles of them are loaded, stored and cast (pto.tcvt), not computed
 with; conversions round as torch's (bit for bit, edge cases included: e4m3fn saturates,
-e5m2 overflows to infinity, e8m0 keeps a power of two). The reference's 4-bit and hifloat
-types are named and refused as not built."""
+e5m2 overflows to infinity, e8m0 keeps a power of two). HiFloat8 is moved as its bits (no
+conversions); casting into FP4 or HF8 and the other 4-bit types are named and refused as
+not built."""
 from __future__ import annotations
 
 import pytest
@@ -66,6 +67,37 @@ def test_computing_with_8bit_floats_is_refused():
     with pytest.raises(TypeCheckError, match=r"does not compute with fp8_e5m2") as exc:
         pl.parse(src, filename="/u/f.py")
     assert "f.py:10" in str(exc.value)
+
+
+HF8_SRC = """
+import pypto.language as pl
+
+@pl.program
+class H:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[16, 64], pl.HF8], o: pl.Out[pl.Tensor[[16, 64], pl.HF8]]):
+        t = pl.load(x, [8, 0], [8, 64])
+        o = pl.store(t, [0, 0], o)
+        o = pl.store(pl.load(x, [0, 0], [8, 64]), [8, 0], o)
+        return o
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[16, 64], pl.HF8], o: pl.Out[pl.Tensor[[16, 64], pl.HF8]]):
+        o = self.k(x, o)
+        return o
+"""
+
+
+def test_hifloat8_moves_as_its_bits(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    run = ir.compile(pl.parse(HF8_SRC, filename="/u/h.py"), output_dir=tmp_path / "out", platform="a5sim")
+    x = torch.randint(0, 256, (16, 64), dtype=torch.uint8)     # (torch has no HiFloat8: its bits)
+    o = torch.zeros(16, 64, dtype=torch.uint8)
+    run(x, o)
+    assert torch.equal(o, torch.cat([x[8:], x[:8]]))
+    assert "dtype=!pto.hif8" in (tmp_path / "out" / "ptoas" / "k.pto").read_text()
+    with pytest.raises(TypeCheckError, match=r"does not work on HF8"):
+        pl.parse(HF8_SRC.replace("o = pl.store(t,", "o = pl.store(pl.add(t, t),"), filename="/u/h.py")
 
 
 @pytest.mark.parametrize("d", ["HF8", "FP4", "HF4", "INT4", "UINT4"])

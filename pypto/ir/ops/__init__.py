@@ -117,6 +117,16 @@ def _check_narrow_floats(op, args, kwargs, span):
                  span, "pl.cast it to pl.FP16 or pl.FP32 first")
         if d is not None and d.kind == "fp4":
             _check_fp4(op, args, kwargs, span)
+        if d is not None and d.kind == "hf8" and (op not in FP8_OPS or op in HF8_REFUSED):
+            if op.endswith(".cast"):
+                raise NotBuiltError(f"{op}: converting HiFloat8 is not supported by this pypto yet",
+                                    span, "HF8 data is loaded, stored, moved and gathered as its bits")
+            _err(f"{op} does not work on HF8: HiFloat8 data is loaded, stored, moved and gathered as "
+                 f"its bits", span)
+
+
+HF8_REFUSED = ("tile.cast", "tensor.cast", "tile.fillpad", "tensor.fillpad", "tile.full", "tensor.full",
+               "tile.matmul_mx", "tile.matmul_mx_acc", "tile.matmul_mx_bias")
 
 
 # what FP4 takes part in (a5): loaded into Vec, stored, and cast to a wider float
