@@ -1091,7 +1091,7 @@ inline void mgather(const Tile<T>& d, const GmPart<G>& p, const Tile<I>& idx, in
         for (int64_t i = 0; i < d.vr; ++i)
             for (int64_t j = 0; j < d.vc; ++j) {
                 const int64_t f = pick(int64_t(idx.row(i)[j]), i, j, &zero);
-                d.row(i)[j] = zero ? T(0) : T(p.base[p.row_offset(f / cols) + (f % cols) * p.col_stride()]);
+                d.row(i)[j] = zero ? T{} : T(p.base[p.row_offset(f / cols) + (f % cols) * p.col_stride()]);
             }
         return;
     }
@@ -1101,7 +1101,7 @@ inline void mgather(const Tile<T>& d, const GmPart<G>& p, const Tile<I>& idx, in
     for (int64_t k = 0; k < d.vr; ++k) {
         const int64_t f = pick(int64_t(one_row ? idx.row(0)[k] : idx.row(k)[0]), one_row ? 0 : k, one_row ? k : 0, &zero);
         for (int64_t j = 0; j < d.vc; ++j)
-            d.row(k)[j] = zero ? T(0) : T(p.base[p.row_offset(f) + j * p.col_stride()]);
+            d.row(k)[j] = zero ? T{} : T(p.base[p.row_offset(f) + j * p.col_stride()]);
     }
 }
 // pto.mgather into mat: the indices come from GM (a whole contiguous tensor seen as a tile);

@@ -105,3 +105,39 @@ def test_the_other_narrow_types_are_named_and_not_built(d):
     assert repr(getattr(pl, d)) == f"pl.{d}"
     with pytest.raises(NotBuiltError, match=r"is not supported by this pypto yet"):
         pl.parse(SRC.format(D=d, BACK="FP32"), filename="/u/f.py")
+
+
+GATHER_SRC = """
+import pypto.language as pl
+
+@pl.program
+class G:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, mem: pl.Tensor[[64, 32], pl.{D}], idx: pl.Tensor[[1, 16], pl.INT32],
+          out: pl.Out[pl.Tensor[[16, 32], pl.{D}]]):
+        it = pl.load(idx, [0, 0], [1, 16])
+        out = pl.store(pl.tile.mgather(mem, it, coalesce="row", gather_oob="zero"), [0, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, mem: pl.Tensor[[64, 32], pl.{D}], idx: pl.Tensor[[1, 16], pl.INT32],
+             out: pl.Out[pl.Tensor[[16, 32], pl.{D}]]):
+        out = self.k(mem, idx, out)
+        return out
+"""
+
+
+@pytest.mark.parametrize("d", ["HF8", "FP8E5M2"])
+def test_8bit_rows_gathered_as_bits(d, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    run = ir.compile(pl.parse(GATHER_SRC.format(D=d), filename="/u/g.py"), output_dir=tmp_path / "out",
+                     platform="a5sim")
+    bits = torch.randint(0, 256, (64, 32), dtype=torch.uint8)
+    mem = bits if d == "HF8" else bits.view(torch.float8_e5m2)
+    idx = torch.randint(0, 64, (1, 16), dtype=torch.int32)
+    idx[0, 3] = 70                                  # outside: gather_oob="zero" gives zero bits
+    out = torch.zeros(16, 32, dtype=mem.dtype)
+    run(mem, idx, out)
+    want = bits[idx[0].clamp(max=63).long()].clone()
+    want[3] = 0
+    assert torch.equal(out.view(torch.uint8), want)

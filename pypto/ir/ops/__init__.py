@@ -101,7 +101,7 @@ def infer_type(op: str, args: list, kwargs: dict, span: Span | None):
 # what 8-bit floats take part in: they are stored, moved, viewed and converted, not computed with
 FP8_OPS = {f"{ns}.{o}" for ns in ("tile", "tensor") for o in (
     "load", "store", "cast", "move", "create", "slice", "reshape", "assemble", "extract",
-    "transpose_view", "set_validshape", "reinterpret_view", "read", "fillpad", "full")} \
+    "transpose_view", "set_validshape", "reinterpret_view", "read", "fillpad", "full", "mgather")} \
     | {"tile.matmul_mx", "tile.matmul_mx_acc", "tile.matmul_mx_bias"}
 
 

@@ -331,7 +331,7 @@ class _Typed:
 MGATHER_COALESCE = {"row": 0, "elem": 1}
 MGATHER_OOB = {"undefined": 0, "clamp": 1, "wrap": 2, "zero": 3}
 MGATHER_DTYPES = (dt.INT8, dt.UINT8, dt.INT16, dt.UINT16, dt.INT32, dt.UINT32, dt.FP16, dt.BF16,
-                  dt.FP32)
+                  dt.FP32, dt.FP8E4M3FN, dt.FP8E5M2, dt.HF8)      # (the 8-bit floats: a5)
 
 
 def mgather_mode(kw, key, names, span, op="mgather") -> int:
