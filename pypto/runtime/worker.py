@@ -41,7 +41,6 @@ class RegistrationHandle:
         self.graphs: OrderedDict = OrderedDict()   # binding key -> Graph (executor.py)
         self.plan = None                           # fastpath.Plan of the last replay
         self.active = True
-        self.launched = False
 
     def __call__(self, *args, config: RunConfig | None = None):
         return self.launch(*args, config=config)[0]
@@ -50,9 +49,6 @@ class RegistrationHandle:
         """Run once; returns (what the call returns, the launch's RunRecord)."""
         if not self.active:
             raise RuntimeError(f"program {self.compiled.output_dir} was unregistered")
-        if not self.launched:       # the device would load the program's code now
-            self.launched = True
-            self.worker._loaded.add(str(self.compiled.output_dir))
         return self.worker._dispatch(self, args, config)
 
     def unregister(self) -> None:
@@ -133,7 +129,7 @@ class ChipWorker(Worker):
         self._device: Device | None = None
         self._registrations: dict[int, RegistrationHandle] = {}
         self._tensors: dict[int, DeviceTensor] = {}
-        self._loaded: set[str] = set()        # programs launched here (aicpu_dlopen_count)
+        self._loaded: set[str] = set()        # programs registered here (aicpu_dlopen_count)
         self._run_lock = threading.Lock()
         self._lock = threading.Lock()
         self.closed = False
@@ -144,8 +140,8 @@ class ChipWorker(Worker):
 
     @property
     def aicpu_dlopen_count(self) -> int:
-        """How many distinct programs this worker has launched: on a device, the AICPU
-        loads a program's code at its first launch and keeps it (PyPTO's counter)."""
+        """How many distinct programs this worker has loaded: on a device, the AICPU loads
+        a program's code when it is first registered and keeps it (PyPTO's counter)."""
         return len(self._loaded)
 
     @property
@@ -233,6 +229,7 @@ class ChipWorker(Worker):
             if handle is None or handle.compiled is not compiled or not handle.active:
                 handle = RegistrationHandle(self, compiled)
                 self._registrations[id(compiled)] = handle
+                self._loaded.add(str(compiled.output_dir))   # the device loads its code now
         return handle
 
     def _forget(self, handle: RegistrationHandle) -> None:

@@ -233,7 +233,7 @@ def test_raw_address_copies_stay_inside_the_workers_tensors():
 
 def test_worker_base_class_load_count_and_owned_tensors(programs):
     """PyPTO's explicit-dispatch surface: ChipWorker is a Worker; a program counts as
-    loaded at its first launch (once, however often it is registered or launched); the
+    loaded when first registered (once, however often it is registered or launched); the
     tensors a worker holds are listed until close() frees them."""
     from pypto.runtime import Worker, ensure_pto_isa_root
     from pypto.runtime.errors import DeviceUnavailableError
@@ -245,7 +245,7 @@ def test_worker_base_class_load_count_and_owned_tensors(programs):
         a_dev = w.alloc_tensor((16, 16), torch.float32, init=a)
         assert w._owned_tensors == [a_dev]
         h = w.register(add)
-        assert w.aicpu_dlopen_count == 0                  # registered, not yet launched
+        assert w.aicpu_dlopen_count == 1                  # registering loads the program
         out = torch.zeros(16, 16)
         for _ in range(3):
             h(a_dev, b, out)
