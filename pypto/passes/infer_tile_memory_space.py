@@ -13,7 +13,7 @@ from __future__ import annotations
 from pypto import dtype as dt
 from pypto.errors import CodegenError
 from pypto.ir.nodes import SCALE_SPACES, While, Assign, Call, Eval, For, If, MemorySpace as M, Program, TileType, Var, Yield
-from pypto.ir.visit import Rewriter, defs, walk
+from pypto.ir.visit import Rewriter, defs, stmt_uses, walk
 from pypto.passes.base import Namer
 
 NAME = "InferTileMemorySpace"
@@ -37,7 +37,7 @@ def run(prog: Program, opts) -> Program:
     for f in prog.functions:
         if f.is_kernel:
             namer = Namer({p.var.name for p in f.params} | {v.name for s in walk(f.body) for v in defs(s)})
-            f = _Infer(namer, opts.chip).function(f)
+            f = _Infer(namer, opts.chip, _stored_only(f.body)).function(f)
         out.append(f)
     return Program(prog.name, out, prog.source)
 
@@ -52,12 +52,33 @@ def _paths(chip):
             (M.Acc, M.Vec), (M.Vec, M.Mat)} | scales
 
 
+def _stored_only(body) -> set:
+    """ids of the vars whose every use is as the tile a tile.store writes out."""
+    ok, bad = set(), set()
+    for s in walk(body):
+        c = s.value if isinstance(s, Assign) else s.expr if isinstance(s, Eval) else None
+        for v in stmt_uses(s):
+            if isinstance(c, Call) and c.op == "tile.store" and c.args[0] is v \
+                    and sum(a is v for a in c.args) == 1:
+                ok.add(id(v))
+            else:
+                bad.add(id(v))
+    return ok - bad
+
+
 class _Infer(Rewriter):
-    def __init__(self, namer, chip):
+    def __init__(self, namer, chip, stored_only=frozenset()):
         self.namer = namer
         self.chip = chip
         self.paths = _paths(chip)
         self.emit = []
+        self.stored_only = stored_only
+        self.alias: dict[int, Var] = {}      # a cast folded into the stores that write it out
+
+    def expr(self, e):
+        if isinstance(e, Var) and id(e) in self.alias:
+            return self.alias[id(e)]
+        return super().expr(e)
 
     def body(self, stmts):
         out = []
@@ -118,11 +139,15 @@ class _Infer(Rewriter):
             return [self.default_stmt(s)]
         if c.op == "tile.cast" and _space(c.args[0]) is M.Acc:
             # the cube's write-back converts on the way to Mat (a matmul result cast for the
-            # next matmul): no Acc -> Vec path on a2/a3, and no vector work in a cube kernel
+            # next matmul) or to GM (one only stored: the store converts, the fix-pipe's
+            # way): no Acc -> Vec path on a2/a3, and no vector work in a cube kernel
             if c.kwargs.get("mode") not in (None, "rint", "RINT", "none", "NONE"):
                 raise CodegenError(f"casting the matmul result {c.args[0].name!r} happens in the "
                                    f"cube's write-back to Mat, which rounds to nearest even", s.span,
                                    "use mode='rint' (or no mode)")
+            if id(s.var) in self.stored_only and c.args[0].type.valid == s.var.type.valid:
+                self.alias[id(s.var)] = self.expr(c.args[0])
+                return []
             _set_space(s.var, M.Mat)
             return [self.default_stmt(s)]
         want = _OPERANDS.get(c.op)

@@ -73,3 +73,33 @@ def test_another_rounding_mode_is_refused_at_the_users_line(tmp_path, monkeypatc
     with pytest.raises(CodegenError, match=r"cube's write-back to Mat, which rounds to nearest even") as e:
         ir.compile(prog, output_dir=tmp_path / "out", platform="a2a3sim")
     assert e.value.span.line == 12
+
+CAST_STORED = """
+import pypto.language as pl
+
+@pl.program
+class Out:
+    @pl.function(type=pl.FunctionType.Opaque)
+    def main(self, a: pl.Tensor[[64, 64], pl.BF16], b: pl.Tensor[[64, 32], pl.BF16],
+             out: pl.Out[pl.Tensor[[64, 32], pl.BF16]]) -> pl.Tensor[[64, 32], pl.BF16]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            acc = pl.matmul(a, b, out_dtype=pl.FP32)
+            out[0:64, 0:32] = pl.cast(acc, target_type=pl.BF16, mode="rint")
+        return out
+"""
+
+
+@pytest.mark.parametrize("platform", ["a2a3sim", "a5sim"])
+def test_a_matmul_result_cast_and_stored_converts_on_the_way_out(platform, tmp_path, monkeypatch):
+    """The cast of a result that is only stored folds into the store: the cube's write-back
+    to GM converts (pto.tstore from Acc into bf16), so the kernel needs no Mat hop (which
+    has no path to GM) and no vector work: a cube kernel alone."""
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    run = ir.compile(pl.parse(CAST_STORED, filename="/u/cs.py"), output_dir=tmp_path / "out", platform=platform)
+    a, b = torch.randn(64, 64).bfloat16(), torch.randn(64, 32).bfloat16()
+    out = torch.zeros(64, 32, dtype=torch.bfloat16)
+    run(a, b, out)
+    assert torch.equal(out, (a.float() @ b.float()).bfloat16())
+    pto = "".join(p.read_text() for p in (tmp_path / "out" / "ptoas").glob("*.pto"))
+    assert "loc=acc" in pto and "partition_tensor_view<64x32xbf16>" in pto
+    assert "pto.tcvt" not in pto and "loc=vec" not in pto
