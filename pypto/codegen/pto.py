@@ -135,7 +135,11 @@ def generate_kernel(program: Program, name: str, *, arch: str = "a2a3",
     level = ptoas_level(f, memory_planner)
     if f.func_type is FunctionType.Group:    # one module: the cube half, then the vector half
         from pypto.passes.expand_mixed_kernel import halves
-        funcs = [_Kernel(program, h, arch, emit_loc, level).function_lines() for h in halves(f)]
+        cube, vector = (_Kernel(program, h, arch, emit_loc, level) for h in halves(f))
+        # unsplit, both AIV lanes of the core group would run the vector half alike: it
+        # arrives at a soft barrier for both
+        vector.lanes = 1 if f.attrs.get("split") else 2
+        funcs = [cube.function_lines(), vector.function_lines()]
         return _module(arch, [ln for lines in funcs for ln in lines])
     if f.func_type is FunctionType.AIV and f.attrs.get("split"):   # what each of two AIVs runs
         from pypto.passes.expand_mixed_kernel import split_vector
@@ -213,6 +217,7 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
         self.spmd_used: set[str] = set()     # block identity ops the body reads
         self.barrier_used = False            # a hard syncall: the launch's barrier argument
         self.sdma_used = False               # a prefetch context: the runtime's SDMA workspace
+        self.lanes = 1                       # the AIV lanes this function arrives for at a soft barrier
         self.pipe_used = False               # a Group's half: the pipe to the other core
         self.lines: list[str] = []
         self.depth = 2
@@ -559,7 +564,8 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
             self.spmd_used.add("tile.get_block_num")
             target, ty = f"%{BARRIER_ARG}", "i64"
             n = "%" + BLOCK_IDENTITY["tile.get_block_num"]
-        self.emit(f"pto.syncall ins({target}, {n} : {ty}, i32)", span)
+        lanes = f" {{lanes = {self.lanes}}}" if self.lanes > 1 and c.kwargs.get("mode") == "soft" else ""
+        self.emit(f"pto.syncall ins({target}, {n} : {ty}, i32){lanes}", span)
 
     def tpush(self, c: Call, span) -> None:
         """A Group's half sends a tile to the other core (ExpandMixedKernel.halves)."""

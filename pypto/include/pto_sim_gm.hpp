@@ -211,14 +211,20 @@ template <class T, class V> inline void store_scalar(const GmPart<T>& p, V v, co
 }
 
 // pto.syncall: a barrier over the blocks of a launch. `cell` holds two 64-bit words: the
-// blocks arrived in this round and the round. The last to arrive opens the round; the
-// others wait for it (for up to 60 s: a block that never comes is an error, not a hang).
-inline void syncall_at(int64_t* cell, int32_t n, const char* site) {
+// participants arrived in this round and the round. The last to arrive opens the round;
+// the others wait for it (for up to 60 s: a block that never comes is an error, not a
+// hang). A participant may arrive for `lanes` of them: the vector half of an unsplit core
+// group stands for both its AIV lanes (they would do the same work).
+inline void syncall_at(int64_t* cell, int32_t n, const char* site, int32_t lanes = 1) {
     if (n <= 0) fail(site, "syncall over %d blocks", int(n));
     auto* arrived = reinterpret_cast<std::atomic<int64_t>*>(cell);
     auto* round = reinterpret_cast<std::atomic<int64_t>*>(cell + 1);
     const int64_t mine = round->load();
-    if (arrived->fetch_add(1) + 1 == n) {
+    const int64_t now = arrived->fetch_add(lanes) + lanes;
+    if (now > n)
+        fail(site, "syncall: %lld participants arrived but used_cores is %d (an AIC and its two AIVs "
+             "count 3)", (long long)now, int(n));
+    if (now == n) {
         arrived->store(0);
         round->fetch_add(1);
         return;
@@ -238,11 +244,11 @@ inline void syncall(int64_t barrier, int32_t n, const char* site) {
 }
 
 // a soft syncall: the count lives in a GM workspace tensor (its first 16 bytes)
-template <class T> inline void syncall(const GmArg<T>& ws, int32_t n, const char* site) {
+template <class T> inline void syncall(const GmArg<T>& ws, int32_t n, const char* site, int32_t lanes = 1) {
     int64_t bytes = int64_t(sizeof(T));
     for (int i = 0; i < ws.ndims; ++i) bytes *= ws.shape[i];
     if (bytes < 16) fail(site, "syncall: its gm_workspace holds %lld bytes, it needs 16", (long long)bytes);
-    syncall_at(reinterpret_cast<int64_t*>(ws.base), n, site);
+    syncall_at(reinterpret_cast<int64_t*>(ws.base), n, site, lanes);
 }
 
 // pl.prefetch: an async GM -> L2 pull by the SDMA engine, a cache hint that changes no

@@ -230,7 +230,9 @@ class FuncEmitter:
             prefetch.emit(self, op, ind)
         elif name == "pto.syncall":
             b, count = op.group("ins")
-            self.emit(ind, f"pto::syncall({self.n(b)}, {self.n(count)}, {self.site(op)});")
+            lanes = (op.attr("lanes") or "1").split(":")[0].strip()
+            self.emit(ind, f"pto::syncall({self.n(b)}, {self.n(count)}, {self.site(op)}"
+                           f"{', ' + lanes if lanes != '1' else ''});")
         elif name == "pto.local_array_set":
             self.emit(ind, f"{self.n(op.group('array')[0])}.set({self.n(op.group('index')[0])}, "
                            f"{self.n(op.group('value')[0])}, {self.site(op)});")

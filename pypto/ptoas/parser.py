@@ -658,9 +658,11 @@ class Parser:
         return [self.type()]
 
     def p_syncall(self, op: Op):
-        """`pto.syncall ins(%barrier, %count : i64 | !pto.ptr<T>, i32)`."""
+        """`pto.syncall ins(%barrier, %count : i64 | !pto.ptr<T>, i32) [{lanes = 2}]`."""
         self.expect("ins")
         self.operand_group("ins", op)
+        if self.tok.kind == "punct" and self.tok.text == "{":
+            op.attrs = self.attr_dict()
         return []
 
     def p_paren(self, op: Op):

@@ -114,7 +114,8 @@ def op_body(op: Op) -> str:
     if n == "pto.tgetval":
         return f"ins({_vs(op.group('ins'))} : {_types(op.types['ins'])}) outs : {res_t[0]}"
     if n == "pto.syncall":
-        return f"ins({_vs(op.group('ins'))} : {_types(op.types['ins'])})"
+        lanes = f" {{lanes = {op.attr('lanes')}}}" if op.attr("lanes") else ""
+        return f"ins({_vs(op.group('ins'))} : {_types(op.types['ins'])}){lanes}"
     return _dps(op)
 
 

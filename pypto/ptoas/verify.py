@@ -226,6 +226,10 @@ class Verifier(OpChecks, TileChecks):
             raise self.error(op, f"pto.syncall: the barrier is an i64 address or a GM pointer, not {b.type}")
         if not (isinstance(count.type, ScalarType) and count.type.name == "i32"):
             raise self.error(op, f"pto.syncall: the count is i32, not {count.type}")
+        lanes = (op.attr("lanes") or "1").split(":")[0].strip()
+        if lanes not in ("1", "2") or (lanes == "2" and isinstance(b.type, ScalarType)):
+            raise self.error(op, f"pto.syncall: lanes = {lanes}; a soft syncall (GM pointer) arrives for "
+                                 f"1 or 2 AIV lanes, a hard one for 1")
 
     def pipe_op(self, op: Op) -> None:
         """A Group's halves pass tiles through the pipe the runtime gives the group (an

@@ -221,6 +221,35 @@ def test_blocks_meet_at_a_syncall_hard_and_soft(tmp_path):
     assert "pto.syncall ins(%__pypto_spmd_sync, %__pypto_spmd_block_num : i64, i32)" in pto
 
 
+@pl.program
+class MixedBarrier:
+    @pl.function(type=pl.FunctionType.Opaque)
+    def main(self, a: pl.Tensor[[NB * 16, 32], pl.FP32], b: pl.Tensor[[32, 32], pl.FP32],
+             ws: pl.Tensor[[16], pl.INT32],
+             out: pl.Out[pl.Tensor[[NB * 16, 32], pl.FP32]]) -> pl.Tensor[[NB * 16, 32], pl.FP32]:
+        for blk in pl.spmd(NB, name_hint="mixed_barrier"):
+            a_blk = pl.slice(a, [16, 32], [blk * 16, 0])
+            lhs = pl.mul(a_blk, 2.0)                 # vector work feeding the cube
+            pl.system.syncall(mode="soft", core_type="mix", gm_workspace=ws, used_cores=NB * 3)
+            c = pl.matmul(lhs, b)
+            out = pl.assemble(out, pl.add(c, 1.0), [blk * 16, 0])
+        return out
+
+
+def test_a_mixed_soft_barrier_counts_an_aic_and_both_aivs_per_block(tmp_path):
+    """A soft syncall in a mixed kernel meets used_cores = blocks x (1 AIC + 2 AIVs): the
+    vector half of an unsplit core group arrives for both its AIV lanes (they run it alike)."""
+    a, b = randn(NB * 16, 32, seed=8), randn(32, 32, seed=9)
+    ws, out = torch.zeros(16, dtype=torch.int32), torch.zeros(NB * 16, 32)
+    c = ir.compile(MixedBarrier, output_dir=str(tmp_path / "m"), platform="a2a3sim")
+    c(a, b, ws, out)
+    close(out, (2 * a) @ b + 1, 1e-4, 1e-4)
+    pto = (tmp_path / "m" / "ptoas" / "mixed_barrier.pto").read_text()
+    aic, aiv = pto.split("func.func @mixed_barrier_aiv(")
+    assert "pto.syncall ins(" in aic and "lanes" not in aic.split("pto.syncall")[1].split("\n")[0]
+    assert "{lanes = 2}" in aiv.split("pto.syncall")[1].split("\n")[0]
+
+
 def test_a_soft_syncall_needs_its_workspace():
     with pytest.raises(E.TypeCheckError, match=r"gm_workspace="):
         @pl.function(type=pl.FunctionType.InCore)
