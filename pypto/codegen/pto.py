@@ -138,7 +138,7 @@ def generate_kernel(program: Program, name: str, *, arch: str = "a2a3",
         cube, vector = (_Kernel(program, h, arch, emit_loc, level) for h in halves(f))
         # unsplit, both AIV lanes of the core group would run the vector half alike: it
         # arrives at a soft barrier for both
-        vector.lanes = 1 if f.attrs.get("split") else 2
+        vector.lanes = 1 if f.attrs.get("split") or f.attrs.get("aiv_lanes") else 2
         funcs = [cube.function_lines(), vector.function_lines()]
         return _module(arch, [ln for lines in funcs for ln in lines])
     if f.func_type is FunctionType.AIV and f.attrs.get("split"):   # what each of two AIVs runs
@@ -339,6 +339,8 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
         kind = _KIND.get(f.func_type)
         # a vector kernel split over the two AIVs of its core group (pl.split) says so
         split = f", pypto.split = {f.attrs['split']}" if kind == "vector" and f.attrs.get("split") else ""
+        if kind == "vector" and f.attrs.get("aiv_lanes"):     # pl.split_aiv: both AIVs run it
+            split += f", pypto.aiv_lanes = {f.attrs['aiv_lanes']}"
         attrs = f" attributes {{pto.kernel_kind = #pto.kernel_kind<{kind}>{split}}}" if kind else ""
         out = [f"  func.func @{f.name}({', '.join(sig)}){attrs} {{"]
         consts = sorted(self.consts.items(),
@@ -585,9 +587,12 @@ class _Kernel(Scalars, ControlFlow, GmAccess):
         self.pipe_used = True
         split = int(c.kwargs.get("split", 0))
         slots = int(self.f.attrs.get("slot_num", 0))      # pl.cross_core_slot: the pipe's depth
-        attrs = ", ".join(([f"split = {split}"] if split else []) + ([f"slot_num = {slots}"] if slots else []))
+        # both AIVs running, unsplit (a NONE region): each lane gets, and sends, the whole tile
+        both = not split and self.f.attrs.get("aiv_lanes") == 2
+        attrs = ", ".join(([f"split = {split}"] if split else []) + (["lanes = 2"] if both else [])
+                          + ([f"slot_num = {slots}"] if slots else []))
         attrs = f" {{{attrs}}}" if attrs else ""
-        if not (split and vector_half):
+        if not ((split or both) and vector_half):
             return f"%{PIPE_ARG}", "i64", attrs
         self.spmd_used.add("tile.get_subblock_idx")
         return f"%{PIPE_ARG}, %{BLOCK_IDENTITY['tile.get_subblock_idx']}", "i64, i32", attrs

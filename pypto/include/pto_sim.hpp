@@ -671,10 +671,16 @@ template <class T> inline void pipe_receive(int64_t* w, int ch, const Tile<T>& d
     tail->store(seq + 1, std::memory_order_release);
 }
 // the channel(s) and tile (half) a push or pop moves: the cube of a split group moves each
-// AIV's half on that AIV's channel; otherwise the whole tile on the caller's channel
+// AIV's half on that AIV's channel (split 1, 2), or the whole tile on both when both AIVs
+// run unsplit (3: each gets it, and of what both send the cube keeps the last); otherwise
+// the whole tile on the caller's channel
 template <class T, class F>
 inline void pipe_each(int dir, int split, int32_t who, const Tile<T>& t, const char* site, F move) {
-    if (split && who < 0) {
+    if (split == 3 && who < 0) {
+        for (int h = 0; h < 2; ++h) move(dir * 2 + h, t);
+    } else if (split == 3) {
+        move(dir * 2 + who, t);
+    } else if (split && who < 0) {
         for (int h = 0; h < 2; ++h) move(dir * 2 + h, pipe_half(t, split, h, site));
     } else {
         move(dir * 2 + (who < 0 ? 0 : who), t);

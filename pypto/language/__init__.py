@@ -18,7 +18,7 @@ from pypto.ir.nodes import (AtomicType, DynDim, ForKind, FunctionType, Level, Me
 from pypto.language import dsl
 from pypto.language.dsl import (DSLCallError, OPERATORS, at, cast, cluster, const, manual_scope, max, min,
                                 parallel, pipeline, range, scope, spmd, spmd_submit, submit, system, tensor,
-                                tile, array, prefetch, unroll, while_, cond, yield_)
+                                tile, array, prefetch, split_aiv, unroll, while_, cond, yield_)
 from pypto.language.optimizations import cross_core_slot, split
 from pypto.language.parser import function, loads, parse, program
 from pypto.language.typing import (Annotation, Array, AsyncEvent, AsyncSession, InOut, MemRef, Out,
@@ -38,7 +38,7 @@ __all__ = sorted(
      "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "Level", "Role", "ScopeMode", "ForKind",
      "SplitMode", "split", "cross_core_slot",
      "ParamDirection", "DynDim", "Annotation", "adir", "dynamic", "program", "function", "at", "cluster",
-     "scope", "pipeline", "manual_scope", "submit", "spmd", "spmd_submit", "system", "range", "parallel", "unroll", "array", "prefetch", "while_", "cond", "yield_", "const", "cast", "min", "max", "parse",
+     "scope", "pipeline", "manual_scope", "submit", "spmd", "spmd_submit", "split_aiv", "system", "range", "parallel", "unroll", "array", "prefetch", "while_", "cond", "yield_", "const", "cast", "min", "max", "parse",
      "loads", "tile", "tensor", "DSLCallError"] + list(OPERATORS)
     + (["jit"] if importlib.util.find_spec("pypto.jit") is not None else []))
 

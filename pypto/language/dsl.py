@@ -62,6 +62,10 @@ spmd = _stub("pl.spmd", "spmd",
              doc="with pl.spmd(n[, sync_start=True, deps=[...]]) [as tid]: the kernels launched in "
                  "it run as n blocks (pl.tile.get_block_idx() tells a block its index); "
                  "for i in pl.spmd(n): a region run as n blocks, i its block index")
+split_aiv = _stub("pl.split_aiv", "split_aiv",
+                  doc="for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN): in a kernel, a region "
+                      "each of the core group's two AIVs runs as its lane (aiv_id: 0 or 1); "
+                      "pl.aiv_shard / pl.aic_gather cross into and out of it")
 spmd_submit = _stub("pl.spmd_submit", "spmd_submit",
                     doc="outs..., tid = pl.spmd_submit(self.kernel, *args, core_num=n, deps=[...]): "
                         "pl.submit as n blocks")

@@ -15,7 +15,8 @@ from pypto.errors import CodegenError, NotBuiltError
 from pypto.ir.nodes import (CUBE, CUBE_SPACES, VECTOR, Assign, Call, Eval, For, Function, FunctionType,
                             HandleType, If, IterArg, Program, PtrType, Return, TensorType, TileType, Var, While,
                             Yield, derived_level_role, side_of_space)
-from pypto.ir.visit import Substitute, defs, stmt_exprs, vars_used, walk
+from pypto.ir.ops.lanes import CROSSINGS, REGION_ATTR
+from pypto.ir.visit import Substitute, defs, stmt_exprs, vars_used, walk, walk_expr
 from pypto.passes.mixed_fence import fence
 from pypto.passes.vector_split import Halver
 
@@ -45,7 +46,11 @@ def _classify(f: Function) -> Function:
         ftype = FunctionType.AIC if cube else FunctionType.AIV
     level, role = derived_level_role(ftype)
     body = fence(f.body) if ftype is FunctionType.Group else f.body
-    out = Function(f.name, f.params, f.return_types, body, ftype, level, role, dict(f.attrs), f.span)
+    attrs = dict(f.attrs)
+    if ftype is not FunctionType.AIC and any(
+            isinstance(c, Call) and REGION_ATTR in c.attrs for s in walk(f.body) for c in _calls(s)):
+        attrs["aiv_lanes"] = 2           # a pl.split_aiv region: both AIVs run, each its lane
+    out = Function(f.name, f.params, f.return_types, body, ftype, level, role, attrs, f.span)
     if ftype is FunctionType.Group:
         halves(out)          # refuse here, at the user's line, what cannot be split
     elif f.attrs.get("split") and cube:
@@ -55,6 +60,11 @@ def _classify(f: Function) -> Function:
     elif f.attrs.get("split"):
         split_vector(out)
     return out
+
+
+def _calls(s):
+    for e in stmt_exprs(s):
+        yield from (x for x in walk_expr(e) if isinstance(x, Call))
 
 
 # ----------------------------------------------------------------------------- the halves
@@ -149,11 +159,13 @@ class _Half:
         v, val = s.var, s.value
         t = v.type
         if isinstance(t, TileType):
-            if isinstance(val, Call) and val.op == "tile.move":
+            if isinstance(val, Call) and val.op in ("tile.move",) + CROSSINGS:
                 src = _side(val.args[0])
                 dst = side_of_space(t.memory_space)
                 if src is not None and src != dst:
-                    pipe = {"split": self.split} if self.split else {}
+                    # (a region's crossing: its own mode; a split kernel's move: the kernel's)
+                    mode = int(val.kwargs.get("split", self.split))
+                    pipe = {"split": mode} if mode else {}
                     if self.side == src:
                         sent = self.e(val.args[0])
                         if self.halver and sent.type == val.args[0].type:

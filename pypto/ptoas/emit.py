@@ -268,6 +268,8 @@ class FuncEmitter:
             else:
                 pipe, sub, tile = ins[0], ins[1:], op.group("outs")[0]
             split = op.attrs.get("split", "0")
+            if op.attrs.get("lanes") == "2":
+                split = "3"                                 # (both AIVs, each the whole tile)
             who = self.n(sub[0]) if sub else "-1"          # -1: the cube half (all AIVs)
             self.emit(ind, f"pto::t{what}({self.n(pipe)}, {direction}, {split}, {who}, {self.n(tile)}, "
                            f"{self.site(op)});")
@@ -595,7 +597,8 @@ def kernel_info(module: Module, arch: Arch, usage: dict) -> dict:
         "bytes_used": dict(sorted(usage.get(f.name, {}).items())),
         "functions": [g.name for g in module.funcs],
         # a Group whose vector work is split runs two AIVs with its AIC
-        "vector_halves": 2 if any(g.attrs.get("pypto.split", "0") != "0" for g in module.funcs) else 1,
+        "vector_halves": 2 if any(g.attrs.get("pypto.split", "0") != "0" or "pypto.aiv_lanes" in g.attrs
+                                  for g in module.funcs) else 1,
         "pipe_slots": max([int(op.attrs.get("slot_num", 2)) for op in pipe_ops] or [2]),
         # it makes a prefetch context: the runtime gives each block an SDMA workspace
         "sdma": any(a.name == SDMA_ARG for g in module.funcs for a in g.args),

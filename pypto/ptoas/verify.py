@@ -243,8 +243,13 @@ class Verifier(OpChecks, TileChecks):
         slots = op.attrs.get("slot_num", "2")
         if not slots.isdigit() or int(slots) <= 0:
             raise self.error(op, f"{op.name}: slot_num is the pipe's positive depth, not {slots}")
-        # in the vector half of a split group the op also names which AIV it runs on
-        sub = 1 if kind == "vector" and split != "0" else 0
+        lanes = op.attrs.get("lanes", "1")
+        if lanes not in ("1", "2") or (lanes == "2" and split != "0"):
+            raise self.error(op, f"{op.name}: lanes = 2 marks an unsplit crossing both AIVs take part in "
+                                 f"(split = 0), got lanes = {lanes}, split = {split}")
+        # in the vector half of a split group (or one both AIVs run) the op also names which
+        # AIV it runs on
+        sub = 1 if kind == "vector" and (split != "0" or lanes == "2") else 0
         want_ins, want_outs = (2 + sub, 0) if what == "push" else (1 + sub, 1)
         if len(ins) != want_ins or len(outs) != want_outs or op.results:
             extra = ", %subblock" if sub else ""

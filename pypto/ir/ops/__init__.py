@@ -17,12 +17,13 @@ from pypto.ir.ops.elementwise import (BINARY, SCALAR_FORM, SCALAR_ONLY, UNARY, F
 from pypto.ir.ops.reduction import ARG_REDUCE, ROW_REDUCE, COL_REDUCE, ROW_EXPAND, COL_EXPAND
 from pypto.ir.ops import (indexing as _indexing, matmul as _matmul, memory as _memory,  # noqa: F401
                           shape as _shape, sort as _sort, array as _array,  # (register their ops)
-                          system as _system, prefetch as _prefetch)
+                          system as _system, prefetch as _prefetch, lanes as _lanes)
 
 # Names a user may write as pl.<name>, and which namespaces they exist in.
 TILE_ONLY = {"load": "tile.load", "store": "tile.store", "move": "tile.move",
              "matmul_mx": "tile.matmul_mx", "matmul_mx_acc": "tile.matmul_mx_acc",
-             "matmul_mx_bias": "tile.matmul_mx_bias",
+             "matmul_mx_bias": "tile.matmul_mx_bias", "aiv_shard": "tile.aiv_shard",
+             "aic_gather": "tile.aic_gather",
              "mscatter": "tile.mscatter", "create_tile": "tile.create", "tri": "tile.tri",
              "lrelu": "tile.lrelu", "sel": "tile.sel",
              "sels": "tile.sels", "concat": "tile.concat", "relu": None}

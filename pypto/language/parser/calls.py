@@ -7,6 +7,7 @@ import difflib
 import enum
 
 from pypto.ir.nodes import KERNEL_TYPES
+from pypto.ir.ops.lanes import CROSSINGS as LANE_CROSSINGS
 from pypto.language.parser.common import (BinOp, Call, Const, Expr, Function, FunctionType,
                                           MemorySpace, _Sig,
                                           MisplacedTensorOpError, ParserError, ScalarType,
@@ -227,6 +228,13 @@ class CallsMixin:
         if op == "tile.store" and len(pos) == 4 and isinstance(pos[2], TupleExpr) \
                 and isinstance(getattr(pos[3], "type", None), TensorType):
             pos[2], pos[3] = pos[3], pos[2]      # the older order: pl.store(tile, offsets, shapes, out)
+        if op in LANE_CROSSINGS and "split" not in kw:      # the region's mode
+            mode = self.ctx.lane_mode if self.ctx is not None else None
+            if mode is None:
+                raise TypeCheckError(f"{display} crosses into or out of a pl.split_aiv region; it is "
+                                     f"used inside one", span,
+                                     "for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN): ...")
+            kw["split"] = mode
         self.check_placement(op, display, node, pos)
         if op == "system.syncall" and self.ctx is not None and not self.ctx.incore:
             self.ctx.sig.attrs["sync_blocks"] = True    # its blocks must run at once

@@ -126,6 +126,7 @@ class _Ctx:
     ranges: dict = field(default_factory=dict)   # id(loop var) -> (var, first, last) of constant loops
     cur: Span | None = None            # span of the statement being parsed
     marked: bool = False               # cur came from a `# @file:line:col` marker
+    lane_mode: int | None = None       # in a pl.split_aiv region: its SplitMode value
 
 
 _RECURSION_HINT = ("a function cannot call itself, directly or through other functions: "

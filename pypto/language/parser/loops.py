@@ -32,6 +32,8 @@ class LoopsMixin:
             return self.while_loop(s, it, span)
         if kname == "spmd":
             return self.spmd_loop(s, it, span)
+        if kname == "split_aiv":
+            return self.split_aiv_loop(s, it, span)
         if kname not in _LOOP_KINDS:
             self.error(f"`for ... in {ast.unparse(it.func)}(...)` is not supported", s,
                        "loop with pl.range, pl.parallel or pl.unroll")

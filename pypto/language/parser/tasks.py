@@ -9,7 +9,7 @@ import copy
 
 from pypto.ir.visit import bodies as bodies_of, stmt_exprs, walk as walk_stmts, walk_expr
 from pypto.language.parser.common import (Assign, Call, Eval, FunctionType, InCoreScope,
-                                          PyptoError, TupleExpr, TupleType, _kind, ops)
+                                          PyptoError, ScalarType, TupleExpr, TupleType, _kind, dt, ops)
 
 
 class TasksMixin:
@@ -22,11 +22,12 @@ class TasksMixin:
             return False
 
     def is_spmd_loop(self, s: ast.For) -> bool:
+        """A loop that is a region (pl.spmd, pl.split_aiv): it gives statements, not a loop."""
         it = s.iter
         if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute)):
             return False
         try:
-            return _kind(self.static(it.func, "the loop iterable")) == "spmd"
+            return _kind(self.static(it.func, "the loop iterable")) in ("spmd", "split_aiv")
         except PyptoError:
             return False
 
@@ -179,6 +180,36 @@ class TasksMixin:
             self.ctx.incore -= 1
         split, slots = self.optimizations(a.get("optimizations"), s)
         return [mark, InCoreScope([idx] + body, hint or "", span, split, slots)]
+
+    def split_aiv_loop(self, s: ast.For, it: ast.Call, span):
+        """`for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.X):` in a kernel: the body is a
+        region each AIV of the core group runs as its lane, aiv_id its index. The region
+        leaves no node of its own: the lane index is read with the region's mode on it
+        (which makes the kernel run both AIVs), and its crossings (pl.aiv_shard /
+        pl.aic_gather) take the mode."""
+        from pypto.ir.nodes import SplitMode
+        from pypto.ir.ops.lanes import REGION_ATTR
+        if not isinstance(s.target, ast.Name):
+            self.error("for aiv_id in pl.split_aiv(2, mode=...): binds one name, the lane index", s)
+        if self.ctx is None or not (self.ctx.incore or self.ctx.sig.func_type is not FunctionType.Orchestration):
+            self.error("pl.split_aiv is a region of a kernel", s,
+                       "write it inside `with pl.at(level=pl.Level.CORE_GROUP):`")
+        n = self.static(it.args[0], "the lane count") if len(it.args) == 1 else None
+        if n != 2:
+            self.error("pl.split_aiv(2, mode=...): a core group has two AIV lanes", s)
+        kws = {k.arg: k.value for k in it.keywords}
+        if set(kws) != {"mode"} or not isinstance(mode := self.static(kws["mode"], "mode="), SplitMode):
+            self.error("pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN | LEFT_RIGHT | NONE)", s)
+        if self.ctx.lane_mode is not None:
+            self.error("pl.split_aiv regions do not nest", s)
+        val = Call("tile.get_subblock_idx", [], {}, ScalarType(dt.INDEX), {REGION_ATTR: mode.value}, span)
+        idx = Assign(self.bind_value(s.target.id, val, s, span), val, span)
+        self.ctx.lane_mode = mode.value
+        try:
+            body, _ = self.block(s.body, allow_yield=False)
+        finally:
+            self.ctx.lane_mode = None
+        return [idx] + body
 
     def optimizations(self, entries, node) -> tuple[int, int]:
         """`optimizations=[pl.split(mode), pl.cross_core_slot(slot_num=n)]` of a region:

@@ -1,0 +1,70 @@
+"""The AIV-lane family: the crossings of a `for aiv_id in pl.split_aiv(2, mode=...)` region,
+where each of the two vector cores (AIVs) of a core group runs the region's body as its
+own lane (aiv_id = pl.tile.get_subblock_idx()).
+
+    qk = pl.matmul(q, k)                      # cube, outside the region
+    for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
+        h = pl.aiv_shard(qk)                  # this lane's half: [M/2, N] in Vec
+        ...
+        g = pl.aic_gather(v)                  # the lanes' halves, rejoined for the cube
+
+`split` is the region's SplitMode value (the parser fills it from the region): UP_DOWN
+halves rows, LEFT_RIGHT columns, NONE crosses whole (both lanes get the whole tile)."""
+from __future__ import annotations
+
+from pypto.ir.nodes import MemorySpace, TileType
+from pypto.ir.ops.base import _err, _shaped, _tname, reg, whole
+
+CROSSINGS = ("tile.aiv_shard", "tile.aic_gather")
+# the call the parser binds a region's lane index with carries its mode in this attr
+REGION_ATTR = "split_aiv"
+
+
+def _mode(op, kw, span) -> int:
+    m = kw.get("split")
+    if m not in (0, 1, 2):
+        _err(f"{op}: split is the region's mode (0 none, 1 up-down, 2 left-right), got {m!r}", span,
+             "use it inside `for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):`")
+    return m
+
+
+def _scaled(op, t, m, factor, span):
+    """t's shape with the split axis halved (factor 1/2) or doubled (factor 2)."""
+    if len(t.shape) != 2:
+        _err(f"{op}: a 2-D tile, got {_tname(t)}", span)
+    shape = list(t.shape)
+    if m:
+        axis = m - 1
+        if factor < 1 and shape[axis] % 2:
+            _err(f"{op}: {('rows', 'columns')[axis]} of {_tname(t)} do not halve evenly over the two "
+                 f"lanes", span, "use a tile with an even extent on the split axis")
+        shape[axis] = shape[axis] // 2 if factor < 1 else shape[axis] * 2
+    return tuple(shape)
+
+
+def _aiv_shard(args, kw, span):
+    t = _shaped("aiv_shard", args[0], span, (TileType,))
+    m = _mode("aiv_shard", kw, span)
+    whole("aiv_shard", t, span, "operand")
+    if t.memory_space not in (None, MemorySpace.Acc):
+        _err(f"aiv_shard: brings a cube result (an Acc tile) to the vector lanes, got {_tname(t)} in "
+             f"{t.memory_space.name}", span)
+    return TileType(_scaled("aiv_shard", t, m, 0.5, span), t.dtype, MemorySpace.Vec)
+
+
+def _aic_gather(args, kw, span):
+    t = _shaped("aic_gather", args[0], span, (TileType,))
+    m = _mode("aic_gather", kw, span)
+    whole("aic_gather", t, span, "operand")
+    if t.memory_space not in (None, MemorySpace.Vec):
+        _err(f"aic_gather: hands a vector lane's tile to the cube, got {_tname(t)} in "
+             f"{t.memory_space.name}", span)
+    return TileType(_scaled("aic_gather", t, m, 2, span), t.dtype, MemorySpace.Mat)
+
+
+reg("tile.aiv_shard", (1, 1), _aiv_shard, ("split",), params=("x",),
+    sig="pl.aiv_shard(x)  (in a pl.split_aiv region: this lane's part of a cube result, in Vec -- "
+        "its half on the split axis, the whole under SplitMode.NONE)")
+reg("tile.aic_gather", (1, 1), _aic_gather, ("split",), params=("x",),
+    sig="pl.aic_gather(x)  (in a pl.split_aiv region: the lanes' parts rejoined for the cube, in "
+        "Mat; under SplitMode.NONE both lanes send the whole, which must agree)")
