@@ -545,10 +545,20 @@ template <class D> inline void widen_fp4(const Tile<D>& d, const Tile<fp4x2>& s,
             d.row(i)[2 * j + 1] = convert<D>(fp4_e2m1_to_f32(uint8_t(b >> 4)), mode);
         }
 }
+// and narrow into pairs: two elements give a byte
+template <class S> inline void narrow_fp4(const Tile<fp4x2>& d, const Tile<S>& s, const char* site) {
+    if (d.vr != s.vr || 2 * d.vc != s.vc)
+        fail(site, "tcvt of %dx%d elements gives %dx%d FP4 pairs, got %dx%d", s.vr, s.vc, s.vr, s.vc / 2, d.vr, d.vc);
+    for (int64_t i = 0; i < d.vr; ++i)
+        for (int64_t j = 0; j < d.vc; ++j)
+            d.row(i)[j].bits = uint8_t(f32_to_fp4_e2m1(float(s.row(i)[2 * j])) |
+                                       (f32_to_fp4_e2m1(float(s.row(i)[2 * j + 1])) << 4));
+}
 template <class D, class S> inline void tcvt(const Tile<D>& d, const Tile<S>& s, int mode, const char* site) {
-    static_assert(!is_same<D, fp4x2>::value, "no conversion into FP4 pairs");
     if constexpr (is_same<S, fp4x2>::value) {
         widen_fp4(d, s, mode, site);
+    } else if constexpr (is_same<D, fp4x2>::value) {
+        narrow_fp4(d, s, site);
     } else {
         same_valid(d, s, site);
         for (int64_t i = 0; i < d.vr; ++i) {

@@ -564,11 +564,11 @@ class Verifier(OpChecks, TileChecks):
         if kind == "cvt" and "!pto.hif8" in (d.dtype, self.tile(op, tiles[0], "source").dtype):
             raise self.error(op, "tcvt of !pto.hif8 (HiFloat8) is not supported: it is moved as bits")
         if kind == "cvt" and FP4X2 in (d.dtype, self.tile(op, tiles[0], "source").dtype):
-            if d.dtype == FP4X2:
-                raise self.error(op, "tcvt to !pto.f4E2M1x2 (quantizing to FP4) is not supported")
-            # FP4 pairs widen: a source of N/2 pairs gives N elements
-            src = shapes[0]
-            shapes[0] = (src[0], None if src[1] is None else 2 * src[1])
+            # FP4 pairs widen (N/2 pairs give N elements) and narrow (N elements give N/2)
+            src, wide = shapes[0], d.dtype != FP4X2
+            shapes[0] = (src[0], None if src[1] is None else (2 * src[1] if wide else src[1] // 2))
+            if not wide and self.tile(op, tiles[0], "source").dtype not in FLOAT_DTYPES:
+                raise self.error(op, "tcvt into !pto.f4E2M1x2 takes f32, f16 or bf16")
         if kind in ("binary", "binary_full", "scalar", "unary", "cvt", "rowexpand_binary", "colexpand_binary"):
             need(shapes[0], ds, "the source shape")
         if kind == "unary" and len(tiles) == 2:        # trsqrt's precise form: a scratch like the source

@@ -197,9 +197,60 @@ def test_fp4_straight_into_the_matmul_says_cast_first():
         pl.parse(_src(body, A="FP4"), filename="/u/mx.py")
 
 
+QUANT = """
+import pypto.language as pl
+
+@pl.program
+class Q:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[16, 64], pl.{SRC}], q: pl.Out[pl.Tensor[[16, 64], pl.FP4]],
+          back: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
+        f4 = pl.cast(pl.load(x, [0, 0], [16, 64]), pl.FP4)
+        q = pl.store(f4, [0, 0], q)
+        back = pl.store(pl.cast(f4, pl.FP32), [0, 0], back)
+        return q, back
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[16, 64], pl.{SRC}], q: pl.Out[pl.Tensor[[16, 64], pl.FP4]],
+             back: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
+        q, back = self.k(x, q, back)
+        return q, back
+"""
+
+
+def _fp4_codes(x):
+    """e2m1 codes of x: the nearest value, ties to the even code, beyond 6 (and NaN) +-6."""
+    mag = FP4_VALUES[:8]
+    a = x.double().abs().nan_to_num(6.0).clamp(max=6.0)
+    mids = (mag[:-1] + mag[1:]) / 2
+    code = torch.zeros_like(a, dtype=torch.long)
+    for c in range(7):                       # past midpoint c (or on it with an odd c): above c
+        code += ((a > mids[c]) | ((a == mids[c]) & (c % 2 == 1))).long()
+    return code + 8 * torch.signbit(x).long()
+
+
+@pytest.mark.parametrize("src", ["FP32", "BF16", "FP16"])
+def test_quantizing_to_fp4_rounds_to_nearest_even_and_saturates(src, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    run = ir.compile(pl.parse(QUANT.format(SRC=src), filename="/u/q.py"), output_dir=tmp_path / "out",
+                     platform="a5sim")
+    dtype = {"FP32": torch.float32, "BF16": torch.bfloat16, "FP16": torch.float16}[src]
+    x = (torch.randn(16, 64, generator=torch.Generator().manual_seed(1)) * 3).to(dtype)
+    edges = [0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 7.0, 100.0, -0.25, -5.0, 0.3, -0.0, float("nan")]
+    x[0, :len(edges)] = torch.tensor(edges).to(dtype)
+    q = torch.zeros(16, 32, dtype=torch.uint8).view(torch.float4_e2m1fn_x2)
+    back = torch.zeros(16, 64)
+    run(x, q, back)
+    codes = _fp4_codes(x.float())
+    packed = (codes[:, 0::2] | (codes[:, 1::2] << 4)).to(torch.uint8)
+    assert torch.equal(q.view(torch.uint8), packed)
+    assert torch.equal(back, FP4_VALUES[codes].float())
+
+
 @pytest.mark.parametrize("body, err, match", [
     ("        t = pl.load(a, [0, 0], [M, K])\n        u = pl.add(t, t)", TypeCheckError, r"does not work on FP4"),
-    ("        t = pl.cast(pl.load(b, [0, 0], [K, N]), pl.FP4)", NotBuiltError, r"casting to FP4"),
+    ("        t = pl.cast(pl.load(sa, [0, 0], [M, K // 32]), pl.FP4)", TypeCheckError,
+     r"FP4 is made from fp32, fp16 or bf16"),
     ("        t = pl.load(a, [0, 0], [M, K], target_memory=pl.Mem.Mat)", TypeCheckError, r"loaded into Vec"),
     ("        t = pl.load(a, [0, 1], [M, 64])", TypeCheckError, r"whole pairs"),
 ])

@@ -139,10 +139,10 @@ def _check_fp4(op, args, kwargs, span):
     if op not in FP4_OPS:
         _err(f"{op} does not work on FP4: 4-bit floats are loaded, stored and cast to a wider float",
              span, "pl.cast it to pl.FP8E4M3FN (for pl.matmul_mx) or pl.FP16 / pl.FP32 first")
-    if op.endswith(".cast") and kwargs.get("dtype") == dt.FP4:
-        raise NotBuiltError(f"{op}: casting to FP4 (quantizing) is not supported by this pypto yet",
-                            span, "quantize on the host: pass FP4 tensors in (torch.float4_e2m1fn_x2)")
-    if op.endswith(".cast") and kwargs.get("dtype") not in FP4_CASTS:
+    src = getattr(getattr(args[0], "type", None), "dtype", None) if args else None
+    if op.endswith(".cast") and kwargs.get("dtype") == dt.FP4 and src not in (dt.FP32, dt.FP16, dt.BF16):
+        _err(f"{op}: FP4 is made from fp32, fp16 or bf16, not {src}", span)
+    elif op.endswith(".cast") and src == dt.FP4 and kwargs.get("dtype") not in FP4_CASTS:
         _err(f"{op}: FP4 casts to {', '.join(map(str, FP4_CASTS))}, not {kwargs.get('dtype')}", span)
     if op == "tile.load" and kwargs.get("target_memory") not in (None, MemorySpace.Vec):
         _err(f"{op}: FP4 data is loaded into Vec (then cast), not {kwargs['target_memory'].name}", span,
