@@ -42,24 +42,22 @@ def _scaled(op, t, m, factor, span):
     return tuple(shape)
 
 
-def _aiv_shard(args, kw, span):
-    t = _shaped("aiv_shard", args[0], span, (TileType,))
-    m = _mode("aiv_shard", kw, span)
-    whole("aiv_shard", t, span, "operand")
-    if t.memory_space not in (None, MemorySpace.Acc):
-        _err(f"aiv_shard: brings a cube result (an Acc tile) to the vector lanes, got {_tname(t)} in "
-             f"{t.memory_space.name}", span)
-    return TileType(_scaled("aiv_shard", t, m, 0.5, span), t.dtype, MemorySpace.Vec)
+def _crossing(op, src, dst, factor, what):
+    """The type rule of a crossing from space src to dst, scaling the split axis."""
+    def infer(args, kw, span):
+        t = _shaped(op, args[0], span, (TileType,))
+        m = _mode(op, kw, span)
+        whole(op, t, span, "operand")
+        if t.memory_space not in (None, src):
+            _err(f"{op}: {what}, got {_tname(t)} in {t.memory_space.name}", span)
+        return TileType(_scaled(op, t, m, factor, span), t.dtype, dst)
+    return infer
 
 
-def _aic_gather(args, kw, span):
-    t = _shaped("aic_gather", args[0], span, (TileType,))
-    m = _mode("aic_gather", kw, span)
-    whole("aic_gather", t, span, "operand")
-    if t.memory_space not in (None, MemorySpace.Vec):
-        _err(f"aic_gather: hands a vector lane's tile to the cube, got {_tname(t)} in "
-             f"{t.memory_space.name}", span)
-    return TileType(_scaled("aic_gather", t, m, 2, span), t.dtype, MemorySpace.Mat)
+_aiv_shard = _crossing("aiv_shard", MemorySpace.Acc, MemorySpace.Vec, 0.5,
+                       "brings a cube result (an Acc tile) to the vector lanes")
+_aic_gather = _crossing("aic_gather", MemorySpace.Vec, MemorySpace.Mat, 2,
+                        "hands a vector lane's tile to the cube")
 
 
 reg("tile.aiv_shard", (1, 1), _aiv_shard, ("split",), params=("x",),

@@ -117,14 +117,18 @@ def _matmul_acc(args, kw, span):
 
 def _matmul_bias(args, kw, span):
     """lhs @ rhs + bias (a [1, N] row added to every row), in the accumulator's dtype."""
-    t = _matmul(args[:2], {}, span)
-    bias = _shaped("matmul_bias", args[2], span, (TileType,))
-    whole("matmul_bias", bias, span, "bias")
+    return _with_bias("matmul_bias", _matmul(args[:2], {}, span), args[2], span)
+
+
+def _with_bias(op, t, bias, span):
+    """The product t, checked against its bias: one row of t's dtype, from Mat (or Bias)."""
+    bias = _shaped(op, bias, span, (TileType,))
+    whole(op, bias, span, "bias")
     if tuple(bias.shape) != (1, t.shape[1]) or bias.dtype != t.dtype:
-        _err(f"matmul_bias: the bias is one {t.dtype} row of {t.shape[1]}, got {_tname(bias)}", span,
+        _err(f"{op}: the bias is one {t.dtype} row of {t.shape[1]}, got {_tname(bias)}", span,
              f"load it as pl.load(bias, [0, 0], [1, {t.shape[1]}], target_memory=pl.Mem.Mat)")
     if bias.memory_space not in (None, MemorySpace.Mat, MemorySpace.Bias):
-        _err(f"matmul_bias: the bias reaches the cube from Mat (or Bias), not "
+        _err(f"{op}: the bias reaches the cube from Mat (or Bias), not "
              f"{bias.memory_space.name}", span, "load it with target_memory=pl.Mem.Mat")
     return t
 
@@ -300,16 +304,7 @@ def _matmul_mx_acc(args, kw, span):
 
 
 def _matmul_mx_bias(args, kw, span):
-    t = _mx_product("matmul_mx_bias", *args[:4], span)
-    bias = _shaped("matmul_mx_bias", args[4], span, (TileType,))
-    whole("matmul_mx_bias", bias, span, "bias")
-    if tuple(bias.shape) != (1, t.shape[1]) or bias.dtype != dt.FP32:
-        _err(f"matmul_mx_bias: the bias is one FP32 row of {t.shape[1]}, got {_tname(bias)}", span,
-             f"load it as pl.load(bias, [0, 0], [1, {t.shape[1]}], target_memory=pl.Mem.Mat)")
-    if bias.memory_space not in (None, MemorySpace.Mat, MemorySpace.Bias):
-        _err(f"matmul_mx_bias: the bias reaches the cube from Mat (or Bias), not "
-             f"{bias.memory_space.name}", span, "load it with target_memory=pl.Mem.Mat")
-    return t
+    return _with_bias("matmul_mx_bias", _mx_product("matmul_mx_bias", *args[:4], span), args[4], span)
 
 
 _MX = ("lhs", "lhs_scale", "rhs", "rhs_scale")
