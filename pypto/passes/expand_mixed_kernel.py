@@ -50,6 +50,10 @@ def _classify(f: Function) -> Function:
     if ftype is not FunctionType.AIC and any(
             isinstance(c, Call) and REGION_ATTR in c.attrs for s in walk(f.body) for c in _calls(s)):
         attrs["aiv_lanes"] = 2           # a pl.split_aiv region: both AIVs run, each its lane
+        if attrs.get("split"):
+            raise CodegenError(f"kernel {f.name!r} has pl.split_aiv regions and pl.split: a region "
+                               f"divides its work between the lanes itself", f.span,
+                               "drop optimizations=[pl.split(...)] from the kernel")
     out = Function(f.name, f.params, f.return_types, body, ftype, level, role, attrs, f.span)
     if ftype is FunctionType.Group:
         halves(out)          # refuse here, at the user's line, what cannot be split

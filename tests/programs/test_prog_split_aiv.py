@@ -124,3 +124,7 @@ def test_a_crossing_outside_a_region_and_bad_regions_are_refused():
         "                    h = pl.aiv_shard(qk)\n")
     with pytest.raises(E.ParserError, match=r"do not nest"):
         pl.parse(nested, filename="/u/shard.py")
+    both = SHARD.format(MODE="UP_DOWN", STORE=STORES["UP_DOWN"]).replace(
+        'name_hint="qk")', 'name_hint="qk", optimizations=[pl.split(pl.SplitMode.UP_DOWN)])')
+    with pytest.raises(E.CodegenError, match=r"pl.split_aiv regions and pl.split"):
+        ir.compile(pl.parse(both, filename="/u/shard.py"), platform="a2a3sim", skip_ptoas=True)
