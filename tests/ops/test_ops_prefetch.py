@@ -199,3 +199,22 @@ def test_ptoas_checks_the_prefetch_forms(tmp_path):
         compile_pto(good.replace("SIZES", "%c1, %c256").replace("PART", "1x256")
                     .replace("(%e, %s : !pto.async_event, !pto.async_session)",
                              "(%s, %e : !pto.async_session, !pto.async_event)"), arch="a2a3")
+
+
+@pl.jit
+def _prefetch_then_exp(w: pl.Tensor[[1, 2048], pl.FP32], x: pl.Tensor[[32, 64], pl.FP32],
+                       y: pl.Out[pl.Tensor[[32, 64], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        ctx = pl.prefetch.make_context()
+        evt = pl.prefetch.async_prefetch(w, ctx)
+        for i in pl.range(2):                    # a handle used inside a loop, a wait after it
+            y[i * 16:(i + 1) * 16, :] = pl.exp(x[i * 16:(i + 1) * 16, :])
+        pl.prefetch.wait(evt, pl.prefetch.session(ctx))
+    return y
+
+
+def test_a_prefetch_in_a_jit_region(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    x, y = torch.randn(32, 64), torch.zeros(32, 64)
+    _prefetch_then_exp(torch.randn(1, 2048), x, y)
+    assert torch.allclose(y, torch.exp(x))
