@@ -602,6 +602,8 @@ class Program:
                 return f
         return None
 
+    get_function = get        # (the reference's name)
+
     def as_python(self, **kw) -> str:
         from pypto.ir.printer import print_program
         return print_program(self, **kw)

@@ -94,6 +94,7 @@ def test_softmax():
 def test_matmul_k_loop():
     prog = lp.matmul()
     k = prog.get("matmul_k")
+    assert prog.get_function("matmul_k") is k and prog.get_function("nope") is None   # (the reference's name)
     spaces = [s.var.type.memory_space for s in k.body if isinstance(s, Assign) and isinstance(s.var.type, TileType)]
     assert spaces == [MemorySpace.Mat, MemorySpace.Left, MemorySpace.Mat, MemorySpace.Right, MemorySpace.Acc]
     loop = next(s for s in k.body if isinstance(s, For))
