@@ -195,20 +195,19 @@ struct fp4x2 {
 struct hif8 {
     uint8_t bits;
 };
+constexpr float kFp4Values[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};   // e2m1 magnitudes
 inline float fp4_e2m1_to_f32(uint8_t code) {
-    static const float values[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
-    const float v = values[code & 7u];
+    const float v = kFp4Values[code & 7u];
     return (code & 8u) ? -v : v;
 }
 // to the nearest e2m1 value, ties to the even code; beyond 6 (and NaN, which e2m1 has no
 // code for) saturates to +-6, as OCP MX conversions do
 inline uint8_t f32_to_fp4_e2m1(float f) {
-    static const float values[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
     const uint8_t sign = (f32_bits(f) >> 28) & 8u;
     const float a = f != f ? 6.0f : (f < 0 ? -f : f);
     uint8_t code = 7;
     for (uint8_t c = 0; c < 7; ++c) {
-        const float mid = 0.5f * (values[c] + values[c + 1]);
+        const float mid = 0.5f * (kFp4Values[c] + kFp4Values[c + 1]);
         if (a < mid || (a == mid && (c & 1u) == 0)) { code = c; break; }
     }
     return uint8_t(sign | code);

@@ -329,9 +329,6 @@ class HandleType:
     kind: str          # "PrefetchAsyncContext", "AsyncEvent", "AsyncSession"
 
 
-HANDLE_KINDS = ("PrefetchAsyncContext", "AsyncEvent", "AsyncSession")
-
-
 @dataclass(frozen=True)
 class TupleType:
     types: tuple[Any, ...]

@@ -10,8 +10,8 @@ error says which path is missing.
 """
 from __future__ import annotations
 
-from pypto import dtype as dt
 from pypto.errors import CodegenError
+from pypto.ir import ops
 from pypto.ir.nodes import SCALE_SPACES, While, Assign, Call, Eval, For, If, MemorySpace as M, Program, TileType, Var, Yield
 from pypto.ir.visit import Rewriter, defs, stmt_uses, walk
 from pypto.passes.base import Namer
@@ -186,8 +186,7 @@ class _Infer(Rewriter):
         return v
 
     def move(self, v, target, s):
-        dtype = dt.FP8E8M0 if target in SCALE_SPACES else v.type.dtype    # (UINT8 scales: same bits)
-        t = TileType(v.type.shape, dtype, target, None, v.type.valid)
+        t = ops.infer_type("tile.move", [v], {"target_memory": target}, s.span)   # (scales: E8M0)
         nv = Var(self.namer.fresh(v.name, target.value), t, s.span)
         self.emit.append(Assign(nv, Call("tile.move", [v], {"target_memory": target}, t, {}, s.span), s.span))
         return nv

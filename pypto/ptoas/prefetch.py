@@ -11,7 +11,7 @@ from .ir import Op, PartitionType, PtrType, ScalarType
 
 CONTEXT, EVENT, SESSION = "!pto.prefetch_async_context", "!pto.async_event", "!pto.async_session"
 CXX = {CONTEXT: "pto::PrefetchContext", EVENT: "pto::AsyncEvent", SESSION: "pto::AsyncSession"}
-# op -> (operand types, a predicate per operand), result type
+# op -> (its operand types, its result type); the pto_sim function is the op's last name part
 FORMS = {
     "pto.make_prefetch_async_context": (("!pto.ptr<i8>",), CONTEXT),
     "pto.tprefetch_async": (("!pto.partition_tensor_view<...>", CONTEXT), EVENT),
@@ -52,10 +52,7 @@ def cxx_type(t) -> str | None:
 def emit(e, op: Op, ind: str) -> None:
     r = op.results[0]
     args = [e.n(a) for a in (op.group("args") or op.group("source"))]
-    fn = {"pto.make_prefetch_async_context": "make_prefetch_async_context",
-          "pto.tprefetch_async": "tprefetch_async",
-          "pto.get_prefetch_async_session": "get_prefetch_async_session",
-          "pto.comm.wait_async_event": "wait_async_event"}[op.name]
+    fn = op.name.rsplit(".", 1)[1]
     site = [] if op.name == "pto.get_prefetch_async_session" else [e.site(op)]
     call = f"pto::{fn}({', '.join(args + site)})"
     ty = "bool" if isinstance(r.type, ScalarType) else CXX[str(r.type)]

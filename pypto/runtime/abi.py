@@ -134,24 +134,23 @@ def core_needs(core_type: str, group) -> tuple:
     return (("aic", 1), ("aiv", group.aivs)) if group.cube is not None else (("aiv", group.aivs),)
 
 
-def needs_sdma(lib: ctypes.CDLL) -> bool:
-    """Whether the kernel makes a prefetch context (its blocks get SDMA workspaces)."""
+def kernel_info(lib: ctypes.CDLL) -> dict:
+    """What ptoas wrote of the kernel (pypto_kernel_info); {} for a hand-written kernel that
+    says nothing of itself."""
     import json
     if not hasattr(lib, "pypto_kernel_info"):
-        return False
+        return {}
     info_fn = getattr(lib, "pypto_kernel_info")
     info_fn.restype = ctypes.c_char_p
-    return bool(json.loads(info_fn().decode("utf-8")).get("sdma", False))
+    return json.loads(info_fn().decode("utf-8"))
 
 
-def core_group(lib: ctypes.CDLL, name: str, core_type: str) -> tuple:
-    """The kernel's CoreGroup, from its info; () for a kernel that runs on one core."""
-    import json
-    if core_type == "aic" or (core_type == "aiv" and not hasattr(lib, "pypto_kernel_info")):
-        return ()           # (a hand-written vector kernel may say nothing of itself)
-    info_fn = getattr(lib, "pypto_kernel_info")
-    info_fn.restype = ctypes.c_char_p
-    info = json.loads(info_fn().decode("utf-8"))
+def core_group(lib: ctypes.CDLL, name: str, core_type: str, info: dict | None = None) -> tuple:
+    """The kernel's CoreGroup, from its info (read here when not given); () for a kernel that
+    runs on one core."""
+    info = kernel_info(lib) if info is None else info
+    if core_type == "aic" or (core_type == "aiv" and not info):
+        return ()
     subs, slots = int(info.get("vector_halves", 1)), int(info.get("pipe_slots", PIPE_DEPTH))
     if core_type == "aiv":
         return () if subs == 1 else CoreGroup(None, bind_kernel_entry(lib), subs, slots)

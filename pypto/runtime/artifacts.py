@@ -224,12 +224,13 @@ def load_chip_callable(output_dir: Path, config: dict[str, Any]) -> ChipCallable
         try:
             lib = _load_bytes(data, k["name"])
             entry = abi.bind_kernel_entry(lib)
-            group = abi.core_group(lib, str(k["name"]), k["core_type"])
+            info = abi.kernel_info(lib)
+            group = abi.core_group(lib, str(k["name"]), k["core_type"], info)
         except (OSError, AttributeError) as e:
             raise ArtifactError(f"kernel '{k['name']}': cannot load {path}: {e}") from e
         kernels[int(k["func_id"])] = LoadedKernel(
             int(k["func_id"]), str(k["name"]), k["core_type"], tuple(k.get("signature", ())),
-            path, digest, entry, lib, group, abi.bind_move_ns(lib), abi.needs_sdma(lib))
+            path, digest, entry, lib, group, abi.bind_move_ns(lib), bool(info.get("sdma")))
     if "binary" not in orch:
         raise ArtifactError(f"{output_dir / KERNEL_CONFIG}: ORCHESTRATION has no 'binary'")
     name = str(orch.get("name", "orchestration"))

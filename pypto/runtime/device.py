@@ -438,15 +438,14 @@ class Launch:
         per_block = []
         barrier = (ctypes.c_int64 * 2)()   # the launch's syncall barrier: arrived, round
         pipes = []
-        # the SDMA workspaces, one per block (an AIV of a group shares its block's: the
-        # prefetch family runs on one core of it)
+        # the SDMA workspaces (pl.prefetch), one per vector core of every block
         aivs = kernel.group.aivs if kernel.group else 1
         words = abi.SDMA_WORKSPACE_WORDS
         sdma = (ctypes.c_int64 * (words * spec.blocks * aivs))() if getattr(kernel, "sdma", False) else None
         for b in range(spec.blocks):     # the hidden arguments: block index, count, subblock
             a = (ctypes.c_int64 * len(args))(*args)
             a[n], a[n + 1], a[n + 2], a[n + 3] = b, spec.blocks, 0, ctypes.addressof(barrier)
-            if sdma is not None:         # (one per vector core: its prefetches, its counts)
+            if sdma is not None:
                 a[n + 5] = ctypes.addressof(sdma) + b * aivs * words * 8
             group = kernel.group
             if group:      # on a core group: a pipe (a Group's), and an argument array per AIV

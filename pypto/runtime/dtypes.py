@@ -112,13 +112,13 @@ def accepts(param: DataType, actual: DataType) -> bool:
     """Whether a tensor of dtype `actual` may be passed for a parameter of `param`."""
     if param is actual or param == actual:
         return True
-    # torch computes little with uint16 / uint32 / uint64: the same-width signed tensor
-    # carries the bits (as the reference's own harness passes them)
-    return param.name == "INDEX" and actual.name == "INT64" or param.name in _UNSIGNED_AS_SIGNED \
-        and actual.name == _UNSIGNED_AS_SIGNED[param.name]
+    # a dtype torch computes little with (uint16 / uint32 / uint64) or lacks (HiFloat8): a
+    # torch tensor of the same width carries its bits (as the reference's harness passes them)
+    return param.name == "INDEX" and actual.name == "INT64" or param.name in _BITS_CARRIED_BY \
+        and actual.name == _BITS_CARRIED_BY[param.name]
 
 
-_UNSIGNED_AS_SIGNED = {"UINT16": "INT16", "UINT32": "INT32", "UINT64": "INT64",
+_BITS_CARRIED_BY = {"UINT16": "INT16", "UINT32": "INT32", "UINT64": "INT64",
                        "HF8": "UINT8"}    # (torch has no HiFloat8: a uint8 tensor holds its bits)
 
 

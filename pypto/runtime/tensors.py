@@ -67,7 +67,7 @@ def parse_params(raw: list, where: str) -> list[Param]:
             if not isinstance(p.get("shape"), list):
                 raise ArtifactError(f"{where}: tensor parameter '{p['name']}' has no shape list")
             shape = tuple(int(n) for n in p["shape"])
-            if dt.pack > 1 and shape and shape[-1] >= 0:    # FP4: the storage holds pairs
+            if shape and shape[-1] >= 0:                    # (FP4: the storage holds pairs)
                 shape = dt.stored(shape)
             if len(shape) > 5:
                 raise ArtifactError(f"{where}: parameter '{p['name']}' has {len(shape)} dims (max 5)")

@@ -191,7 +191,7 @@ class TasksMixin:
         from pypto.ir.ops.lanes import REGION_ATTR
         if not isinstance(s.target, ast.Name):
             self.error("for aiv_id in pl.split_aiv(2, mode=...): binds one name, the lane index", s)
-        if self.ctx is None or not (self.ctx.incore or self.ctx.sig.func_type is not FunctionType.Orchestration):
+        if self.ctx is None or not (self.ctx.incore or self.ctx.sig.func_type is FunctionType.InCore):
             self.error("pl.split_aiv is a region of a kernel", s,
                        "write it inside `with pl.at(level=pl.Level.CORE_GROUP):`")
         n = self.static(it.args[0], "the lane count") if len(it.args) == 1 else None
