@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "pypto_abi.h"
+#include "pto_sim_hif8.hpp"
 
 namespace pto {
 
@@ -191,10 +192,6 @@ struct fp8_e8m0 {
 struct fp4x2 {
     uint8_t bits;
 };
-// HiFloat8 (a5): moved and gathered as its bits; nothing converts or computes with it.
-struct hif8 {
-    uint8_t bits;
-};
 constexpr float kFp4Values[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};   // e2m1 magnitudes
 inline float fp4_e2m1_to_f32(uint8_t code) {
     const float v = kFp4Values[code & 7u];
@@ -215,7 +212,8 @@ inline uint8_t f32_to_fp4_e2m1(float f) {
 
 template <class T> constexpr bool is_floating =
     is_same<T, float>::value || is_same<T, double>::value || is_same<T, half>::value || is_same<T, bfloat16>::value
-    || is_same<T, fp8_e4m3fn>::value || is_same<T, fp8_e5m2>::value || is_same<T, fp8_e8m0>::value;
+    || is_same<T, fp8_e4m3fn>::value || is_same<T, fp8_e5m2>::value || is_same<T, fp8_e8m0>::value
+    || is_same<T, hif8>::value;
 
 // The type element arithmetic is done in: float for 16-bit floats, a wider int for small
 // ints (no promotion surprises, wrap-around on narrowing like the hardware).
@@ -225,6 +223,7 @@ template <> struct calc<bfloat16> { using type = float; };
 template <> struct calc<fp8_e4m3fn> { using type = float; };
 template <> struct calc<fp8_e5m2> { using type = float; };
 template <> struct calc<fp8_e8m0> { using type = float; };
+template <> struct calc<hif8> { using type = float; };
 template <> struct calc<int8_t> { using type = int32_t; };
 template <> struct calc<uint8_t> { using type = int32_t; };
 template <> struct calc<int16_t> { using type = int32_t; };
@@ -237,6 +236,8 @@ enum RoundMode { RM_RINT = 0, RM_ROUND = 1, RM_FLOOR = 2, RM_CEIL = 3, RM_TRUNC 
 template <class D, class S> inline D convert(S v, int mode) {
     if constexpr (is_same<D, S>::value) {
         return v;
+    } else if constexpr (is_same<D, hif8>::value) {
+        return hif8(float(v), mode);               // (its conversions round by the mode)
     } else if constexpr (is_floating<D>) {
         if constexpr (is_floating<S>) return D(float(v));
         else return D(float(double(v)));  // exact for i32 up to 2^24, else one rounding via double

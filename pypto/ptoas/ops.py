@@ -124,8 +124,10 @@ TILE_DTYPES = {"f32", "f16", "bf16", "i8", "ui8", "i16", "ui16", "i32", "ui32", 
                "f8E4M3FN", "f8E5M2", "!pto.f8E8M0", "!pto.f4E2M1x2", "!pto.hif8"}
 FP8_DTYPES = {"f8E4M3FN", "f8E5M2", "!pto.f8E8M0",      # stored, moved, converted: not computed with
               "!pto.f4E2M1x2",                           # (FP4: element pairs, converted to wider floats)
-              "!pto.hif8"}                               # (HiFloat8: moved as bits, not converted)
+              "!pto.hif8"}                               # (HiFloat8: converted from f32 / f16, to f32)
 FP4X2 = "!pto.f4E2M1x2"
+HIF8 = "!pto.hif8"
+HIF8_CVT = {("f32", HIF8), ("f16", HIF8), (HIF8, "f32")}
 FLOAT_DTYPES = {"f32", "f16", "bf16"}
 
 # tcvt round modes (#pto<round_mode X>) -> pto_sim RoundMode

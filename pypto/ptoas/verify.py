@@ -11,7 +11,7 @@ from .errors import PtoasError, op_error
 from .ir import (Func, LocalArrayType, Module, Op, PartitionType, PtrType, ScalarType, TensorViewType,
                  TileType, Value)
 from . import prefetch
-from .ops import FLOAT_DTYPES, FP4X2, FP8_DTYPES, kind_of, PIPE_OPS, STRUCTURAL_OPS, TILE_OPS, round_mode
+from .ops import FLOAT_DTYPES, FP4X2, FP8_DTYPES, HIF8, HIF8_CVT, kind_of, PIPE_OPS, STRUCTURAL_OPS, TILE_OPS, round_mode
 from .parser import CAST_OPS
 from .types import STATUS_VECTOR
 from .verify_ops import OpChecks
@@ -561,8 +561,11 @@ class Verifier(OpChecks, TileChecks):
                 raise self.error(op, f"{op.name}: {what} is {_shape_str(shape)}, expected {_shape_str(want)}")
 
         M, N = ds
-        if kind == "cvt" and "!pto.hif8" in (d.dtype, self.tile(op, tiles[0], "source").dtype):
-            raise self.error(op, "tcvt of !pto.hif8 (HiFloat8) is not supported: it is moved as bits")
+        if kind == "cvt" and HIF8 in (d.dtype, self.tile(op, tiles[0], "source").dtype):
+            pair = (self.tile(op, tiles[0], "source").dtype, d.dtype)
+            if pair not in HIF8_CVT and pair[0] != pair[1]:
+                raise self.error(op, f"tcvt {pair[0]} -> {pair[1]}: HiFloat8 converts from f32 and f16, "
+                                     f"and to f32")
         if kind == "cvt" and FP4X2 in (d.dtype, self.tile(op, tiles[0], "source").dtype):
             # FP4 pairs widen (N/2 pairs give N elements) and narrow (N elements give N/2)
             src, wide = shapes[0], d.dtype != FP4X2

@@ -12,7 +12,7 @@ LAYOUTS = {  # space -> (blayout, slayout, fractal)
     "acc": ("col_major", "row_major", 1024),
     "bias": ("row_major", "none_box", 512),
 }
-NBYTES = {"f32": 4, "f16": 2, "bf16": 2, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "ui8": 1}
+NBYTES = {"f32": 4, "f16": 2, "bf16": 2, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "ui8": 1, "!pto.hif8": 1}
 
 
 def tile_type(loc: str, dtype: str, rows: int, cols: int, blayout: str | None = None,

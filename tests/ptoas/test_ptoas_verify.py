@@ -196,3 +196,15 @@ def test_compile_options_are_checked():
 
 def test_tile_type_helper_matches_sample_spelling():
     assert tile_type("vec", "f32", 128, 128) in ADD
+
+
+def test_hifloat8_converts_on_the_conversion_units_paths_only():
+    for src, dst, ok in (("f32", "!pto.hif8", True), ("f16", "!pto.hif8", True), ("!pto.hif8", "f32", True),
+                         ("bf16", "!pto.hif8", False), ("!pto.hif8", "f16", False)):
+        p = Pto("k", [("f32", (16, 32))], arch="a5")
+        a, b = p.tile("a", "vec", src, 16, 32), p.tile("b", "vec", dst, 16, 32)
+        p.op("tcvt", [a], b, attrs="{rmode = #pto<round_mode ROUND>}")
+        if ok:
+            compile_pto(p.text(), arch="a5")
+        else:
+            assert f"tcvt {src} -> {dst}: HiFloat8 converts from f32 and f16" in str(rejects(p.text(), arch="a5"))

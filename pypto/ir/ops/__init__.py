@@ -119,15 +119,28 @@ def _check_narrow_floats(op, args, kwargs, span):
         if d is not None and d.kind == "fp4":
             _check_fp4(op, args, kwargs, span)
         if d is not None and d.kind == "hf8" and (op not in FP8_OPS or op in HF8_REFUSED):
-            if op.endswith(".cast"):
-                raise NotBuiltError(f"{op}: converting HiFloat8 is not supported by this pypto yet",
-                                    span, "HF8 data is loaded, stored, moved and gathered as its bits")
-            _err(f"{op} does not work on HF8: HiFloat8 data is loaded, stored, moved and gathered as "
-                 f"its bits", span)
+            _err(f"{op} does not work on HF8: HiFloat8 data is loaded, stored, moved, gathered and cast",
+                 span, "pl.cast it to pl.FP32 first")
+    if op.endswith(".cast") and dt.HF8 in dtypes:
+        _check_hf8_cast(op, args, kwargs, span)
 
 
-HF8_REFUSED = ("tile.cast", "tensor.cast", "tile.fillpad", "tensor.fillpad", "tile.full", "tensor.full",
+HF8_REFUSED = ("tile.fillpad", "tensor.fillpad", "tile.full", "tensor.full",
                "tile.matmul_mx", "tile.matmul_mx_acc", "tile.matmul_mx_bias")
+# the a5 conversion unit's HiFloat8 paths (the reference's cast table)
+HF8_FROM = (dt.FP32, dt.FP16)
+HF8_TO = (dt.FP32,)
+
+
+def _check_hf8_cast(op, args, kwargs, span):
+    src = getattr(getattr(args[0], "type", None), "dtype", None) if args else None
+    target = kwargs.get("dtype")
+    if target == dt.HF8 and src not in HF8_FROM + (dt.HF8,):
+        _err(f"{op}: HF8 is made from {' or '.join(map(str, HF8_FROM))}, not {src}", span,
+             "pl.cast it to pl.FP32 first")
+    if src == dt.HF8 and target not in HF8_TO + (dt.HF8,):
+        _err(f"{op}: HF8 casts to {', '.join(map(str, HF8_TO))}, not {target}", span,
+             f"pl.cast(x, pl.FP32), then to {target}")
 
 
 # what FP4 takes part in (a5): loaded into Vec, stored, and cast to a wider float

@@ -159,7 +159,8 @@ for _ns in ("tensor", "tile"):
                    "simulator computes both modes alike)" if _hp else ""), pto=PTO[_o])
     reg(f"{_ns}.cast", (1, 1), _cast, ("dtype", "mode"), params=("x",),
         aliases={"target_type": "dtype"},
-        sig="pl.cast(x, pl.FP16)  (or target_type=pl.FP16; mode=\"round\" and the other round modes)")
+        sig="pl.cast(x, pl.FP16)  (or target_type=pl.FP16; mode=\"round\" and the other round modes; "
+            "HF8 on a5: made from fp32 / fp16 by the mode (round: ties away from zero), cast to fp32)")
 
 def _prelu(args, kw, span):
     """x if x > 0 else slope * x. The scratch tile is the hardware's: on a2/a3 a UINT8

@@ -10,7 +10,7 @@ from pypto import dtype as dt
 from pypto.ir.nodes import Const, MemorySpace, TensorType, TileType, TupleExpr, Var
 
 DTYPES = (dt.FP32, dt.FP16, dt.BF16, dt.INT8, dt.INT16, dt.INT32, dt.INT64, dt.UINT8, dt.UINT16,
-          dt.UINT32, dt.UINT64) + dt.FP8
+          dt.UINT32, dt.UINT64) + dt.FP8 + (dt.HF8,)
 _SHAPE = (16, 64)
 
 
