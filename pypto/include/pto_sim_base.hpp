@@ -230,8 +230,39 @@ template <> struct calc<int16_t> { using type = int32_t; };
 template <> struct calc<int32_t> { using type = int64_t; };
 template <class T> using calc_t = typename calc<T>::type;
 
-// Rounding modes of pto.tcvt (#pto<round_mode X>); they matter for float -> int.
-enum RoundMode { RM_RINT = 0, RM_ROUND = 1, RM_FLOOR = 2, RM_CEIL = 3, RM_TRUNC = 4 };
+// Rounding modes of pto.tcvt (#pto<round_mode X>): to nearest (ties to even / away from
+// zero), toward -inf / +inf / zero, and to odd (an inexact result keeps an odd last bit).
+enum RoundMode { RM_RINT = 0, RM_ROUND = 1, RM_FLOOR = 2, RM_CEIL = 3, RM_TRUNC = 4, RM_ODD = 5 };
+
+// The narrow floats whose codes grow with magnitude (sign-magnitude), so a value's two
+// neighbours are its round-to-nearest-even code and the code next to it.
+template <class T> constexpr bool is_ordered_narrow_float =
+    is_same<T, half>::value || is_same<T, bfloat16>::value || is_same<T, fp8_e4m3fn>::value
+    || is_same<T, fp8_e5m2>::value;
+
+template <class D> inline D round_float(float x, int mode) {
+    D r(x);                                                           // to nearest, ties to even
+    const float back = float(r);
+    if (mode == RM_RINT || x != x || back == x) return r;
+    const bool r_above = (back < 0 ? -back : back) > (x < 0 ? -x : x);
+    D o = r;
+    o.bits = decltype(r.bits)(r_above ? r.bits - 1 : r.bits + 1);     // the other neighbour
+    const float ob = float(o);
+    if (ob != ob || ob - ob != 0)        // r is the largest finite: only rounding up reaches infinity
+        return ob == ob && mode == (x > 0 ? RM_CEIL : RM_FLOOR) ? o : r;   // (e4m3fn: NaN there, saturates)
+    const D lo = r_above ? o : r, hi = r_above ? r : o;               // by magnitude
+    switch (mode) {
+        case RM_TRUNC: return lo;
+        case RM_FLOOR: return x > 0 ? lo : hi;
+        case RM_CEIL: return x > 0 ? hi : lo;
+        case RM_ODD: return (r.bits & 1u) ? r : o;
+        default: {                                                    // RM_ROUND: ties away from zero
+            const double dl = double(x) - double(float(lo)), dh = double(float(hi)) - double(x);
+            const double a = dl < 0 ? -dl : dl, b = dh < 0 ? -dh : dh;
+            return a == b ? hi : r;
+        }
+    }
+}
 
 template <class D, class S> inline D convert(S v, int mode) {
     if constexpr (is_same<D, S>::value) {
@@ -239,8 +270,9 @@ template <class D, class S> inline D convert(S v, int mode) {
     } else if constexpr (is_same<D, hif8>::value) {
         return hif8(float(v), mode);               // (its conversions round by the mode)
     } else if constexpr (is_floating<D>) {
-        if constexpr (is_floating<S>) return D(float(v));
-        else return D(float(double(v)));  // exact for i32 up to 2^24, else one rounding via double
+        const float x = is_floating<S> ? float(v) : float(double(v));   // (i32 past 2^24: rounded once here)
+        if constexpr (is_ordered_narrow_float<D>) return round_float<D>(x, mode);
+        else return D(x);
     } else {
         double x;
         if constexpr (is_floating<S>) x = double(float(v));
@@ -251,6 +283,11 @@ template <class D, class S> inline D convert(S v, int mode) {
             case RM_FLOOR: x = __builtin_floor(x); break;
             case RM_CEIL: x = __builtin_ceil(x); break;
             case RM_TRUNC: x = __builtin_trunc(x); break;
+            case RM_ODD: {
+                const double t = __builtin_trunc(x);
+                x = (t != x && __builtin_fmod(t, 2.0) == 0.0) ? t + (x > 0 ? 1.0 : -1.0) : t;
+                break;
+            }
             default: x = __builtin_nearbyint(x); break;
         }
         // saturate like the hardware conversion units (the bounds as doubles may round up:

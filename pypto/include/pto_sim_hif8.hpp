@@ -67,7 +67,7 @@ inline uint8_t hif8_code_of(double v) {
     return uint8_t(0x08u | m);
 }
 
-// mode: the pto_sim RoundMode numbering (0 rint, 1 round, 2 floor, 3 ceil, 4 trunc)
+// mode: the pto_sim RoundMode numbering (0 rint, 1 round, 2 floor, 3 ceil, 4 trunc, 5 odd)
 inline uint8_t f32_to_hif8_bits(float f, int mode) {
     if (f != f) return kHif8NaN;
     const bool negative = f < 0;
@@ -98,6 +98,7 @@ inline uint8_t f32_to_hif8_bits(float f, int mode) {
     uint8_t code;
     if (mode == 4 || down_magnitude) code = clo;
     else if (up_magnitude) code = chi;
+    else if (mode == 5) code = (chi & 1u) && chi != kHif8Inf ? chi : clo;   // to odd (short of infinity)
     else if (a - lo != hi - a) code = a - lo < hi - a ? clo : chi;
     else code = mode == 1 ? chi : ((clo & 1u) == 0 ? clo : chi);     // ties: away, or to the even code
     return uint8_t(code == 0 ? 0 : (sign | code));

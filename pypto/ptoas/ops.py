@@ -136,7 +136,7 @@ ROUND_MODES = {"NONE": "pto::RM_RINT", "RINT": "pto::RM_RINT", "CAST_RINT": "pto
                "FLOOR": "pto::RM_FLOOR", "CAST_FLOOR": "pto::RM_FLOOR",
                "CEIL": "pto::RM_CEIL", "CAST_CEIL": "pto::RM_CEIL",
                "TRUNC": "pto::RM_TRUNC", "CAST_TRUNC": "pto::RM_TRUNC",
-               "ODD": "pto::RM_RINT", "CAST_ODD": "pto::RM_RINT"}
+               "ODD": "pto::RM_ODD", "CAST_ODD": "pto::RM_ODD"}
 
 
 def round_mode(attr_text: str | None) -> str:

@@ -55,6 +55,8 @@ def _expect(x: float, mode: str) -> int:
         pick = below
     elif mode in ("floor", "ceil"):
         pick = above
+    elif mode == "odd":                                     # (short of infinity)
+        pick = above if above % 2 and above != 0x6F else below
     elif a - PLACE[below] != PLACE[above] - a:
         pick = below if a - PLACE[below] < PLACE[above] - a else above
     else:
@@ -94,7 +96,7 @@ EDGES = [1.0, 32768.0, 40959.0, 40960.0, 49152.0, 1e9, 0.125, 1.9375, -1.9375, 2
 
 
 @pytest.mark.parametrize("src,mode", [("FP32", "round"), ("FP32", "rint"), ("FP32", "trunc"), ("FP32", "floor"),
-                                      ("FP32", "ceil"), ("FP16", "round")])
+                                      ("FP32", "ceil"), ("FP32", "odd"), ("FP16", "round")])
 def test_casts_into_and_out_of_hifloat8(src, mode, tmp_path, monkeypatch):
     monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
     run = ir.compile(pl.parse(SRC.format(SRC=src, MODE=mode), filename="/u/h.py"), output_dir=tmp_path / "out",
