@@ -258,16 +258,16 @@ def plan(prog: str, source: Ref, opts: BuildOptions, out: Path, store, from_spec
             i = j + 1
         else:                            # the pipeline ends with per-function passes
             name = f"pass:{prog}:{j:02d}_{passes[j - 1][0]}"
-            last = (heads, order, program.name)
+            last = (heads, order, program.name, _groups(program))
             i = j
         cur = Ref(name, "program")
     if last is None:                     # it ends with a whole-program pass: split it first
         digests = yield _Phase(steps, (cur.step, f"frontend:{prog}"))
         frontend = frontend or digests[f"frontend:{prog}"]["program"]
         program, heads = _split(store, read(digests[cur.step][cur.output]))
-        last, steps = (heads, [f.name for f in program.functions], program.name), []
-    heads, order, pname = last
-    lay = [layout_step(prog, f, heads[f], opts) for f in order]
+        last, steps = (heads, [f.name for f in program.functions], program.name, _groups(program)), []
+    heads, order, pname, groups = last
+    lay = [layout_step(prog, f, heads[f], opts, {m: heads[m] for m in groups.get(f, ())}) for f in order]
     digests = yield _Phase(steps + lay, tuple(s.name for s in lay) + (f"frontend:{prog}",))
     frontend = frontend or digests[f"frontend:{prog}"]["program"]
     functions = []
@@ -279,13 +279,19 @@ def plan(prog: str, source: Ref, opts: BuildOptions, out: Path, store, from_spec
     return dict(meta, frontend=frontend)
 
 
-def layout_step(prog: str, f: str, head: Ref, opts: BuildOptions) -> Step:
+def _groups(program) -> dict[str, list[str]]:
+    """Hand-written Groups and their AIC / AIV members (whose bodies the group's kernel is)."""
+    return {f.name: list(f.attrs["members"]) for f in program.functions if f.attrs.get("members")}
+
+
+def layout_step(prog: str, f: str, head: Ref, opts: BuildOptions, members: dict | None = None) -> Step:
     options: dict = {"function": f}
     outs = ["layout", "kernel", "sig"]
     if opts.diag_phase != "none":
         options.update(diag=_diag(opts), backend_type=opts.backend_type)
         outs += ["perf_hints"] + (["diagnostics"] if opts.diag_phase == "post_pipeline" else [])
-    return _step(f"layout:{prog}:{_safe(f)}", "layout", {"program": head}, outs, options,
+    inputs = {"program": head, **{f"member:{m}": r for m, r in (members or {}).items()}}
+    return _step(f"layout:{prog}:{_safe(f)}", "layout", inputs, outs, options,
                  doc=f"{prog}: what the backend needs of {f} (kernel text, signature, hints)")
 
 

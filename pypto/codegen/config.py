@@ -61,7 +61,7 @@ def core_type(func) -> str:
 
 def assign_kernel_ids(program: Program) -> dict[str, int]:
     """func_id per kernel function, in program order."""
-    return {f.name: i for i, f in enumerate(f for f in program.functions if f.is_kernel)}
+    return {f.name: i for i, f in enumerate(f for f in program.functions if f.is_launched)}
 
 
 def default_kernel_entries(program: Program, kernel_ids: dict[str, int] | None = None) -> list[dict]:
@@ -94,7 +94,7 @@ def kernel_config_text(program: Program, orch_name: str, kernels: list[dict],
     filled = []
     for k in kernels:
         f = program.get(k["name"])
-        if f is None or not f.is_kernel:
+        if f is None or not f.is_launched:
             fail(f"KERNELS entry {k['name']!r} is not a kernel of program {program.name!r}", None)
         filled.append(dict(k, core_type=k.get("core_type") or core_type(f),
                            signature=list(k["signature"]) if k.get("signature") is not None

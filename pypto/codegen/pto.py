@@ -102,7 +102,8 @@ from pypto.codegen.tile_types import tile_buf_type
 # tile.scatter before any kernel reaches codegen)
 SUPPORTED_OPS = tuple(sorted(set(EMITTERS) | {"tile.store", "tile.alloc", "tile.read", "tile.write",
                                               "tile.mscatter", "tile.scatter_update"}
-                             | set(BLOCK_IDENTITY) | {"system.syncall"}))   # (the SPMD arguments)
+                             | set(BLOCK_IDENTITY) | {"system.syncall"}   # (the SPMD arguments)
+                             | set(SCALAR_EMITTERS)))                     # (and the statement-only ops)
 
 PLANNERS = ("PYPTO", "DSA_RP", "PTOAS")
 
@@ -130,6 +131,16 @@ def generate_kernel(program: Program, name: str, *, arch: str = "a2a3",
     if arch not in _layout.ARCHS:
         fail(f"unknown arch {arch!r}; expected one of {', '.join(_layout.ARCHS)}", f.span)
     level = ptoas_level(f, memory_planner)
+    if f.attrs.get("group"):
+        fail(f"{name!r} is the {f.func_type.value} member of group {f.attrs['group']!r}: it runs in the "
+             f"group's kernel, not alone", f.span, f"generate the kernel of {f.attrs['group']!r}")
+    if f.attrs.get("members"):               # a hand-written group: its members' bodies
+        from pypto.codegen.core_groups import member_kernels
+        hs = member_kernels(program, f)
+        level = max(ptoas_level(h, memory_planner) for h in hs)        # ("level3" if planned)
+        cube, vector = (_Kernel(program, h, arch, emit_loc, level) for h in hs)
+        funcs = [cube.function_lines(), vector.function_lines()]
+        return _module(arch, [ln for lines in funcs for ln in lines])
     if f.func_type is FunctionType.Group:    # one module: the cube half, then the vector half
         from pypto.passes.expand_mixed_kernel import halves
         cube, vector = (_Kernel(program, h, arch, emit_loc, level) for h in halves(f))
@@ -151,7 +162,7 @@ def _module(arch: str, funcs: list[str]) -> str:
 def generate_kernels(program: Program, *, arch: str = "a2a3", emit_loc: bool = True) -> dict[str, str]:
     """`.pto` text of every kernel function, by name, in program order."""
     return {f.name: generate_kernel(program, f.name, arch=arch, emit_loc=emit_loc)
-            for f in program.functions if f.is_kernel}
+            for f in program.functions if f.is_launched}
 
 
 def ptoas_level(func, memory_planner: str | None = None) -> str:

@@ -601,27 +601,44 @@ template <class T> inline void ttrans(const Tile<T>& d, const Tile<T>& s, const 
 // The cube half and the vector half(s) of a mixed kernel (a Group) pass tiles through a
 // pipe in memory the runtime gives each launch of the group (zeroed, its address a hidden
 // argument). Words 0-2: slot bytes, slots per channel, a stop flag (a half that failed
-// sets it, so the others do not wait for a tile that never comes). Then four channels --
-// (to the AIVs, to the AIC) x (AIV 0, AIV 1) -- each a single-producer single-consumer
-// ring: (head, tail) and its slots, a 64-byte header (valid rows, cols, element bytes)
-// and the tile's valid part, packed. In a split group (1: up-down, 2: left-right) the
-// cube sends each AIV its half of a tile and gathers their halves; an AIV (`who` >= 0)
-// uses its own channels; without a split everything goes through AIV 0's.
+// sets it, so the others do not wait for a tile that never comes). Then the channels --
+// per pipe id, (to the AIVs, to the AIC) x (AIV 0, AIV 1) -- each a single-producer
+// single-consumer ring: a 64-byte header and its slots, each a 64-byte header (valid rows,
+// cols, element bytes) and the tile's valid part, packed. In a split group (1: up-down,
+// 2: left-right) the cube sends each AIV its half of a tile and gathers their halves; an
+// AIV (`who` >= 0) uses its own channels; without a split everything goes through AIV 0's.
+// A channel's header: head (pushed), tail (freed), popped, and -- once a hand-written
+// group's pl.*_initialize_pipe ran -- its declared slot bytes, depth and consumer buffer.
 enum { TO_AIV = 0, TO_AIC = 1 };
-constexpr int64_t kPipeHeader = 64, kChannelHeader = 64, kSlotHeader = 64, kChannels = 4;
+constexpr int64_t kPipeHeader = 64, kChannelHeader = 64, kSlotHeader = 64, kChannelsPerId = 4;
+enum { CH_HEAD = 0, CH_TAIL = 1, CH_POPPED = 2, CH_SLOT_BYTES = 3, CH_DEPTH = 4, CH_BUFFER = 5 };
 
 inline int64_t* pipe_words(int64_t pipe, const char* site) {
     if (!pipe) fail(site, "this kernel half runs without its group's pipe (launch it as a Group)");
     return reinterpret_cast<int64_t*>(pipe);
 }
+inline int64_t pipe_ids(const int64_t* w) { return w[3] > 0 ? w[3] : 1; }
 inline std::atomic<int64_t>* pipe_counter(int64_t* w, int ch, int which) {
     return reinterpret_cast<std::atomic<int64_t>*>(reinterpret_cast<char*>(w) + kPipeHeader +
                                                    ch * kChannelHeader + which * 8);
 }
 inline char* pipe_slot(int64_t* w, int ch, int64_t seq) {
     const int64_t bytes = w[0], depth = w[1];
-    return reinterpret_cast<char*>(w) + kPipeHeader + kChannels * kChannelHeader +
+    return reinterpret_cast<char*>(w) + kPipeHeader + pipe_ids(w) * kChannelsPerId * kChannelHeader +
            (ch * depth + seq % depth) * (kSlotHeader + bytes);
+}
+inline int channel_of(int64_t* w, int id, int dir, int lane, const char* site) {
+    if (id < 0 || id >= pipe_ids(w)) fail(site, "pipe id %d: this group has pipes 0 to %lld", id, (long long)pipe_ids(w) - 1);
+    return int(id * kChannelsPerId + dir * 2 + lane);
+}
+// a channel's depth: what its pl.*_initialize_pipe declared, else the pipe's
+inline int64_t channel_depth(int64_t* w, int ch) {
+    const int64_t d = pipe_counter(w, ch, CH_DEPTH)->load(std::memory_order_acquire);
+    return d > 0 ? d : w[1];
+}
+inline int64_t channel_slot_bytes(int64_t* w, int ch) {
+    const int64_t b = pipe_counter(w, ch, CH_SLOT_BYTES)->load(std::memory_order_acquire);
+    return b > 0 ? b : w[0];
 }
 inline void pipe_stop(int64_t pipe) {
     if (pipe) reinterpret_cast<std::atomic<int64_t>*>(reinterpret_cast<int64_t*>(pipe) + 2)->store(1);
@@ -636,6 +653,33 @@ template <class F> inline void pipe_wait(int64_t* w, F ready, const char* what, 
             fail(site, "%s: waited 60 s for the other half of the group", what);
         if (spins < 1000) std::this_thread::yield();
         else std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+}
+// a declared value both ends of a pipe give: the first sets it, the other must agree
+inline void pipe_agree(int64_t* w, int ch, int which, int64_t value, const char* what, const char* site) {
+    int64_t seen = 0;
+    if (!pipe_counter(w, ch, which)->compare_exchange_strong(seen, value) && seen != value)
+        fail(site, "pipe_init: the cube and the vector core declare different %s for a pipe (%lld and %lld)",
+             what, (long long)seen, (long long)value);
+}
+// pl.aic_initialize_pipe / pl.aiv_initialize_pipe: each end of pipe `id` declares its slots
+// (both must declare the same) and the consumer's slot buffer (a reserve_buffer base)
+inline void pipe_init(int64_t pipe, int32_t c2v_buf, int32_t v2c_buf, int dir_mask, int64_t slot_bytes,
+                      int64_t slots, int id, int side, const char* site) {
+    int64_t* w = pipe_words(pipe, site);
+    (void)side;
+    if (slot_bytes > w[0])
+        fail(site, "pipe_init: slots of %lld bytes; this group's pipe holds %lld", (long long)slot_bytes, (long long)w[0]);
+    if (slots > w[1])
+        fail(site, "pipe_init: %lld slots; this group's pipe holds %lld", (long long)slots, (long long)w[1]);
+    for (int dir = 0; dir < 2; ++dir) {
+        if (!(dir_mask & (dir == TO_AIV ? 1 : 2))) continue;
+        for (int lane = 0; lane < 2; ++lane) {
+            const int ch = channel_of(w, id, dir, lane, site);
+            pipe_agree(w, ch, CH_SLOT_BYTES, slot_bytes, "slot sizes", site);
+            pipe_agree(w, ch, CH_DEPTH, slots, "slot counts", site);
+            pipe_agree(w, ch, CH_BUFFER, int64_t(dir == TO_AIV ? c2v_buf : v2c_buf) + 1, "consumer buffers", site);
+        }
     }
 }
 // half `which` of a tile: its top/bottom rows (split 1) or left/right columns (split 2)
@@ -653,12 +697,12 @@ template <class T> inline Tile<T> pipe_half(const Tile<T>& t, int split, int whi
     return h;
 }
 template <class T> inline void pipe_send(int64_t* w, int ch, const Tile<T>& t, const char* site) {
-    const int64_t bytes = int64_t(t.vr) * t.vc * int64_t(sizeof(T));
-    if (bytes > w[0]) fail(site, "tpush of %lld bytes: the pipe's slots hold %lld", (long long)bytes, (long long)w[0]);
-    auto* head = pipe_counter(w, ch, 0);
-    auto* tail = pipe_counter(w, ch, 1);
+    const int64_t bytes = int64_t(t.vr) * t.vc * int64_t(sizeof(T)), room = channel_slot_bytes(w, ch);
+    if (bytes > room) fail(site, "tpush of %lld bytes: the pipe's slots hold %lld", (long long)bytes, (long long)room);
+    auto* head = pipe_counter(w, ch, CH_HEAD);
+    auto* tail = pipe_counter(w, ch, CH_TAIL);
     const int64_t seq = head->load(std::memory_order_relaxed);
-    pipe_wait(w, [&] { return seq - tail->load(std::memory_order_acquire) < w[1]; }, "tpush", site);
+    pipe_wait(w, [&] { return seq - tail->load(std::memory_order_acquire) < channel_depth(w, ch); }, "tpush", site);
     char* slot = pipe_slot(w, ch, seq);
     int32_t* hdr = reinterpret_cast<int32_t*>(slot);
     hdr[0] = t.vr; hdr[1] = t.vc; hdr[2] = int32_t(sizeof(T));
@@ -666,10 +710,12 @@ template <class T> inline void pipe_send(int64_t* w, int ch, const Tile<T>& t, c
     for (int64_t i = 0; i < t.vr; ++i) std::memcpy(out + i * t.vc, t.row(i), size_t(t.vc) * sizeof(T));
     head->store(seq + 1, std::memory_order_release);
 }
-template <class T> inline void pipe_receive(int64_t* w, int ch, const Tile<T>& d, const char* site) {
-    auto* head = pipe_counter(w, ch, 0);
-    auto* tail = pipe_counter(w, ch, 1);
-    const int64_t seq = tail->load(std::memory_order_relaxed);
+// a pop takes the next full slot; unless it is held (a tfree frees it later) the slot is
+// free at once
+template <class T> inline void pipe_receive(int64_t* w, int ch, const Tile<T>& d, bool hold, const char* site) {
+    auto* head = pipe_counter(w, ch, CH_HEAD);
+    auto* popped = pipe_counter(w, ch, CH_POPPED);
+    const int64_t seq = popped->load(std::memory_order_relaxed);
     pipe_wait(w, [&] { return head->load(std::memory_order_acquire) > seq; }, "tpop", site);
     const char* slot = pipe_slot(w, ch, seq);
     const int32_t* hdr = reinterpret_cast<const int32_t*>(slot);
@@ -678,35 +724,56 @@ template <class T> inline void pipe_receive(int64_t* w, int ch, const Tile<T>& d
              d.vr, d.vc, int(sizeof(T)), hdr[0], hdr[1], hdr[2]);
     const T* in = reinterpret_cast<const T*>(slot + kSlotHeader);
     for (int64_t i = 0; i < d.vr; ++i) std::memcpy(d.row(i), in + i * d.vc, size_t(d.vc) * sizeof(T));
-    tail->store(seq + 1, std::memory_order_release);
+    popped->store(seq + 1, std::memory_order_relaxed);
+    if (!hold) pipe_counter(w, ch, CH_TAIL)->store(seq + 1, std::memory_order_release);
+}
+inline void pipe_free(int64_t* w, int ch, const char* site) {
+    auto* tail = pipe_counter(w, ch, CH_TAIL);
+    const int64_t t = tail->load(std::memory_order_relaxed);
+    if (t >= pipe_counter(w, ch, CH_POPPED)->load(std::memory_order_relaxed))
+        fail(site, "tfree of a slot this core has not popped (more tfrees than tpops on the pipe)");
+    tail->store(t + 1, std::memory_order_release);
 }
 // the channel(s) and tile (half) a push or pop moves: the cube of a split group moves each
 // AIV's half on that AIV's channel (split 1, 2), or the whole tile on both when both AIVs
 // run unsplit (3: each gets it, and of what both send the cube keeps the last); otherwise
 // the whole tile on the caller's channel
 template <class T, class F>
-inline void pipe_each(int dir, int split, int32_t who, const Tile<T>& t, const char* site, F move) {
+inline void pipe_each(int64_t* w, int id, int dir, int split, int32_t who, const Tile<T>& t, const char* site, F move) {
     if (split == 3 && who < 0) {
-        for (int h = 0; h < 2; ++h) move(dir * 2 + h, t);
+        for (int h = 0; h < 2; ++h) move(channel_of(w, id, dir, h, site), t);
     } else if (split == 3) {
-        move(dir * 2 + who, t);
+        move(channel_of(w, id, dir, who, site), t);
     } else if (split && who < 0) {
-        for (int h = 0; h < 2; ++h) move(dir * 2 + h, pipe_half(t, split, h, site));
+        for (int h = 0; h < 2; ++h) move(channel_of(w, id, dir, h, site), pipe_half(t, split, h, site));
     } else {
-        move(dir * 2 + (who < 0 ? 0 : who), t);
+        move(channel_of(w, id, dir, who < 0 ? 0 : who, site), t);
     }
 }
 template <class T>
-inline void tpush(int64_t pipe, int dir, int split, int32_t who, const Tile<T>& t, const char* site) {
+inline void tpush(int64_t pipe, int dir, int split, int32_t who, const Tile<T>& t, const char* site, int id = 0) {
     MoveTimer moving;
     int64_t* w = pipe_words(pipe, site);
-    pipe_each(dir, split, who, t, site, [&](int ch, const Tile<T>& part) { pipe_send(w, ch, part, site); });
+    pipe_each(w, id, dir, split, who, t, site, [&](int ch, const Tile<T>& part) { pipe_send(w, ch, part, site); });
 }
 template <class T>
-inline void tpop(int64_t pipe, int dir, int split, int32_t who, const Tile<T>& d, const char* site) {
+inline void tpop(int64_t pipe, int dir, int split, int32_t who, const Tile<T>& d, const char* site, int id = 0,
+                 bool hold = false) {
     MoveTimer moving;
     int64_t* w = pipe_words(pipe, site);
-    pipe_each(dir, split, who, d, site, [&](int ch, const Tile<T>& part) { pipe_receive(w, ch, part, site); });
+    pipe_each(w, id, dir, split, who, d, site,
+              [&](int ch, const Tile<T>& part) { pipe_receive(w, ch, part, hold, site); });
+}
+// pl.tfree_to_aiv / pl.tfree_to_aic: the popped slot(s) of this pipe are free again
+inline void tfree(int64_t pipe, int dir, int split, int32_t who, int id, const char* site) {
+    int64_t* w = pipe_words(pipe, site);
+    if (split == 3 && who < 0) {
+        for (int h = 0; h < 2; ++h) pipe_free(w, channel_of(w, id, dir, h, site), site);
+    } else if (split && split != 3 && who < 0) {
+        for (int h = 0; h < 2; ++h) pipe_free(w, channel_of(w, id, dir, h, site), site);
+    } else {
+        pipe_free(w, channel_of(w, id, dir, who < 0 ? 0 : who, site), site);
+    }
 }
 
 // ---------------------------------------------------------------- GM <-> tile

@@ -549,6 +549,12 @@ class Function:
     def is_kernel(self) -> bool:
         return self.func_type in KERNEL_TYPES
 
+    @property
+    def is_launched(self) -> bool:
+        """A kernel the orchestration launches: not the AIC / AIV member of a hand-written
+        Group (the group is launched, its members run in it)."""
+        return self.is_kernel and "group" not in self.attrs
+
     def as_python(self, **kw) -> str:
         """The function as DSL text: a lone `@pl.function` def."""
         from pypto.ir.printer import print_function

@@ -179,6 +179,8 @@ class _Printer:
             return repr(v)
         if isinstance(v, ArgDir):
             return f"pl.adir.{v.name}"
+        if isinstance(v, SplitMode):
+            return f"pl.SplitMode.{v.name}"
         if isinstance(v, (list, tuple)):
             return "[" + ", ".join(self.value(x) for x in v) + "]"
         if isinstance(v, dict):

@@ -26,6 +26,7 @@ from pypto.language.typing import (Annotation, Array, AsyncEvent, AsyncSession, 
                                    Tensor, TensorLayout, TensorView, Tile, TileView, dynamic)
 
 Mem = MemorySpace
+AUTO = -1                  # pl.reserve_buffer(base=pl.AUTO): the planner picks the address
 ND, DN, NZ, MX_A_ZZ, MX_B_NN = (TensorLayout.ND, TensorLayout.DN, TensorLayout.NZ, TensorLayout.MX_A_ZZ,
                                 TensorLayout.MX_B_NN)
 
@@ -36,7 +37,7 @@ __all__ = sorted(
      "UINT64", "BOOL", "INDEX", "TASK_ID", "FP8E4M3FN", "FP8E5M2", "FP8E8M0", "HF8", "FP4", "HF4", "INT4", "UINT4",
      "DataType", "Tensor", "Tile", "Scalar", "Array", "Out", "InOut", "Ptr", "PrefetchAsyncContext", "AsyncEvent", "AsyncSession", "MemRef", "TileView", "TensorView", "TensorLayout", "ND", "DN", "NZ", "MX_A_ZZ", "MX_B_NN",
      "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "Level", "Role", "ScopeMode", "ForKind",
-     "SplitMode", "split", "cross_core_slot",
+     "SplitMode", "split", "cross_core_slot", "AUTO",
      "ParamDirection", "DynDim", "Annotation", "adir", "dynamic", "program", "function", "at", "cluster",
      "scope", "pipeline", "manual_scope", "submit", "spmd", "spmd_submit", "split_aiv", "system", "range", "parallel", "unroll", "array", "prefetch", "while_", "cond", "yield_", "const", "cast", "min", "max", "parse",
      "loads", "tile", "tensor", "DSLCallError"] + list(OPERATORS)

@@ -11,7 +11,8 @@ How addresses are chosen depends on the planner:
   allocations are placed largest first (then earliest), each at the lowest aligned
   address where it overlaps no already placed allocation whose lifetime overlaps its
   own: buffers live at the same time never share bytes, buffers that are not may.
-(PTOAS skips this pass: our ptoas plans memory.)
+A hand-written group's pipe buffers (pl.reserve_buffer) go at the top of their space
+(pipe_buffers). (PTOAS skips this pass: our ptoas plans memory.)
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from pypto.errors import MemoryOverflowError
 from pypto.ir.nodes import Assign, Call, Function, MemRef, Program, PtrType, Var, plan_pool
 from pypto.ir.visit import defs, walk
 from pypto.passes.memory_reuse import lifetimes
+from pypto.passes.pipe_buffers import reserve as reserve_pipe_buffers
 
 NAME = "AllocateMemoryAddr"
 READS = ("backend_type", "memory_planner")
@@ -28,9 +30,10 @@ def run(prog: Program, opts) -> Program:
     for f in prog.functions:
         if f.is_kernel:
             if opts.memory_planner == "DSA_RP":
-                pack_addresses(f, opts.chip)
+                top = pack_addresses(f, opts.chip)
             else:
-                assign_addresses(f, opts.chip)
+                top = assign_addresses(f, opts.chip)
+            reserve_pipe_buffers(f, opts.chip, top)
     return prog
 
 
@@ -56,6 +59,7 @@ def assign_addresses(f: Function, chip) -> None:
         top[space] = at + size
     _check(f, chip, top, "let buffers whose lifetimes don't overlap share memory (memory_planner=PYPTO)")
     _apply(f, addr)
+    return top
 
 
 def pack_addresses(f: Function, chip) -> None:
@@ -83,6 +87,7 @@ def pack_addresses(f: Function, chip) -> None:
     _check(f, chip, top, "use memory_planner=PYPTO, which also lets a result overwrite an operand "
                          "that dies at the same op")
     _apply(f, addr)
+    return top
 
 
 def _check(f: Function, chip, top: dict, hint: str) -> None:

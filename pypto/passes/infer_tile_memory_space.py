@@ -27,7 +27,7 @@ _OPERANDS = {"tile.matmul": (M.Left, M.Right), "tile.matmul_acc": (M.Acc, M.Left
              "tile.matmul_mx_bias": _MX + (M.Bias,)}
 _PRODUCES = dict.fromkeys(_OPERANDS, M.Acc)
 _KEEP = ("tile.load", "tile.move", "tile.create", "tile.store", "tile.alloc", "tile.extract", "tile.mgather",
-         "tile.aiv_shard", "tile.aic_gather")
+         "tile.aiv_shard", "tile.aic_gather", "tile.tpop_from_aiv", "tile.tpop_from_aic")
 # views: where their source is; writes into a target: where the target is
 VIEWS = ("tile.reshape", "tile.transpose_view", "tile.slice", "tile.set_validshape", "tile.reinterpret_view")
 INTO_TARGET = ("tile.assemble", "tile.gather_row")

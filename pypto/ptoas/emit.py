@@ -13,7 +13,7 @@ import struct
 from ..dtype import BY_MLIR
 from .arch import CXX_SPACE, Arch
 from .analysis import defining_ops, slot_bytes
-from . import prefetch
+from . import group_pipes, prefetch
 from .errors import op_error
 from .ir import (Func, Module, Op, PartitionType, PtrType, ScalarType, TensorViewType, TileType,
                  Value, walk)
@@ -271,8 +271,14 @@ class FuncEmitter:
             if op.attrs.get("lanes") == "2":
                 split = "3"                                 # (both AIVs, each the whole tile)
             who = self.n(sub[0]) if sub else "-1"          # -1: the cube half (all AIVs)
+            pid = int(op.attrs.get("id", 0))
+            extra = f", {pid}" if pid else ""
+            if what == "pop" and group_pipes.held(self.f, direction, pid):
+                extra = f", {pid}, true"                  # its slot stays taken until the tfree
             self.emit(ind, f"pto::t{what}({self.n(pipe)}, {direction}, {split}, {who}, {self.n(tile)}, "
-                           f"{self.site(op)});")
+                           f"{self.site(op)}{extra});")
+        elif name in group_pipes.GROUP_PIPE_OPS:
+            group_pipes.emit(self, op, ind)
         elif name in TILE_OPS:
             self.tile_op(op, ind)
         else:
@@ -587,6 +593,7 @@ def _entry(f: Func, symbol: str) -> list[str]:
 def kernel_info(module: Module, arch: Arch, usage: dict) -> dict:
     f = module.funcs[0]
     pipe_ops = [op for g in module.funcs for op in walk(g.body) if op.name in PIPE_OPS]
+    inits = [op for g in module.funcs for op in walk(g.body) if op.name in group_pipes.INIT]
     return {
         "name": f.name,
         "kernel_kind": f.kernel_kind,
@@ -599,7 +606,12 @@ def kernel_info(module: Module, arch: Arch, usage: dict) -> dict:
         # a Group whose vector work is split runs two AIVs with its AIC
         "vector_halves": 2 if any(g.attrs.get("pypto.split", "0") != "0" or "pypto.aiv_lanes" in g.attrs
                                   for g in module.funcs) else 1,
-        "pipe_slots": max([int(op.attrs.get("slot_num", 2)) for op in pipe_ops] or [2]),
+        "pipe_slots": max([int(op.attrs.get("slot_num", 2)) for op in pipe_ops]
+                          + [int(op.attrs.get("slot_num", group_pipes.default_slots(int(op.attrs["dir_mask"]))))
+                             for op in inits] or [2]),
+        # a hand-written group's pipes: how many, and the largest slot they declare
+        "pipe_ids": max([int(op.attrs.get("id", 0)) + 1 for op in pipe_ops + inits] or [1]),
+        "pipe_slot_bytes": max([int(op.attrs["slot_size"]) for op in inits] or [0]),
         # it makes a prefetch context: the runtime gives each block an SDMA workspace
         "sdma": any(a.name == SDMA_ARG for g in module.funcs for a in g.args),
     }
@@ -613,7 +625,9 @@ def emit(module: Module, arch: Arch, usage: dict, *, level: str, source_name: st
         "",
     ]
     for f in module.funcs:
-        out += FuncEmitter(f, arch, source_name).function()
+        fe = FuncEmitter(f, arch, source_name)
+        fe.module = module                                # (a group's imports name its other function)
+        out += fe.function()
         out.append("")
     out += _entry(module.funcs[0], "pypto_kernel_entry")
     out.append("")

@@ -70,8 +70,11 @@ PIPE_SLOT_BYTES = 256 * 1024
 PIPE_CHANNELS = 4
 
 
-def pipe_bytes(depth: int = PIPE_DEPTH) -> int:
-    return 64 + PIPE_CHANNELS * 64 + PIPE_CHANNELS * depth * (64 + PIPE_SLOT_BYTES)
+def pipe_bytes(depth: int = PIPE_DEPTH, slot_bytes: int = PIPE_SLOT_BYTES, ids: int = 1) -> int:
+    """(a hand-written group's pipes: `ids` pipes of PIPE_CHANNELS channels, slots of the
+    largest size its pl.*_initialize_pipe declare)"""
+    channels = PIPE_CHANNELS * ids
+    return 64 + channels * 64 + channels * depth * (64 + slot_bytes)
 
 
 class PyptoRuntimeApi(ctypes.Structure):
@@ -124,6 +127,8 @@ class CoreGroup(NamedTuple):
     vector: Any                # the vector half's entry
     aivs: int                  # how many AIVs run the vector half
     slots: int                 # the pipe's slots per channel
+    slot_bytes: int = PIPE_SLOT_BYTES    # the largest tile a slot holds
+    ids: int = 1               # how many pipes (a hand-written group's pipe ids)
 
 
 def core_needs(core_type: str, group) -> tuple:
@@ -152,8 +157,9 @@ def core_group(lib: ctypes.CDLL, name: str, core_type: str, info: dict | None = 
     if core_type == "aic" or (core_type == "aiv" and not info):
         return ()
     subs, slots = int(info.get("vector_halves", 1)), int(info.get("pipe_slots", PIPE_DEPTH))
+    slot_bytes, ids = int(info.get("pipe_slot_bytes") or PIPE_SLOT_BYTES), int(info.get("pipe_ids", 1))
     if core_type == "aiv":
         return () if subs == 1 else CoreGroup(None, bind_kernel_entry(lib), subs, slots)
     base = KERNEL_ENTRY + "__" + re.sub(r"[^A-Za-z0-9_]", "_", name)
     return CoreGroup(bind_kernel_entry(lib, base + "_aic"), bind_kernel_entry(lib, base + "_aiv"),
-                     subs, slots)
+                     subs, slots, slot_bytes, ids)

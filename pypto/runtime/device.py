@@ -161,13 +161,13 @@ def _element_value(raw: bytes, d) -> float:
     return float(int.from_bytes(raw, "little", signed=not (d.name.startswith("UINT") or d.is_float)))
 
 
-def _new_pipe(depth: int):
+def _new_pipe(group):
     """Zeroed memory for one block of a Group (pto_sim's tpush/tpop): its header says the
-    slot size and the slots per channel."""
+    slot size, the slots per channel and the number of pipes."""
     from .tensors import aligned_buffer
-    buf = aligned_buffer(abi.pipe_bytes(depth))
-    header = (ctypes.c_int64 * 2).from_address(buf.ctypes.data)
-    header[0], header[1] = abi.PIPE_SLOT_BYTES, depth
+    buf = aligned_buffer(abi.pipe_bytes(group.slots, group.slot_bytes, group.ids))
+    header = (ctypes.c_int64 * 4).from_address(buf.ctypes.data)
+    header[0], header[1], header[3] = group.slot_bytes, group.slots, group.ids
     return buf
 
 
@@ -450,7 +450,7 @@ class Launch:
             group = kernel.group
             if group:      # on a core group: a pipe (a Group's), and an argument array per AIV
                 if group.cube is not None:
-                    pipes.append(_new_pipe(group.slots))
+                    pipes.append(_new_pipe(group))
                     a[n + 4] = pipes[-1].ctypes.data
                 subs = [a]
                 for sub in range(1, group.aivs):

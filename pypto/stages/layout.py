@@ -23,10 +23,12 @@ from pypto.stages.text import parse_bytes, print_bytes, remember, warnings_bytes
 def layout_stage(inputs: dict, options: dict) -> dict:
     part = parse_bytes(inputs["program"])
     f = part.get(options["function"])
-    alone = Program(part.name, [f], part.source)
+    # a hand-written Group's kernel is its members' bodies: they come with it
+    members = [parse_bytes(inputs[f"member:{m}"]).get(m) for m in f.attrs.get("members", ())]
+    alone = Program(part.name, [f, *members], part.source)
     orch = f.func_type is FunctionType.Orchestration
-    info = {"name": f.name, "kernel": f.is_kernel, "orchestration": orch,
-            "core": core_type(f) if f.is_kernel else "aiv",
+    info = {"name": f.name, "kernel": f.is_launched, "orchestration": orch,
+            "core": core_type(f) if f.is_launched else "aiv",
             "signature": signature(f)}
     if orch:                       # what compiled_meta.json says of the caller's side
         info.update(params=meta_params(f), num_return_types=len(f.return_types))
@@ -35,8 +37,8 @@ def layout_stage(inputs: dict, options: dict) -> dict:
         info.update(external=external, tensors=sum(isinstance(p.var.type, TensorType) for p in f.params),
                     scalars=sum(isinstance(p.var.type, ScalarType) for p in f.params))
     out = {"layout": json.dumps(info, sort_keys=True).encode("utf-8"),
-           "kernel": print_bytes(alone) if f.is_kernel and external is None else b"",
-           "sig": (print_bytes(Program(part.name, [f.signature_only()], part.source)) if f.is_kernel
+           "kernel": print_bytes(alone) if f.is_launched and external is None else b"",
+           "sig": (print_bytes(Program(part.name, [f.signature_only()], part.source)) if f.is_launched
                    else print_bytes(alone) if orch else b"")}
     if "diag" in options:
         diag = options["diag"]
@@ -44,6 +46,6 @@ def layout_stage(inputs: dict, options: dict) -> dict:
                                               frozenset(diag["disabled"]))).encode("utf-8")
         if diag["phase"] == "post_pipeline":
             out["diagnostics"] = warnings_bytes(alone, diag)
-    if f.is_kernel and external is None:   # read-only from here on: the pto step may take it unparsed
+    if f.is_launched and external is None:   # read-only from here on: the pto step may take it unparsed
         remember(out["kernel"], alone)
     return out

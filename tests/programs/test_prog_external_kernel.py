@@ -160,7 +160,7 @@ def test_jit_extern_is_refused_clearly():
         pl.jit.extern(core_type="aiv", source="k.cpp")
 
 
-def test_a_group_of_separately_written_members_is_refused_clearly(tmp_path):
+def test_a_group_of_hand_written_cpp_members_is_refused_clearly(tmp_path):
     path = HERE / "aiv" / "block_write.cpp"
     src = f'''
 import pypto.language as pl
@@ -184,6 +184,6 @@ class G:
         out = self.both(out, 0)
         return out
 '''
-    with pytest.raises(E.NotBuiltError, match=r"Group 'both' is written as calls of its AIC and AIV members") as e:
+    with pytest.raises(E.NotBuiltError, match=r"Group 'both' calls 'c', a hand-written C\+\+ kernel") as e:
         pl.parse(src, filename="/u/g.py")
     assert e.value.span.line == 14      # self.c(...)

@@ -3,7 +3,7 @@ and the result type of each op (with typed errors for wrong arity, shapes, dtype
 
 One table drives the parser, the passes and the verifier. Each operator lives in its
 family's module (memory, elementwise, reduction, matmul, shape, indexing, sort,
-array, system, prefetch), registered with its
+array, system, prefetch, lanes, cross_core), registered with its
 operands' names, options, type rule and call form; this package puts them together.
 """
 from __future__ import annotations
@@ -17,7 +17,8 @@ from pypto.ir.ops.elementwise import (BINARY, SCALAR_FORM, SCALAR_ONLY, UNARY, F
 from pypto.ir.ops.reduction import ARG_REDUCE, ROW_REDUCE, COL_REDUCE, ROW_EXPAND, COL_EXPAND
 from pypto.ir.ops import (indexing as _indexing, matmul as _matmul, memory as _memory,  # noqa: F401
                           shape as _shape, sort as _sort, array as _array,  # (register their ops)
-                          system as _system, prefetch as _prefetch, lanes as _lanes)
+                          system as _system, prefetch as _prefetch, lanes as _lanes,
+                          cross_core as _cross_core)
 
 # Names a user may write as pl.<name>, and which namespaces they exist in.
 TILE_ONLY = {"load": "tile.load", "store": "tile.store", "move": "tile.move",
@@ -26,7 +27,8 @@ TILE_ONLY = {"load": "tile.load", "store": "tile.store", "move": "tile.move",
              "aic_gather": "tile.aic_gather",
              "mscatter": "tile.mscatter", "create_tile": "tile.create", "tri": "tile.tri",
              "lrelu": "tile.lrelu", "sel": "tile.sel",
-             "sels": "tile.sels", "concat": "tile.concat", "relu": None}
+             "sels": "tile.sels", "concat": "tile.concat", "relu": None,
+             **{op.split(".", 1)[1]: op for op in _cross_core.CROSS_CORE_OPS}}
 TENSOR_ONLY = {"create_tensor": "tensor.create", "full": "tensor.full", "dim": "tensor.dim",
                "arange": "tensor.ci", "random": "tensor.random", "dump_tag": "system.dump_tag"}
 # tensor ops a kernel keeps as they are (scalar reads/writes of GM) or that

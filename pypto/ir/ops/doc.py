@@ -9,7 +9,7 @@ from pathlib import Path
 
 PAGE = Path(__file__).with_name("OPERATORS.md")
 FAMILIES = ("memory", "elementwise", "reduction", "matmul", "shape", "indexing", "sort", "array",
-            "system", "prefetch", "lanes")
+            "system", "prefetch", "lanes", "cross_core")
 
 
 def render() -> str:
@@ -61,6 +61,10 @@ def _where(defs) -> str:
     tiles = [x.name for x in defs if x.name.startswith("tile.")]
     if all(x.name.startswith("prefetch.") for x in defs):
         return "a kernel's vector core (the SDMA scratch is in its UB)"
+    from pypto.ir.ops.cross_core import CROSS_CORE_OPS, POP
+    if all(x.name in CROSS_CORE_OPS for x in defs):
+        pops = [POP[x.name][1].name for x in defs if x.name in POP]
+        return ("the AIC / AIV member of a hand-written core group" + (f" (the tile: {pops[0]})" if pops else ""))
     return placement(tiles[0]) if tiles else "tensors (in a kernel: converted to tile ops)"
 
 

@@ -17,7 +17,7 @@ from pypto.language.parser.common import (Function, FunctionType, InCoreScope, P
                                           Program, Source, Span, TypeCheckError, _Ctx,
                                           _GENERIC_HINT, _RECURSION_HINT, _Sig, _is_docstring,
                                           _recursion_message, walk)
-from pypto.errors import NotBuiltError
+from pypto.language.parser.groups import bind_groups
 from pypto.language.parser.annotations import AnnotationsMixin
 from pypto.language.parser.calls import CallsMixin
 from pypto.language.parser.common import _kind  # noqa: F401  (entry.py reads it here)
@@ -90,6 +90,7 @@ class Parser(SignaturesMixin, AnnotationsMixin, ValuesMixin, CallsMixin,
             self.ensure_body(sig)
         self.check_recursion()
         self.program_checks(cdef)
+        bind_groups(self.sigs)
         return Program(cdef.name, [s.function for s in self.sigs.values()], source_name)
 
     def program_checks(self, cdef: ast.ClassDef) -> None:
@@ -113,14 +114,8 @@ class Parser(SignaturesMixin, AnnotationsMixin, ValuesMixin, CallsMixin,
                               f"in a @pl.program of its own")
         for caller, callee, span, in_region in self.kernel_calls:
             sig = self.sigs.get(caller)
-            if sig is not None and sig.func_type is FunctionType.Group:
-                raise NotBuiltError(
-                    f"Group {caller!r} is written as calls of its AIC and AIV members ({callee!r}); "
-                    f"a Group made of separately written AIC / AIV functions (manual cross-core "
-                    f"pipes, or hand-written kernels) is not supported by this pypto yet", span,
-                    "write the group's work in one pl.at(level=pl.Level.CORE_GROUP) region (the "
-                    "compiler splits it into its cube and vector halves), or launch a hand-written "
-                    "AIV / AIC kernel on its own from the orchestration")
+            if sig is not None and sig.func_type is FunctionType.Group and not in_region:
+                continue                      # its members: bind_groups checks them
             if in_region:
                 raise TypeCheckError(
                     f"kernel {callee!r} is called inside a pl.at region of {caller!r}", span,

@@ -8,6 +8,7 @@ import enum
 
 from pypto.ir.nodes import KERNEL_TYPES
 from pypto.ir.ops.lanes import CROSSINGS as LANE_CROSSINGS
+from pypto.ir.ops.cross_core import ANNOTATION_TYPED
 from pypto.language.parser.common import (BinOp, Call, Const, Expr, Function, FunctionType,
                                           MemorySpace, _Sig,
                                           MisplacedTensorOpError, ParserError, ScalarType,
@@ -235,6 +236,11 @@ class CallsMixin:
                                      f"used inside one", span,
                                      "for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN): ...")
             kw["split"] = mode
+        annotated = getattr(self, "annotated", None)
+        if op in ANNOTATION_TYPED and "shape" not in kw and isinstance(annotated, TileType):
+            kw.update(shape=list(annotated.shape), dtype=annotated.dtype)
+            if annotated.valid is not None:
+                kw["valid_shape"] = list(annotated.valid)
         self.check_placement(op, display, node, pos)
         if op == "system.syncall" and self.ctx is not None and not self.ctx.incore:
             self.ctx.sig.attrs["sync_blocks"] = True    # its blocks must run at once

@@ -235,7 +235,11 @@ class StatementsMixin(LoopsMixin):
             self.error(f"{s.target.id!r} is declared without a value", s,
                        "give it a value: x: T = expr")
         ann, _ = self.ann_type(s.annotation, allow_tuple=True)
-        val = self.expr(s.value)
+        self.annotated = ann               # (a pipe pop's tile type may come from it)
+        try:
+            val = self.expr(s.value)
+        finally:
+            self.annotated = None
         if isinstance(ann, ScalarType) and isinstance(val, Const) and id(val) in self._lit \
                 and _adoptable(val, val.dtype, ann.dtype):
             val = Const(self.retype(val, ann.dtype).value, ann.dtype, val.span)
