@@ -696,6 +696,26 @@ template <class T> inline Tile<T> pipe_half(const Tile<T>& t, int split, int whi
     }
     return h;
 }
+// what a split group's cube sends each AIV of a tile narrower than its box (a valid part
+// set with set_validshape): the valid part of that AIV's half of the box -- each AIV pops
+// its localized extent, max(min(valid - which * half, half), 0)
+template <class T> inline Tile<T> pipe_box_half(const Tile<T>& t, int split, int which, const char* site) {
+    const bool by_rows = split == 1;
+    const int32_t box = by_rows ? t.rows : t.cols, valid = by_rows ? t.vr : t.vc;
+    if (valid == box) return pipe_half(t, split, which, site);
+    if (box % 2) fail(site, "a %s split of a %dx%d tile", by_rows ? "up-down" : "left-right", t.rows, t.cols);
+    const int32_t half = box / 2, rest = valid - which * half;
+    Tile<T> h = t;
+    const int32_t mine = rest < 0 ? 0 : (rest > half ? half : rest);
+    if (by_rows) {
+        h.vr = mine;
+        h.p = t.row(int64_t(which) * half);
+    } else {
+        h.vc = mine;
+        h.p = t.p + int64_t(which) * half;
+    }
+    return h;
+}
 template <class T> inline void pipe_send(int64_t* w, int ch, const Tile<T>& t, const char* site) {
     const int64_t bytes = int64_t(t.vr) * t.vc * int64_t(sizeof(T)), room = channel_slot_bytes(w, ch);
     if (bytes > room) fail(site, "tpush of %lld bytes: the pipe's slots hold %lld", (long long)bytes, (long long)room);
@@ -745,7 +765,9 @@ inline void pipe_each(int64_t* w, int id, int dir, int split, int32_t who, const
     } else if (split == 3) {
         move(channel_of(w, id, dir, who, site), t);
     } else if (split && who < 0) {
-        for (int h = 0; h < 2; ++h) move(channel_of(w, id, dir, h, site), pipe_half(t, split, h, site));
+        for (int h = 0; h < 2; ++h)
+            move(channel_of(w, id, dir, h, site),
+                 dir == TO_AIV ? pipe_box_half(t, split, h, site) : pipe_half(t, split, h, site));
     } else {
         move(channel_of(w, id, dir, who < 0 ? 0 : who, site), t);
     }

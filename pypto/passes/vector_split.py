@@ -70,10 +70,12 @@ class Halver:
         valid = t.valid
         if valid is not None:
             v = valid[self.axis]
-            if v != n:
+            if v is None:              # known at run time: each AIV's part of it (localize)
+                pass
+            elif v != n:
                 raise NotBuiltError(f"pl.split({self.mode}) of a tile whose valid part along dim "
                                     f"{self.axis} is not all of it", span, "drop pl.split")
-            valid = tuple(n // 2 if i == self.axis else x for i, x in enumerate(valid))
+            valid = tuple((None if x is None else n // 2) if i == self.axis else x for i, x in enumerate(valid))
         shape = tuple(n // 2 if i == self.axis else x for i, x in enumerate(t.shape))
         return TileType(shape, t.dtype, t.memory_space, t.memref, valid, t.slot)
 
@@ -111,6 +113,21 @@ class Halver:
             shape = list(args[shape_at].items)
             shape[self.axis] = Const(half, dt.INDEX, c.span)
             args[shape_at] = TupleExpr(shape, c.span)
+        return Call(c.op, args, dict(c.kwargs), c.type, dict(c.attrs), c.span)
+
+    def localize(self, extent, full: int, span):
+        """This AIV's part of a valid extent along the halved axis, as the reference's
+        SplitVectorKernel has it: max(min(extent - sub * half, half), 0)."""
+        half = Const(full // 2, dt.INDEX, span)
+        mine = BinOp("-", extent, BinOp("*", self.sub, half, dt.INDEX, span), dt.INDEX, span)
+        return BinOp("max", BinOp("min", mine, half, dt.INDEX, span), Const(0, dt.INDEX, span), dt.INDEX, span)
+
+    def pop_valid(self, c: Call, t: TileType) -> Call:
+        """A pipe pop whose valid extents are operands: this AIV's part of them."""
+        if len(c.args) != 2 or self.halved(t, c.span) is None:
+            return c
+        args = list(c.args)
+        args[self.axis] = self.localize(args[self.axis], t.shape[self.axis], c.span)
         return Call(c.op, args, dict(c.kwargs), c.type, dict(c.attrs), c.span)
 
     def shape_arg(self, c: Call, t: TileType) -> Call:

@@ -94,16 +94,15 @@ def verify(v, op: Op) -> None:
         if local > slots:
             raise v.error(op, f"{n}: local_slot_num {local} is more than slot_num {slots}")
         pipe_id(v, op)
-        # the buffer this side consumes from holds its slots
+        # the buffer this side consumes from holds the slots it declares (a2/a3: its local
+        # slots, a5: all of them)
         consumed = ins[2] if INIT[n] == "cube" else ins[1]
-        if mask & (2 if INIT[n] == "cube" else 1):
+        count = op.attrs.get("local_slot_num" if v.arch.name == "a2a3" else "slot_num")
+        if mask & (2 if INIT[n] == "cube" else 1) and count is not None:
             d = v.defs.get(consumed)
-            if d is not None and d.name == "pto.reserve_buffer":
-                need = slot * (local if v.arch.name == "a2a3" else slots)
-                if int(d.attrs.get("size", "0")) < need:
-                    raise v.error(op, f"{n}: the consumer buffer {d.attrs.get('name')} has {d.attrs.get('size')} "
-                                      f"bytes; {slots if v.arch.name != 'a2a3' else local} slots of {slot} need "
-                                      f"{need}")
+            if d is not None and d.name == "pto.reserve_buffer" and int(d.attrs.get("size", "0")) < slot * int(count):
+                raise v.error(op, f"{n}: the consumer buffer {d.attrs.get('name')} has {d.attrs.get('size')} bytes; "
+                                  f"{count} slots of {slot} need {slot * int(count)}")
         return
     if n in FREE:
         kind = FREE[n][0]

@@ -206,3 +206,65 @@ def test_buffers_are_reserved_in_the_consumers_memory(tmp_path, monkeypatch):
     with pytest.raises(E.PyptoError, match=r"reserves no buffer named 'nope'"):
         ir.compile(_bad('import_peer_buffer(name="rhs"', 'import_peer_buffer(name="nope"'),
                    output_dir=tmp_path / "out2", platform="a2a3sim")
+
+
+RAGGED = """
+import pypto.language as pl
+B = 16
+SLOT = B * B * 4
+
+@pl.program
+class Ragged:
+    @pl.function(type=pl.FunctionType.AIC)
+    def cube(self, a: pl.Tensor[[B, B], pl.FP32], b: pl.Tensor[[B, B], pl.FP32], out: pl.Out[pl.Tensor[[B, B], pl.FP32]],
+             vr: pl.Scalar[pl.INDEX], vc: pl.Scalar[pl.INDEX]):
+        peer = pl.import_peer_buffer(name="c2v", peer_func="vec")
+        pl.aic_initialize_pipe(dir_mask=1, slot_size=SLOT, c2v_consumer_buf=peer)
+        al = pl.move(pl.load(a, [0, 0], [B, B], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
+        br = pl.move(pl.load(b, [0, 0], [B, B], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+        part: pl.Tile[[B, B], pl.FP32, pl.Mem.Acc, pl.TileView(valid_shape=[vr, vc])] = \\
+            pl.tile.set_validshape(pl.matmul(al, br), vr, vc)
+        pl.tpush_to_aiv(part, split={SPLIT})
+
+    @pl.function(type=pl.FunctionType.AIV)
+    def vec(self, a: pl.Tensor[[B, B], pl.FP32], b: pl.Tensor[[B, B], pl.FP32], out: pl.Out[pl.Tensor[[B, B], pl.FP32]],
+            vr: pl.Scalar[pl.INDEX], vc: pl.Scalar[pl.INDEX]) -> pl.Tensor[[B, B], pl.FP32]:
+        buf = pl.reserve_buffer(name="c2v", size=SLOT * 4, base=pl.AUTO)
+        pl.aiv_initialize_pipe(dir_mask=1, slot_size=SLOT, c2v_consumer_buf=buf)
+        t: pl.Tile[[B, B], pl.FP32, pl.Mem.Vec, pl.TileView(valid_shape=[vr, vc])] = pl.tpop_from_aic(split={SPLIT})
+        u = pl.muls(t, 3.0)
+        pl.tfree_to_aic(t)
+        return pl.store(u, [0, 0], out)
+
+    @pl.function(type=pl.FunctionType.Group{GATTRS})
+    def group(self, a: pl.Tensor[[B, B], pl.FP32], b: pl.Tensor[[B, B], pl.FP32], out: pl.Out[pl.Tensor[[B, B], pl.FP32]],
+              vr: pl.Scalar[pl.INDEX], vc: pl.Scalar[pl.INDEX]) -> pl.Tensor[[B, B], pl.FP32]:
+        self.cube(a, b, out, vr, vc)
+        r = self.vec(a, b, out, vr, vc)
+        return r
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[B, B], pl.FP32], b: pl.Tensor[[B, B], pl.FP32], out: pl.Out[pl.Tensor[[B, B], pl.FP32]],
+             vr: pl.Scalar[pl.INDEX], vc: pl.Scalar[pl.INDEX]) -> pl.Tensor[[B, B], pl.FP32]:
+        out = self.group(a, b, out, vr, vc)
+        return out
+"""
+
+
+@pytest.mark.parametrize("mode", ["NONE", "UP_DOWN", "LEFT_RIGHT"])
+def test_a_valid_part_known_at_run_time_crosses_and_each_aiv_stores_its_share(mode, tmp_path, monkeypatch):
+    """The cube narrows its result to [vr, vc] (run-time scalars) and pushes it; under a
+    split each AIV pops the valid part of its half of the box -- max(min(v - i * 8, 8), 0) of
+    it, possibly nothing -- and stores it at its half: one artifact for every extent."""
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    split = {"NONE": 0, "UP_DOWN": 1, "LEFT_RIGHT": 2}[mode]
+    gattrs = f', attrs={{"split": pl.SplitMode.{mode}}}' if split else ""
+    run = ir.compile(pl.parse(RAGGED.format(SPLIT=split, GATTRS=gattrs), filename="/u/ragged.py"),
+                     output_dir=tmp_path / "out", platform="a2a3sim")
+    a, b = torch.randn(16, 16), torch.randn(16, 16)
+    for vr, vc in ((16, 16), (9, 16), (16, 7), (3, 5), (1, 16), (16, 1), (8, 8)):
+        out = torch.full((16, 16), -7.0)
+        run(a, b, out, vr, vc)
+        want = torch.full((16, 16), -7.0)
+        want[:vr, :vc] = ((a @ b) * 3)[:vr, :vc]
+        close(out, want, 1e-4, 1e-4, f"{mode} vr={vr} vc={vc}")

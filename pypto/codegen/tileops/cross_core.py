@@ -49,7 +49,9 @@ def push(k, c, span):
 def pop(k, v, c, span):
     side = xc.POP[c.op][0]
     ins, tys, attrs = k.pipe_operands(c, side == "vector")
-    dst = k.alloc(v, span)
+    # the valid part it receives: the annotation's run-time extents (its operands), if any
+    valid = tuple(k.index(a, span) for a in c.args) if c.args else None
+    dst = k.alloc(v, span, valid=valid)
     k.emit(f"pto.{c.op.split('.')[1]} ins({ins} : {tys}) outs({dst.ssa} : {dst.ty}){_with_id(attrs, c)}", span)
 
 

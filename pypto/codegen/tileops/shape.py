@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from pypto.codegen.common import fail
 from pypto.codegen.tileops import emits
-from pypto.ir.nodes import MemorySpace as M
+from pypto import dtype as dt
+from pypto.ir.nodes import Const, MemorySpace as M
 
 
 @emits("tile.reshape")
@@ -27,7 +28,13 @@ def slice_(k, v, c, span):               # a view: pto.subview of the tile's byt
 
 @emits("tile.set_validshape", "tile.reinterpret_view")
 def retyped_view(k, v, c, span):         # the same bytes: a smaller valid part, another dtype
-    k.view(v, "pto.treshape", k.tile(c.args[0], span), span)
+    a = k.tile(c.args[0], span)
+    if c.op == "tile.set_validshape" and v.type.valid is not None and None in v.type.valid:
+        # extents known at run time: a whole-tile window whose valid part they give
+        zero = Const(0, dt.INDEX, span)
+        k.subview(v, a, [zero, zero], span, valid=tuple(k.index(x, span) for x in c.args[1:3]))
+        return
+    k.view(v, "pto.treshape", a, span)
 
 
 @emits("tile.transpose", "tile.transpose_view")

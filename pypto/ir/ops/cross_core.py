@@ -14,7 +14,9 @@ function the Group calls, passes tiles between its cores through pipes it sets u
 dir_mask: 1 cube -> vector (C2V), 2 vector -> cube (V2C), 3 both. A pipe is a ring of
 slot_num slots of slot_size bytes per direction (and per AIV when both run); a push
 waits for a free slot, a pop for a full one, and a popped slot stays taken until its
-tfree. The consumer reserves the slots in its local memory (Mat on the cube, Vec on the
+tfree. A pop's tile may hold less than its shape: the annotation's valid_shape, whose
+run-time extents (scalars the kernel holds) become the pop's operands -- in a split group
+each AIV's part of them. The consumer reserves the slots in its local memory (Mat on the cube, Vec on the
 vector core); the producer imports that buffer by name from its peer function. `id`
 tells a function's pipes apart (0 when omitted)."""
 from __future__ import annotations
@@ -84,6 +86,14 @@ def _pop(op):
         _split(op, kw, span)
         _pipe_id(op, kw, span)
         valid = kw.get("valid_shape")          # (an annotation's valid shape)
+        if args:                               # its extents known at run time: operands
+            for a in args:
+                t = getattr(a, "type", None)
+                if not (isinstance(t, ScalarType) and not t.dtype.is_float and t.dtype != dt.BOOL):
+                    _err(f"{op}: a valid extent is an integer scalar, got {_tname(t)}", span)
+            valid = [a.value if isinstance(a, Const) else None for a in args]
+        if valid is not None and tuple(valid) == tuple(dims):
+            valid = None
         return TileType(tuple(dims), d, POP[op][1], None, tuple(valid) if valid is not None else None)
     return infer
 
@@ -146,7 +156,8 @@ for _op, _core in PUSH.items():
         sig=f"pl.{_op.split('.')[1]}(tile, split=0, id=0)  (the {_core} core sends a tile through pipe id; "
             f"split 1 / 2: each AIV its half)", pto=_op.split(".")[1])
 for _op, (_core, _space) in POP.items():
-    reg(_op, (0, 0), _pop(_op), ("shape", "dtype", "split", "id", "valid_shape"), pure=False,
+    reg(_op, (0, 2), _pop(_op), ("shape", "dtype", "split", "id", "valid_shape"), pure=False,
+        params=("valid_rows", "valid_cols"),
         sig=f"pl.{_op.split('.')[1]}(split=0, id=0)  (the {_core} core receives a tile -- its type from the "
             f"annotation, t: pl.Tile[[M, N], dtype, pl.Mem.{_space.name}] = ..., or shape=, dtype= -- and its "
             f"slot stays taken until the tfree)", pto=_op.split(".")[1])

@@ -251,11 +251,6 @@ def _set_validshape(args, kw, span):
     t = _shaped("set_validshape", args[0], span)
     valid = _valid_dims("set_validshape", t, args[1], args[2], span)
     if isinstance(t, TileType):
-        if valid is not None and None in valid:
-            from pypto.errors import NotBuiltError
-            raise NotBuiltError("set_validshape: a tile's valid extent computed in the kernel is not "
-                                "supported by this pypto yet", span,
-                                "give integer constants, or load with valid_shape=[...] from the tensor")
         return TileType(t.shape, t.dtype, t.memory_space, None, valid)
     return TensorType(t.shape, t.dtype, None, valid)
 

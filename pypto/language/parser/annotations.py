@@ -13,6 +13,23 @@ from pypto.errors import NotBuiltError
 
 class AnnotationsMixin:
     # ================================================================== annotations
+    def tile_view_valid(self, node):
+        """A TileView's valid_shape: constants, or (in a kernel body) scalar values the kernel
+        holds -- a dim known at run time (-1 in the type); the values are kept for an op
+        whose result the annotation types (a pipe pop: its valid part)."""
+        elts = node.elts if isinstance(node, (ast.List, ast.Tuple)) else None
+        self.valid_values = {}
+        if elts is None or self.ctx is None:
+            return self.static(node, "a TileView valid_shape")
+        out = []
+        for i, e in enumerate(elts):
+            if isinstance(e, ast.Name) and e.id in self.ctx.env:
+                self.valid_values[i] = self.expr(e)
+                out.append(-1)
+            else:
+                out.append(self.static(e, "a TileView valid_shape"))
+        return out
+
     def ann_type(self, node, allow_dir=False, allow_tuple=False):
         """An annotation -> (type, ParamDirection)."""
         pl = _lang()
@@ -167,7 +184,7 @@ class AnnotationsMixin:
                     # region is part of the type
                     for kw in e.keywords:
                         if kw.arg == "valid_shape":
-                            valid = self.static(kw.value, "a TileView valid_shape")
+                            valid = self.tile_view_valid(kw.value)
                     continue
                 self.bad_annotation(whole, f"unexpected {ast.unparse(e)}")
             v = self.static(e, "a type parameter")

@@ -241,6 +241,9 @@ class CallsMixin:
             kw.update(shape=list(annotated.shape), dtype=annotated.dtype)
             if annotated.valid is not None:
                 kw["valid_shape"] = list(annotated.valid)
+                runtime = getattr(self, "valid_values", {})
+                if runtime:                # the valid extents known at run time: operands
+                    pos = [runtime.get(i, Const(annotated.valid_shape[i], dt.INDEX, span)) for i in range(2)]
         self.check_placement(op, display, node, pos)
         if op == "system.syncall" and self.ctx is not None and not self.ctx.incore:
             self.ctx.sig.attrs["sync_blocks"] = True    # its blocks must run at once

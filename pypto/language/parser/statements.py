@@ -234,6 +234,7 @@ class StatementsMixin(LoopsMixin):
         if s.value is None:
             self.error(f"{s.target.id!r} is declared without a value", s,
                        "give it a value: x: T = expr")
+        self.valid_values = {}
         ann, _ = self.ann_type(s.annotation, allow_tuple=True)
         self.annotated = ann               # (a pipe pop's tile type may come from it)
         try:
