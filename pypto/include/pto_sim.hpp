@@ -739,11 +739,12 @@ template <class T> inline void pipe_receive(int64_t* w, int ch, const Tile<T>& d
     pipe_wait(w, [&] { return head->load(std::memory_order_acquire) > seq; }, "tpop", site);
     const char* slot = pipe_slot(w, ch, seq);
     const int32_t* hdr = reinterpret_cast<const int32_t*>(slot);
-    if (hdr[0] != d.vr || hdr[1] != d.vc || hdr[2] != int32_t(sizeof(T)))
+    // the popped tile's valid part (what the consumer declares) lies inside what was pushed
+    if (hdr[0] < d.vr || hdr[1] < d.vc || hdr[2] != int32_t(sizeof(T)))
         fail(site, "tpop into a %dx%d tile of %d-byte elements: the other half pushed %dx%d of %d-byte elements",
              d.vr, d.vc, int(sizeof(T)), hdr[0], hdr[1], hdr[2]);
     const T* in = reinterpret_cast<const T*>(slot + kSlotHeader);
-    for (int64_t i = 0; i < d.vr; ++i) std::memcpy(d.row(i), in + i * d.vc, size_t(d.vc) * sizeof(T));
+    for (int64_t i = 0; i < d.vr; ++i) std::memcpy(d.row(i), in + i * hdr[1], size_t(d.vc) * sizeof(T));
     popped->store(seq + 1, std::memory_order_relaxed);
     if (!hold) pipe_counter(w, ch, CH_TAIL)->store(seq + 1, std::memory_order_release);
 }

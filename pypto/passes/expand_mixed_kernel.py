@@ -190,8 +190,8 @@ class _Half:
                 c = self.e(val)
                 if c.op == "tile.load":
                     c = self.halver.window(c, t, 1, 2)
-                elif c.op == "tile.tpop_from_aic":
-                    c = self.halver.pop_valid(c, t)
+                elif c.op in ("tile.tpop_from_aic", "tile.set_validshape"):
+                    c = self.halver.local_valid(c, t, 0 if c.op == "tile.tpop_from_aic" else 1)
                 elif c.op in ("tile.create", "tile.full") and nv is not v:
                     c = self.halver.shape_arg(c, nv.type)
                 return [Assign(nv, Call(c.op, c.args, c.kwargs, nv.type, c.attrs, c.span), s.span)]

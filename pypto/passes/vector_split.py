@@ -29,7 +29,7 @@ def axis(split: int) -> int:
 
 # a hand-written group's pipe ops on the vector side: each AIV moves its half
 _PIPES = {"tile.tpush_to_aic", "tile.tpop_from_aic", "system.tfree_to_aic", "system.aiv_initialize_pipe",
-          "system.reserve_buffer", "system.import_peer_buffer"}
+          "system.reserve_buffer", "system.import_peer_buffer", "tile.set_validshape"}
 
 
 def allowed(op: str, split: int) -> bool:
@@ -122,12 +122,14 @@ class Halver:
         mine = BinOp("-", extent, BinOp("*", self.sub, half, dt.INDEX, span), dt.INDEX, span)
         return BinOp("max", BinOp("min", mine, half, dt.INDEX, span), Const(0, dt.INDEX, span), dt.INDEX, span)
 
-    def pop_valid(self, c: Call, t: TileType) -> Call:
-        """A pipe pop whose valid extents are operands: this AIV's part of them."""
-        if len(c.args) != 2 or self.halved(t, c.span) is None:
+    def local_valid(self, c: Call, t: TileType, first: int) -> Call:
+        """A pipe pop or a set_validshape whose valid extents (operands from `first` on) are
+        known at run time: this AIV's part of them (constants: the halved type says it)."""
+        at = first + self.axis
+        if len(c.args) < at + 1 or isinstance(c.args[at], Const) or self.halved(t, c.span) is None:
             return c
         args = list(c.args)
-        args[self.axis] = self.localize(args[self.axis], t.shape[self.axis], c.span)
+        args[at] = self.localize(args[at], t.shape[self.axis], c.span)
         return Call(c.op, args, dict(c.kwargs), c.type, dict(c.attrs), c.span)
 
     def shape_arg(self, c: Call, t: TileType) -> Call:

@@ -268,3 +268,23 @@ def test_a_valid_part_known_at_run_time_crosses_and_each_aiv_stores_its_share(mo
         want = torch.full((16, 16), -7.0)
         want[:vr, :vc] = ((a @ b) * 3)[:vr, :vc]
         close(out, want, 1e-4, 1e-4, f"{mode} vr={vr} vc={vc}")
+
+
+@pytest.mark.parametrize("mode", ["NONE", "UP_DOWN"])
+def test_the_consumer_may_declare_less_than_was_pushed(mode, tmp_path, monkeypatch):
+    """The cube pushes its whole result; the AIV pops it declaring the run-time valid part
+    it wants (each AIV its share of it under a split) -- only that part is read."""
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    split = {"NONE": 0, "UP_DOWN": 1}[mode]
+    src = RAGGED.format(SPLIT=split, GATTRS=f', attrs={{"split": pl.SplitMode.{mode}}}' if split else "")
+    src = src.replace("""        part: pl.Tile[[B, B], pl.FP32, pl.Mem.Acc, pl.TileView(valid_shape=[vr, vc])] = \\
+            pl.tile.set_validshape(pl.matmul(al, br), vr, vc)
+""", "        part = pl.matmul(al, br)\n")
+    run = ir.compile(pl.parse(src, filename="/u/ragged.py"), output_dir=tmp_path / "out", platform="a2a3sim")
+    a, b = torch.randn(16, 16), torch.randn(16, 16)
+    for vr, vc in ((11, 16), (16, 12), (2, 3)):
+        out = torch.full((16, 16), -7.0)
+        run(a, b, out, vr, vc)
+        want = torch.full((16, 16), -7.0)
+        want[:vr, :vc] = ((a @ b) * 3)[:vr, :vc]
+        close(out, want, 1e-4, 1e-4, f"{mode} vr={vr} vc={vc}")
