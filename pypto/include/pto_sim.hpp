@@ -739,8 +739,9 @@ template <class T> inline void pipe_receive(int64_t* w, int ch, const Tile<T>& d
     pipe_wait(w, [&] { return head->load(std::memory_order_acquire) > seq; }, "tpop", site);
     const char* slot = pipe_slot(w, ch, seq);
     const int32_t* hdr = reinterpret_cast<const int32_t*>(slot);
-    // the popped tile's valid part (what the consumer declares) lies inside what was pushed
-    if (hdr[0] < d.vr || hdr[1] < d.vc || hdr[2] != int32_t(sizeof(T)))
+    // the popped tile holds what was pushed, and its valid part (what the consumer declares:
+    // possibly less) lies inside it
+    if (hdr[0] < d.vr || hdr[1] < d.vc || hdr[0] > d.rows || hdr[1] > d.cols || hdr[2] != int32_t(sizeof(T)))
         fail(site, "tpop into a %dx%d tile of %d-byte elements: the other half pushed %dx%d of %d-byte elements",
              d.vr, d.vc, int(sizeof(T)), hdr[0], hdr[1], hdr[2]);
     const T* in = reinterpret_cast<const T*>(slot + kSlotHeader);

@@ -50,7 +50,8 @@ def allocated_rows_cols(t: TileType) -> tuple[int, int]:
     """The rows and columns an on-chip tile occupies. A Mat tile is stored as whole
     fractals (16 rows of 32 bytes): one whose shape is not (an int8 [128, 144] window of a
     matrix) is allocated padded up to them, its shape being the region that holds data;
-    the cube reads its blocks out of it (pto.textract). Other tiles: their shape."""
+    the cube reads its blocks out of it (pto.textract). A row-major Vec tile's rows are
+    padded to whole 32-byte blocks. Other tiles: their shape."""
     if len(t.shape) > 2:           # before FlattenTileNdTo2D: as it will be flattened
         rows = 1
         for d in t.shape[:-1]:
@@ -61,6 +62,12 @@ def allocated_rows_cols(t: TileType) -> tuple[int, int]:
     if t.memory_space is MemorySpace.Mat and rows > 1 and t.dtype.nbytes >= 1:   # (not 4-bit)
         per = max(1, 32 // t.dtype.nbytes)
         rows, cols = -(-rows // 16) * 16, -(-cols // per) * per
+    elif t.memory_space is MemorySpace.Vec and not (cols == 1 and rows > 1) and t.dtype.nbytes >= 1 \
+            and t.dtype.pack == 1:
+        # a row-major Vec tile's rows are whole 32-byte blocks: a narrower row (an int8
+        # [2, 16] tile) is allocated padded, its shape the part that holds data
+        per = max(1, 32 // t.dtype.nbytes)
+        cols = -(-cols // per) * per
     return rows, cols
 
 

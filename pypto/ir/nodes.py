@@ -298,8 +298,11 @@ class TileType:
         return self.valid if self.valid is not None else tuple(self.shape)
 
     def nbytes(self) -> int:
-        """Bytes the tile occupies (a Mat tile: padded to whole fractals, layout.py)."""
-        if self.memory_space is MemorySpace.Mat and len(self.shape) >= 2:
+        """Bytes the tile occupies (a Mat tile: padded to whole fractals, a Vec tile's rows
+        to whole 32-byte blocks, layout.py)."""
+        if (self.memory_space is MemorySpace.Mat and len(self.shape) >= 2) or \
+                (self.memory_space is MemorySpace.Vec and self.dtype.pack == 1 and self.shape
+                 and all(isinstance(d, int) for d in self.shape)):
             from pypto.ir.layout import allocated_rows_cols
             rows, cols = allocated_rows_cols(self)
             return rows * cols * self.dtype.nbytes
