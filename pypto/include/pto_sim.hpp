@@ -665,9 +665,8 @@ inline void pipe_agree(int64_t* w, int ch, int which, int64_t value, const char*
 // pl.aic_initialize_pipe / pl.aiv_initialize_pipe: each end of pipe `id` declares its slots
 // (both must declare the same) and the consumer's slot buffer (a reserve_buffer base)
 inline void pipe_init(int64_t pipe, int32_t c2v_buf, int32_t v2c_buf, int dir_mask, int64_t slot_bytes,
-                      int64_t slots, int id, int side, const char* site) {
+                      int64_t slots, int id, const char* site) {
     int64_t* w = pipe_words(pipe, site);
-    (void)side;
     if (slot_bytes > w[0])
         fail(site, "pipe_init: slots of %lld bytes; this group's pipe holds %lld", (long long)slot_bytes, (long long)w[0]);
     if (slots > w[1])

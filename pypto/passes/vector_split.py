@@ -27,14 +27,15 @@ def axis(split: int) -> int:
     return 0 if SplitMode(split) is SplitMode.UP_DOWN else 1
 
 
-# a hand-written group's pipe ops on the vector side: each AIV moves its half
-_PIPES = {"tile.tpush_to_aic", "tile.tpop_from_aic", "system.tfree_to_aic", "system.aiv_initialize_pipe",
-          "system.reserve_buffer", "system.import_peer_buffer", "tile.set_validshape"}
+# a hand-written group's pipe ops on the vector side (each AIV moves its half), and a
+# valid part set on a half (its run-time extents localized: Halver.local_valid)
+_PER_LANE = {"tile.tpush_to_aic", "tile.tpop_from_aic", "system.tfree_to_aic", "system.aiv_initialize_pipe",
+             "system.reserve_buffer", "system.import_peer_buffer", "tile.set_validshape"}
 
 
 def allowed(op: str, split: int) -> bool:
     """Ops that compute each half of a tile from the same half of their operands."""
-    if op in _PIPES:
+    if op in _PER_LANE:
         return True
     name = op[len("tile."):] if op.startswith("tile.") else None
     if name is None:

@@ -105,8 +105,10 @@ def _int_literal(value: int, ty: str) -> str:
 
 
 class FuncEmitter:
-    def __init__(self, f: Func, arch: Arch, source_name: str):
+    def __init__(self, f: Func, arch: Arch, source_name: str, module: Module | None = None):
         self.f = f
+        self.module = module          # (a group's imports name its other function)
+        self.held = group_pipes.held(f)
         self.arch = arch
         self.source_name = source_name
         self.defs = defining_ops(f)
@@ -273,7 +275,7 @@ class FuncEmitter:
             who = self.n(sub[0]) if sub else "-1"          # -1: the cube half (all AIVs)
             pid = int(op.attrs.get("id", 0))
             extra = f", {pid}" if pid else ""
-            if what == "pop" and group_pipes.held(self.f, direction, pid):
+            if what == "pop" and (direction, pid) in self.held:
                 extra = f", {pid}, true"                  # its slot stays taken until the tfree
             self.emit(ind, f"pto::t{what}({self.n(pipe)}, {direction}, {split}, {who}, {self.n(tile)}, "
                            f"{self.site(op)}{extra});")
@@ -625,9 +627,7 @@ def emit(module: Module, arch: Arch, usage: dict, *, level: str, source_name: st
         "",
     ]
     for f in module.funcs:
-        fe = FuncEmitter(f, arch, source_name)
-        fe.module = module                                # (a group's imports name its other function)
-        out += fe.function()
+        out += FuncEmitter(f, arch, source_name, module).function()
         out.append("")
     out += _entry(module.funcs[0], "pypto_kernel_entry")
     out.append("")

@@ -128,9 +128,8 @@ def emit(e, op: Op, ind: str) -> None:
         ins = op.group("ins")
         mask = int(op.attrs["dir_mask"])
         slots = int(op.attrs.get("slot_num", default_slots(mask)))
-        side = "0" if INIT[n] == "cube" else "1"
         e.emit(ind, f"pto::pipe_init({', '.join(e.n(x) for x in ins)}, {mask}, {int(op.attrs['slot_size'])}, "
-                    f"{slots}, {int(op.attrs.get('id', 0))}, {side}, {e.site(op)});")
+                    f"{slots}, {int(op.attrs.get('id', 0))}, {e.site(op)});")
     elif n in FREE:
         ins = op.group("ins")
         split = "3" if op.attrs.get("lanes") == "2" else op.attrs.get("split", "0")
@@ -139,7 +138,7 @@ def emit(e, op: Op, ind: str) -> None:
                     f"{e.site(op)});")
 
 
-def held(func, direction: str, pid: int) -> bool:
-    """A pop on this pipe keeps its slot until a tfree: the function frees that pipe's slots."""
-    return any(op.name in FREE and FREE[op.name][1] == direction and int(op.attrs.get("id", 0)) == pid
-               for op in walk(func.body))
+def held(func) -> set[tuple[str, int]]:
+    """The pipes (direction, id) whose pops keep their slot until a tfree: those the
+    function frees."""
+    return {(FREE[op.name][1], int(op.attrs.get("id", 0))) for op in walk(func.body) if op.name in FREE}

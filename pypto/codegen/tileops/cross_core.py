@@ -24,9 +24,6 @@ def lane_crossing(k, v, c, span):        # ExpandMixedKernel made it a push and 
 
 
 # ------------------------------------------------ the pipes of a hand-written core group
-_PEER = {"cube": "aic", "vector": "aiv"}
-
-
 def _attrs(c, *keys) -> str:
     items = [f"{k} = {int(getattr(c.kwargs[k], 'value', c.kwargs[k]))}" for k in keys
              if c.kwargs.get(k) is not None]
