@@ -44,13 +44,13 @@ def run(prog: Program, opts) -> Program:
 
 
 def _paths(chip):
-    # Acc -> Vec and Vec -> Mat cross from the cube core to a vector core or back: a kernel
+    # Acc -> Vec, Mat -> Vec and Vec -> Mat cross from the cube core to a vector core or back: a kernel
     # holding one becomes a Group (ExpandMixedKernel) whose two halves pass the tile through
     # a pipe, on every chip (on a2/a3 that is the only way: the cores share no buffer)
     # (the MX scale buffers are a5's)
     scales = {(M.Mat, M.LeftScale), (M.Mat, M.RightScale)} if chip.capacity.get(M.LeftScale) else set()
     return {(M.Mat, M.Left), (M.Mat, M.Right), (M.Mat, M.Bias), (M.Acc, M.Mat), (M.Vec, M.Vec),
-            (M.Acc, M.Vec), (M.Vec, M.Mat)} | scales
+            (M.Acc, M.Vec), (M.Vec, M.Mat), (M.Mat, M.Vec)} | scales
 
 
 def _stored_only(body) -> set:

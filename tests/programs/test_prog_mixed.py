@@ -185,6 +185,40 @@ def test_an_incore_kernel_moving_a_vec_tile_to_left(tmp_path):
     close(o, a @ a, 1e-4, 1e-4)
 
 
+@pl.program
+class MatToVec:
+    """A matmul result inserted (TINSERT NZ) into a Mat tile, which then crosses to the
+    vector core as a whole (Mat -> Vec) to be stored: the reference's assemble example."""
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[32, 32], pl.FP32], a: pl.Tensor[[32, 16], pl.FP32],
+          b: pl.Tensor[[16, 16], pl.FP32], y: pl.Out[pl.Tensor[[32, 32], pl.FP32]]) -> pl.Tensor[[32, 32], pl.FP32]:
+        target = pl.load(x, [0, 0], [32, 32], target_memory=pl.Mem.Mat)
+        lhs = pl.move(pl.load(a, [0, 0], [32, 16], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
+        rhs = pl.move(pl.load(b, [0, 0], [16, 16], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+        target = pl.tile.assemble(target, pl.matmul(lhs, rhs), [0, 16])
+        y = pl.store(pl.exp(pl.move(target, target_memory=pl.Mem.Vec)), [0, 0], y)
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[32, 32], pl.FP32], a: pl.Tensor[[32, 16], pl.FP32],
+             b: pl.Tensor[[16, 16], pl.FP32], y: pl.Out[pl.Tensor[[32, 32], pl.FP32]]) -> pl.Tensor[[32, 32], pl.FP32]:
+        y = self.k(x, a, b, y)
+        return y
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_mat_tile_moved_to_vec_crosses_to_the_vector_core(tmp_path, platform):
+    x, a, b = randn(32, 32, seed=5, scale=0.5), randn(32, 16, seed=6, scale=0.5), randn(16, 16, seed=7, scale=0.5)
+    y = torch.zeros(32, 32)
+    compiled = ir.compile(MatToVec, output_dir=tmp_path, platform=platform)
+    compiled(x, a, b, y)
+    want = x.clone()
+    want[:, 16:] = a @ b
+    close(y, torch.exp(want), 1e-4, 1e-4)
+    pto = next(tmp_path.rglob("k.pto")).read_text()
+    assert "pto.tpush_to_aiv" in pto and "loc=mat" in pto.split("pto.tpush_to_aiv", 1)[1].split("\n", 1)[0]
+
+
 # ----------------------------------------------------------------------------- pl.split
 def split_program(mode, slots=None):
     opts = [pl.split(mode)] + ([pl.cross_core_slot(slot_num=slots)] if slots else [])
