@@ -149,6 +149,11 @@ def resolve_program(kernel_or_compiled, args: tuple, config: RunConfig | None):
                     f"directory, got {type(kernel_or_compiled).__name__}")
 
 
+def _is_compiled(x) -> bool:
+    from .compiled import CompiledProgram
+    return isinstance(x, (CompiledProgram, str, Path))
+
+
 def default_config(compiled, config: RunConfig | None) -> RunConfig:
     if config is None:
         return RunConfig(platform=compiled.platform, runtime=compiled.runtime_name)
@@ -177,11 +182,16 @@ def run(kernel_or_compiled, *args, golden: Callable | None = None, config: RunCo
 
     rtol / atol default to the RunConfig's. Raises GoldenMismatchError (an
     AssertionError) naming the output and its error when an output differs, unless
-    check=False. Runs on `worker`, else the current `with ChipWorker(...)`, else the
+    check=False. A @pl.program given no tensors (and no golden) is only compiled: the
+    CompiledProgram is returned, as PyPTO's `run(program, config=...)` does. Runs on
+    `worker`, else the current `with ChipWorker(...)`, else the
     process's shared worker (runtime.shared) with `config`.
     """
     given_config = config
     compiled = resolve_program(kernel_or_compiled, args, config)
+    if not args and golden is None and compiled.params and not _is_compiled(kernel_or_compiled):
+        # a program given no tensors is compiled, not run (PyPTO's compile-only form)
+        return compiled
     config = default_config(compiled, config)
     rtol = config.rtol if rtol is None else float(rtol)
     atol = config.atol if atol is None else float(atol)

@@ -256,3 +256,20 @@ def test_run_compiles_a_program_with_the_configs_options(tmp_path):
     assert any((tmp_path / "k" / "passes_dump").iterdir())
     with pytest.raises(GoldenMismatchError):
         run(Quickstart, a, b, out, golden=lambda a_, b_, o_: {"out": a_ - b_}, config=cfg)
+
+
+def test_run_of_a_program_without_tensors_only_compiles(tmp_path):
+    """run(program, config=...) with no tensors is PyPTO's compile-only form: it returns
+    the CompiledProgram (nothing ran), which is then called with the tensors."""
+    from pypto.ir.compiled_program import CompiledProgram
+    cfg = RunConfig(platform="a2a3sim", save_kernels_dir=str(tmp_path / "k"))
+    compiled = run(Quickstart, config=cfg)
+    assert isinstance(compiled, CompiledProgram)
+    assert (tmp_path / "k" / "compiled_meta.json").exists()
+    a, b = torch.randn(128, 128), torch.randn(128, 128)
+    out = torch.zeros(128, 128)
+    compiled(a, b, out, config=cfg)
+    assert torch.allclose(out, a + b)
+    # a compiled program given no tensors is still a call (its arguments are missing)
+    with pytest.raises(TypeError, match="arguments"):
+        run(compiled, config=cfg)
