@@ -185,10 +185,13 @@ class _Half:
                 return []
             self.check_uses([val], s)
             if self.halver and isinstance(val, Call):
-                self.halver.check(val, s.span)
-                nv = self.new(v)
+                ax = self.halver.reshape(val.args[0], t, s.span) if val.op == "tile.reshape" \
+                    else self.halver.check(val, s.span)
+                nv = self.halver.var(v, self.subst, ax)
                 c = self.e(val)
-                if c.op == "tile.load":
+                if c.op == "tile.reshape" and nv is not v:
+                    c = self.halver.shape_arg(c, nv.type, 1)
+                elif c.op == "tile.load":
                     c = self.halver.window(c, t, 1, 2)
                 elif c.op in ("tile.tpop_from_aic", "tile.set_validshape"):
                     c = self.halver.local_valid(c, t, 0 if c.op == "tile.tpop_from_aic" else 1)

@@ -6,7 +6,8 @@ ExpandMixedKernel.halves: it rewrites tile types, load/store windows and the pip
 Only work that stays inside each half can be split: elementwise ops, and reductions or
 broadcasts along the axis that is not halved. Anything else is refused at the user's line.
 A tile one element wide along the halved axis (a broadcast row under UP_DOWN) is not
-halved: each AIV holds all of it.
+halved: each AIV holds all of it. A reshape may move the split to the other axis (a
+[T, 1] column reshaped to a [1, T] row): elementwise work and a reshape back follow it.
 """
 from __future__ import annotations
 
@@ -52,48 +53,91 @@ class Halver:
     def __init__(self, split: int, span):
         self.split = split
         self.axis = axis(split)
+        # id(tile var) -> the axis its halves lie along, for tiles a reshape moved the split
+        # to the other axis (a [T, 1] row-sum halved by rows, reshaped to [1, T]: by columns)
+        self.moved: dict[int, int] = {}
         self.mode = SplitMode(split).name
         self.span = span
         self.sub = Call("tile.get_subblock_idx", [], {}, ScalarType(dt.INDEX), {}, span)
 
-    def halved(self, t: TileType, span) -> TileType | None:
-        """The type of a half of a Vec tile; None when the tile is one element wide along
-        the axis (each AIV keeps all of it)."""
+    def halved(self, t: TileType, span, ax: int | None = None) -> TileType | None:
+        """The type of a half of a Vec tile (along `ax`, the split's axis by default); None
+        when the tile is one element wide along the axis (each AIV keeps all of it)."""
+        ax = self.axis if ax is None else ax
         if not isinstance(t, TileType) or t.memory_space is not M.Vec:
             return None
-        n = t.shape[self.axis]
+        n = t.shape[ax]
         if n == 1:
             return None
         if not isinstance(n, int) or n % 2:
-            raise NotBuiltError(f"pl.split({self.mode}) halves every vector tile along dim {self.axis}; "
+            raise NotBuiltError(f"pl.split({self.mode}) halves every vector tile along dim {ax}; "
                                 f"a tile of shape {list(t.shape)} has no equal halves", span,
                                 "make that extent even, or drop pl.split")
         valid = t.valid
         if valid is not None:
-            v = valid[self.axis]
+            v = valid[ax]
             if v is None:              # known at run time: each AIV's part of it (localize)
                 pass
             elif v != n:
                 raise NotBuiltError(f"pl.split({self.mode}) of a tile whose valid part along dim "
-                                    f"{self.axis} is not all of it", span, "drop pl.split")
-            valid = tuple((None if x is None else n // 2) if i == self.axis else x for i, x in enumerate(valid))
-        shape = tuple(n // 2 if i == self.axis else x for i, x in enumerate(t.shape))
+                                    f"{ax} is not all of it", span, "drop pl.split")
+            valid = tuple((None if x is None else n // 2) if i == ax else x for i, x in enumerate(valid))
+        shape = tuple(n // 2 if i == ax else x for i, x in enumerate(t.shape))
         return TileType(shape, t.dtype, t.memory_space, t.memref, valid, t.slot)
 
-    def var(self, v: Var, subst: dict) -> Var:
-        """v, or its half (recorded in subst for the uses that follow)."""
-        t = self.halved(v.type, v.span)
+    def var(self, v: Var, subst: dict, ax: int | None = None) -> Var:
+        """v, or its half along `ax` (recorded in subst for the uses that follow)."""
+        t = self.halved(v.type, v.span, ax)
         if t is None:
             return v
+        if ax is not None and ax != self.axis:
+            self.moved[id(v)] = ax
         nv = Var(v.name, t, v.span)
         subst[id(v)] = nv
         return nv
 
-    def check(self, c: Call, span) -> None:
+    def check(self, c: Call, span) -> int | None:
+        """Refuse an op that needs more than this AIV's half; the axis its result is halved
+        along when its operands' halves lie along a moved axis (None: the split's)."""
+        moved = {self.moved[id(a)] for a in c.args if id(a) in self.moved}
+        if moved:
+            name = c.op[len("tile."):] if c.op.startswith("tile.") else ""
+            if name not in _ELEMENTWISE - {"load", "store", "tpush", "tpop", "move"} or len(moved) > 1 \
+                    or any(isinstance(getattr(a, "type", None), TileType) and id(a) not in self.moved
+                           and self.halved(a.type, span) is not None for a in c.args):
+                raise NotBuiltError(f"{c.op} of a tile whose halves a reshape moved to dim {moved.pop()} "
+                                    f"under pl.split({self.mode}): only elementwise work and a reshape "
+                                    f"back follow such a reshape", span,
+                                    "reshape the tile back before this op, or drop pl.split")
+            return moved.pop()
         if not allowed(c.op, self.split):
             raise NotBuiltError(f"{c.op} in the vector half of a pl.split({self.mode}) kernel: each AIV "
                                 f"holds half of every tile, and this op needs the whole of it", span,
                                 "drop pl.split, or move this work to a kernel of its own")
+        return None
+
+    def reshape(self, src: Var, out: TileType, span) -> int | None:
+        """The axis a reshape's result is halved along. Each AIV's half of a row-major tile
+        halved by rows (or of a row vector halved by columns) is one contiguous half of its
+        elements, so the result holds the same half of its own elements: by rows when it
+        has an even number of rows, by columns when it is one row."""
+        ax = self.moved.get(id(src), self.axis)
+        st = src.type
+        if self.halved(st, span, ax) is None:
+            # each AIV holds all of the source: the result must be whole too
+            if self.halved(out, span) is None:
+                return None
+            raise NotBuiltError(f"a reshape under pl.split({self.mode}) of a tile each AIV holds whole "
+                                f"into one it would halve", span, "drop pl.split")
+        contiguous = ax == 0 or st.shape[0] == 1
+        rows, cols = (out.shape[0], out.shape[1]) if len(out.shape) == 2 else (None, None)
+        if contiguous and isinstance(rows, int) and rows % 2 == 0:
+            return 0
+        if contiguous and rows == 1 and isinstance(cols, int) and cols % 2 == 0:
+            return 1
+        raise NotBuiltError(f"a reshape under pl.split({self.mode}) to shape {list(out.shape)}: each "
+                            f"AIV's half of the source is not a half of the result along one axis", span,
+                            "drop pl.split, or reshape to an even number of rows or to one row")
 
     def window(self, c: Call, tile_type, offsets_at: int, shape_at: int | None) -> Call:
         """A load's or store's GM window moved to this AIV's half (and, for a load, its
@@ -133,8 +177,8 @@ class Halver:
         args[at] = self.localize(args[at], t.shape[self.axis], c.span)
         return Call(c.op, args, dict(c.kwargs), c.type, dict(c.attrs), c.span)
 
-    def shape_arg(self, c: Call, t: TileType) -> Call:
-        """tile.create / tile.full: the shape operand of the half."""
+    def shape_arg(self, c: Call, t: TileType, at: int = 0) -> Call:
+        """tile.create / tile.full (a reshape: at=1): the shape operand of the half."""
         args = list(c.args)
-        args[0] = index_tuple(t.shape, c.span)
+        args[at] = index_tuple(t.shape, c.span)
         return Call(c.op, args, dict(c.kwargs), t, dict(c.attrs), c.span)

@@ -306,6 +306,49 @@ def test_a_vector_kernel_split_over_two_aivs(tmp_path, mode):
     assert [t.core_type for t in rec] == ["aiv"]
 
 
+@pl.program
+class RowNormalize:
+    """2 x / row_sum(x) with the reciprocal taken on a [1, 32] row (the rms_norm column
+    trick): under UP_DOWN each AIV's [16, 1] half of the sums becomes its [1, 16] half of
+    the row, and back."""
+    @pl.function(type=pl.FunctionType.Opaque)
+    def main(self, x: pl.Tensor[[32, 64], pl.FP32],
+             y: pl.Out[pl.Tensor[[32, 64], pl.FP32]]) -> pl.Tensor[[32, 64], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+            sums = pl.row_sum(x)                                          # [32, 1]
+            inv_row = pl.mul(pl.recip(pl.reshape(sums, [1, 32])), 2.0)    # [1, 32]
+            inv = pl.reshape(inv_row, [32, 1])
+            y = pl.assemble(y, pl.row_expand_mul(x, inv), [0, 0])
+        return y
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_reshape_moves_the_split_to_the_other_axis(tmp_path, platform):
+    x = randn(32, 64, seed=8).abs() + 0.5
+    y = torch.zeros(32, 64)
+    ir.compile(RowNormalize, output_dir=tmp_path, platform=platform)(x, y)
+    close(y, 2.0 * x / x.sum(dim=1, keepdim=True), 1e-5, 1e-5)
+    pto = (tmp_path / "ptoas" / "main_incore_0.pto").read_text()
+    # each AIV holds half of the sums, of the row made from them and of the column back
+    assert "rows=16, cols=1" in pto and "rows=1, cols=16" in pto and "rows=32, cols=1," not in pto
+
+
+def test_only_elementwise_work_follows_a_reshape_that_moved_the_split(tmp_path):
+    @pl.program
+    class RowOfSums:
+        @pl.function(type=pl.FunctionType.Opaque)
+        def main(self, x: pl.Tensor[[32, 64], pl.FP32],
+                 y: pl.Out[pl.Tensor[[1, 1], pl.FP32]]) -> pl.Tensor[[1, 1], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+                row = pl.reshape(pl.row_sum(x), [1, 32])
+                y = pl.assemble(y, pl.row_sum(row), [0, 0])   # would add the other AIV's half too
+            return y
+
+    with pytest.raises(E.NotBuiltError, match="a reshape moved to dim 1") as ei:
+        ir.compile(RowOfSums, output_dir=tmp_path)
+    assert "test_prog_mixed.py" in str(ei.value)
+
+
 def test_a_split_of_cube_work_alone_is_refused(tmp_path):
     @pl.program
     class CubeOnly:
