@@ -62,11 +62,15 @@ def verify(v, op: Op) -> None:
         want = SPACE.get(v.f.kernel_kind or "")
         if loc != want:
             raise v.error(op, f"pto.reserve_buffer in a {v.f.kernel_kind} kernel reserves its {want}, not {loc}")
-        if op.attrs.get("auto") != "false":
-            raise v.error(op, "pto.reserve_buffer needs its base (auto = false, base = B): plan the kernel's "
-                              "memory first (memory_planner=PYPTO)")
-        base = _int(v, op, "base", 0)
         cap = v.arch.capacity[loc]
+        if op.attrs.get("auto") != "false":
+            if v.level == "level3":
+                raise v.error(op, "pto.reserve_buffer needs its base (auto = false, base = B) at level3, where "
+                                  "every buffer has its address: give it one, or compile at level2 (ptoas plans)")
+            if size > cap:
+                raise v.error(op, f"pto.reserve_buffer: {size} bytes do not fit the {cap} bytes of {loc}")
+            return                          # level2: the planner places it (plan.reserve)
+        base = _int(v, op, "base", 0)
         if base + size > cap:
             raise v.error(op, f"pto.reserve_buffer: {size} bytes at {base} run past the {cap} bytes of {loc}")
         return

@@ -132,7 +132,7 @@ def plan_func(f: Func, arch: Arch, source_name: str = "<pto>") -> tuple[dict[str
     """Assign offsets in place (adds `addr = %cN_i64` operands and their constants).
     Returns bytes used per space and a note per alloc for the pass dump."""
     buffers, op_at, owner = _lifetimes(f)
-    placed: list[Buffer] = []
+    placed: list[Buffer] = _reserve(f, arch, len(op_at), source_name)
     for b in sorted(buffers, key=lambda b: (b.start, b.end)):
         b.offset = -1
         for src in _inplace_sources(op_at[b.start], b, owner):
@@ -160,11 +160,32 @@ def plan_func(f: Func, arch: Arch, source_name: str = "<pto>") -> tuple[dict[str
                  for off, v in sorted(consts.items())]
     f.body[:0] = const_ops
     used: dict[str, int] = {}
-    for b in buffers:
+    for b in placed:                    # (the tiles and the reserved pipe buffers)
         used[b.space] = max(used.get(b.space, 0), b.offset + b.size)
     notes = {b.alloc: f"planned {b.space}[{b.offset}, {b.offset + b.size}) live ops {b.start}..{b.end}"
              for b in buffers}
     return used, notes
+
+
+def _reserve(f: Func, arch: Arch, n_ops: int, source_name: str) -> list[Buffer]:
+    """Buffers a cross-core pipe reserves without a base (auto = true): stacked down from
+    the top of their space, live for the whole function, so no tile is placed over them.
+    Their op gets the base (auto = false) for the emitter and for the peer that imports it."""
+    top: dict[str, int] = {}
+    out = []
+    for op in walk(f.body):
+        if op.name != "pto.reserve_buffer" or op.attrs.get("auto") == "false":
+            continue
+        space = (op.attrs.get("location") or "").replace("#pto.address_space<", "").rstrip(">")
+        size = -(-int(op.attrs["size"]) // ALIGN) * ALIGN
+        base = (top.get(space, arch.capacity[space]) - size) // ALIGN * ALIGN
+        if base < 0:
+            raise op_error(op, f"function @{f.name}: the reserved buffers of '{space}' need more than its "
+                               f"{arch.capacity[space]} bytes", source_name)
+        top[space] = base
+        op.attrs["auto"], op.attrs["base"] = "false", str(base)
+        out.append(Buffer(op, op.results[0], space, size, 0, max(n_ops - 1, 0), base))
+    return out
 
 
 def plan(module: Module, arch: Arch, source_name: str = "<pto>") -> tuple[dict, dict]:

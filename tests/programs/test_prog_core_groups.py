@@ -208,6 +208,30 @@ def test_buffers_are_reserved_in_the_consumers_memory(tmp_path, monkeypatch):
                    output_dir=tmp_path / "out2", platform="a2a3sim")
 
 
+def test_ptoas_places_the_buffers_when_it_plans_the_memory(tmp_path, monkeypatch):
+    """memory_planner=PTOAS: the .pto leaves the reserved buffers' bases to ptoas (auto =
+    true), which stacks them at the top of the cube's Mat and plans the tiles below them;
+    the vector side imports the base ptoas chose."""
+    from pypto.ptoas import PtoasError, compile_pto
+    from pypto.pypto_core.passes import MemoryPlanner
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    run = ir.compile(pl.parse(V2C.format(DUAL="True"), filename="/u/v2c.py"), output_dir=tmp_path / "out",
+                     platform="a2a3sim", memory_planner=MemoryPlanner.PTOAS)
+    a, b = torch.randn(16, 16), torch.randn(16, 16)
+    out = torch.zeros(16, 16)
+    run(a, b, out)
+    close(out, (a * 2) @ (b + 1), 1e-4, 1e-4)
+    pto = (tmp_path / "out" / "ptoas" / "group.pto").read_text()
+    assert 'name = "lhs", size = 8192, location = #pto.address_space<mat>, auto = true}' in pto
+    plan = compile_pto(pto, level="level2", dump_passes=True).pass_dumps["03_plan_memory"]
+    mat = 512 * 1024
+    assert f'name = "lhs", size = 8192, location = #pto.address_space<mat>, auto = false, base = {mat - 8192}' in plan
+    assert f'name = "rhs", size = 8192, location = #pto.address_space<mat>, auto = false, base = {mat - 16384}' in plan
+    assert "mat 524288/524288" in plan                 # (the reserved top counts as used)
+    with pytest.raises(PtoasError, match="needs its base .* at level3"):
+        compile_pto(pto, level="level3")
+
+
 RAGGED = """
 import pypto.language as pl
 B = 16
