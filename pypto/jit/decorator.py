@@ -95,6 +95,13 @@ class _Jit:
         options = {} if auto_scope else {"auto_scope": False}
         return _apply(fn, "inline", options)
 
+    def host(self, fn=None, **options):
+        """`@pl.jit.host`: the HOST-level orchestrator (pypto.jit.host)."""
+        from pypto.jit.host import HostFunction
+        if fn is None:
+            return lambda f: HostFunction(f, options)
+        return HostFunction(fn, options)
+
     def extern(self, fn=None, **options):
         from pypto.errors import NotBuiltError
         raise NotBuiltError("@pl.jit.extern (a hand-written C++ kernel under @pl.jit) is not supported "
@@ -155,6 +162,9 @@ class JITFunction:
     def __call__(self, *args, config=None, **kwargs):
         """Specialize on the arguments, compile (or reuse) and run; returns what the
         compiled program returns (None in place, the outputs in return style)."""
+        from pypto.language.host_trace import active
+        if active() is not None:            # a launch of a @pl.jit.host body (pypto.jit.host)
+            return self._launch(active(), args, kwargs, config)
         self._need_entry("called from Python")
         # every parameter given positionally: the arguments are the run's, in order
         key = C.arg_key(args, config) if not kwargs and len(args) == self._n_params() else None
@@ -179,6 +189,15 @@ class JITFunction:
         if n is None:
             n = self._n = len(inspect.signature(self.fn).parameters)
         return n
+
+    def _launch(self, trace, args, kwargs, config):
+        from pypto.language.host_trace import Launch, caller_line
+        line = caller_line(trace)
+        if "device" not in kwargs or config is not None:
+            raise TypeError(f"{trace.filename}:{line}: in a @pl.jit.host function, {self.__name__}(...) is "
+                            f"launched on a rank: pass device=r (and no config)")
+        kwargs = dict(kwargs)
+        trace.launches.append(Launch(kwargs.pop("device"), self, args, kwargs, line))
 
     def compile(self, *args, config=None, **kwargs):
         """Specialize and compile; returns the CompiledProgram the cache holds.

@@ -7,6 +7,7 @@ the user spelled the import.
 """
 from __future__ import annotations
 
+import builtins
 import difflib
 
 from pypto import dtype as dt
@@ -29,6 +30,10 @@ def _outside(name: str):
 
 def _stub(display: str, kind: str, op: tuple[str, str | None] | None = None, doc: str = ""):
     def fn(*args, **kwargs):
+        if kind == "range":
+            from pypto.language.host_trace import active
+            if active() is not None:          # a @pl.jit.host body runs as Python
+                return builtins.range(*args)
         _outside(display)
     fn.__name__ = display.split(".")[-1]
     fn.__qualname__ = display

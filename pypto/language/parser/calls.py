@@ -63,6 +63,10 @@ class CallsMixin:
         if k == "op":
             name, ns = obj._pl_op
             return self.op_call(node, name, ns)
+        if k == "not_built":                  # a name of the language this pypto has not built
+            from pypto.errors import NotBuiltError
+            raise NotBuiltError(f"{ast.unparse(f)} is not built in this pypto yet", self.span(node),
+                                obj._pl_hint)
         if k == "cast":
             return self.cast_call(node)
         if k in ("min", "max"):

@@ -1,0 +1,109 @@
+"""`import pypto.language.distributed as pld` -- the HOST level of the language.
+
+Host-level names run in a `@pl.jit.host` body (executed as Python at compile time,
+pypto.language.host_trace): `pld.world_size()`, `pld.alloc_window_buffer(shape, dtype=)`
+and `pld.window(buf, shape, dtype=)`. The device-level names (`pld.get_comm_ctx`,
+`pld.rank`, `pld.system.notify` / `wait`, `pld.tensor.put` / `get` / `barrier`,
+`pld.tile.remote_load` / `remote_store`, `pld.DistributedTensor`) are parsed inside
+kernels; those not built yet are a NotBuiltError at the user's line.
+"""
+from __future__ import annotations
+
+import enum
+import types
+
+from pypto.errors import PyptoError
+from pypto.language.host_trace import Window, WindowBuffer, active, caller_line
+
+
+class HostLevelError(PyptoError, RuntimeError):
+    """A host-level name used outside a @pl.jit.host body (or with wrong arguments)."""
+
+
+class NotifyOp(enum.Enum):
+    AtomicAdd = 0
+    Set = 1
+
+
+class WaitCmp(enum.Enum):
+    Eq = 0
+    Ge = 1
+
+
+def _trace(name: str):
+    t = active()
+    if t is None:
+        raise HostLevelError(f"pld.{name}() is a host-level call: it runs in a @pl.jit.host function "
+                             f"while it is compiled", hint="call it in the body of a @pl.jit.host "
+                             "function, e.g. `for r in pl.range(pld.world_size()):`")
+    return t
+
+
+def world_size() -> int:
+    """The number of ranks the program is compiled for (len(DistributedConfig.device_ids))."""
+    return _trace("world_size").world_size
+
+
+def _dims(name, shape) -> tuple:
+    if isinstance(shape, int) or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0
+                                         for d in shape):
+        raise HostLevelError(f"pld.{name}: shape must be a list of positive ints, got {shape!r}")
+    return tuple(shape)
+
+
+def alloc_window_buffer(shape, *, dtype, name: str = "") -> WindowBuffer:
+    """Reserve a buffer of `shape` x `dtype` in every rank's window memory."""
+    t = _trace("alloc_window_buffer")
+    buf = WindowBuffer(len(t.windows), _dims("alloc_window_buffer", shape), dtype, caller_line(t))
+    t.windows.append(buf)
+    return buf
+
+
+def window(buffer, shape, *, dtype) -> Window:
+    """This rank's view of a window buffer, passed to a device program as a
+    pld.DistributedTensor argument."""
+    _trace("window")
+    if not isinstance(buffer, WindowBuffer):
+        raise HostLevelError(f"pld.window: the first argument is a pld.alloc_window_buffer(...) result, got "
+                             f"{type(buffer).__name__}")
+    return Window(buffer, _dims("window", shape), dtype)
+
+
+def _not_built(display: str, what: str):
+    def fn(*args, **kwargs):
+        raise HostLevelError(f"{display} is a device-level operator: it is parsed inside a kernel, "
+                             f"never called by Python")
+    fn.__name__ = display.rsplit(".", 1)[-1]
+    fn.__qualname__ = display
+    fn._pl_kind = "not_built"
+    fn._pl_hint = f"not built yet: {what}"
+    return fn
+
+
+_WINDOWS = "cross-rank window memory in kernels (pld.DistributedTensor)"
+get_comm_ctx = _not_built("pld.get_comm_ctx", _WINDOWS)
+rank = _not_built("pld.rank", _WINDOWS)
+nranks = _not_built("pld.nranks", _WINDOWS)
+remote_load = _not_built("pld.remote_load", _WINDOWS)
+remote_store = _not_built("pld.remote_store", _WINDOWS)
+system = types.SimpleNamespace(world_size=world_size, get_comm_ctx=get_comm_ctx, rank=rank, nranks=nranks,
+                               notify=_not_built("pld.system.notify", "cross-rank signals"),
+                               wait=_not_built("pld.system.wait", "cross-rank signals"))
+tensor = types.SimpleNamespace(alloc_window_buffer=alloc_window_buffer, window=window,
+                               put=_not_built("pld.tensor.put", _WINDOWS),
+                               get=_not_built("pld.tensor.get", _WINDOWS),
+                               barrier=_not_built("pld.tensor.barrier", "cross-rank signals"),
+                               remote_store=remote_store)
+tile = types.SimpleNamespace(remote_load=remote_load, remote_store=remote_store)
+
+
+class DistributedTensor:
+    """`pld.DistributedTensor[[shape], dtype]`: a parameter that is a window of every rank."""
+
+    def __class_getitem__(cls, item):
+        raise HostLevelError("pld.DistributedTensor parameters (cross-rank window memory in kernels) are "
+                             "not built in this pypto yet")
+
+
+__all__ = ["DistributedTensor", "HostLevelError", "NotifyOp", "WaitCmp", "alloc_window_buffer", "get_comm_ctx",
+           "nranks", "rank", "remote_load", "remote_store", "system", "tensor", "tile", "window", "world_size"]
