@@ -268,6 +268,8 @@ class TensorType:
     # None: row-major (ND); "mx_a_zz" / "mx_b_nn": an MX matmul's scales in the blocked
     # order the cube reads them (pl.MX_A_ZZ, pl.MX_B_NN; MX_LAYOUTS)
     layout: str | None = None
+    # a pld.DistributedTensor: this rank's copy of a window buffer every rank holds
+    window: bool = False
 
     @property
     def valid_shape(self) -> tuple:
@@ -342,7 +344,7 @@ Type = Union[ScalarType, TensorType, TileType, PtrType, HandleType, TupleType]
 
 def with_memref(t, memref):
     if isinstance(t, TensorType):
-        return TensorType(t.shape, t.dtype, memref, t.valid, t.layout)
+        return TensorType(t.shape, t.dtype, memref, t.valid, t.layout, t.window)
     if isinstance(t, TileType):
         return TileType(t.shape, t.dtype, t.memory_space, memref, t.valid, t.slot)
     return t

@@ -34,7 +34,7 @@ def print_function(f, *, locs: bool = True) -> str:
             lines[i] = ln.replace(f"def {f.name}(self, ", f"def {f.name}(", 1).replace(
                 f"def {f.name}(self)", f"def {f.name}()", 1)
             break
-    head = ["import pypto.language as pl", ""]
+    head = ["import pypto.language as pl"] + ([_PLD] if any("pld." in ln for ln in lines) else []) + [""]
     head += [f'{d} = pl.dynamic("{d}")' for d in sorted(p.dyns)]
     if p.dyns:
         head.append("")
@@ -85,7 +85,7 @@ class _Printer:
                 parts.append(self.memref(t.memref))
             if t.valid is not None:
                 parts.append(f"pl.TensorView(valid_shape={_valid_text(t.valid)})")
-            return f"pl.Tensor[{', '.join(parts)}]"
+            return f"{'pld.DistributedTensor' if t.window else 'pl.Tensor'}[{', '.join(parts)}]"
         if isinstance(t, TileType):
             parts = [self.shape(t.shape), repr(t.dtype)]
             if t.memref is not None:
@@ -338,11 +338,16 @@ class _Printer:
                 body.append("")
             self.function(f, body)
         # the module-level declarations of the dynamic dims the text names
-        out = [f"# pypto.program: {p.name}", "import pypto.language as pl", ""]
+        out = [f"# pypto.program: {p.name}", "import pypto.language as pl"]
+        out += [_PLD] if any("pld." in ln for ln in body) else []
+        out.append("")
         out += [f'{d} = pl.dynamic("{d}")' for d in sorted(self.dyns)]
         if self.dyns:
             out.append("")
         return "\n".join(out + body) + "\n"
+
+
+_PLD = "import pypto.language.distributed as pld"     # (only a program with windows names it)
 
 
 def _valid_text(valid) -> str:

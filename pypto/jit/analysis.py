@@ -64,6 +64,7 @@ class Ann:
     dtype: str | None = None                       # dtype text when the annotation names one
     node: ast.AST | None = None                    # the whole annotation
     inner: ast.AST | None = None                   # without the Out/InOut wrapper
+    window: bool = False                           # pld.DistributedTensor[...]
 
 
 def classify_annotation(node) -> Ann:
@@ -92,8 +93,10 @@ def _classify_inner(node) -> Ann:
     if isinstance(node, ast.Subscript):
         head = last(node.value)
         items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        if head == "Tensor" and len(items) >= 2 and isinstance(items[0], (ast.List, ast.Tuple)):
-            return Ann("tensor", shape=list(items[0].elts), dtype=dtype_text(items[1]))
+        if head in ("Tensor", "DistributedTensor") and len(items) >= 2 \
+                and isinstance(items[0], (ast.List, ast.Tuple)):
+            return Ann("tensor", shape=list(items[0].elts), dtype=dtype_text(items[1]),
+                       window=head == "DistributedTensor")
         if head == "Scalar" and len(items) == 1:
             return Ann("scalar", dtype=dtype_text(items[0]))
     return Ann("other")

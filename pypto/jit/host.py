@@ -21,7 +21,7 @@ import inspect
 import time
 from pathlib import Path
 
-from pypto.errors import NotBuiltError, PyptoError
+from pypto.errors import PyptoError
 from pypto.ir.distributed_compiled_program import (SCHEMA, DistributedCompiledProgram, DistributedConfig,
                                                    config_dict, write_meta)
 from pypto.language.host_trace import HostTrace, Launch, Window, tracing
@@ -65,9 +65,6 @@ class HostFunction:
         trace = HostTrace(dcfg.world_size, self.filename)
         with tracing(trace):
             self.fn(*values)
-        if trace.windows:
-            raise NotBuiltError(f"{self.fn.__name__}: window buffers (pld.alloc_window_buffer) are not built in "
-                                f"this pypto yet", hint=f"{self.filename}:{trace.windows[0].line}")
         if not trace.launches:
             raise HostProgramError(f"{self.fn.__name__} launched nothing: call a @pl.jit function with "
                                    f"device=r for each rank")
@@ -78,9 +75,10 @@ class HostFunction:
             for a, d in zip(ln["args"], programs[ln["program"]]["directions"]):
                 if "param" in a and d != "In" and params[a["param"]]["direction"] == "In":
                     params[a["param"]]["direction"] = "InOut"
+        windows, window_bytes = _window_layout(trace.windows)
         plan = {"schema": SCHEMA, "name": self.fn.__name__, "platform": config.platform,
-                "distributed_config": config_dict(dcfg), "params": params,
-                "programs": programs, "launches": launches}
+                "distributed_config": config_dict(dcfg), "params": params, "windows": windows,
+                "window_bytes": window_bytes, "programs": programs, "launches": launches}
         write_meta(out, plan)
         return DistributedCompiledProgram(out, plan)
 
@@ -172,7 +170,7 @@ def _arg(a, values: tuple, where: str) -> dict:
     """A launch argument: a window of a host parameter's bytes, or a scalar."""
     from pypto.runtime.tensors import is_torch_tensor
     if isinstance(a, Window):
-        raise NotBuiltError(f"{where}: window arguments (pld.window) are not built in this pypto yet")
+        return {"window": a.buffer.index, "shape": list(a.shape), "dtype": _dtype_name(a.dtype)}
     if isinstance(a, bool) or isinstance(a, (int, float)):
         return {"scalar": a}
     if is_torch_tensor(a):
@@ -189,3 +187,33 @@ def _arg(a, values: tuple, where: str) -> dict:
                                     "intermediates are not built yet")
     raise HostProgramError(f"{where}: a launch argument is a {type(a).__name__}; device programs take views "
                            f"of host tensors and scalars")
+
+
+def _dtype_name(d) -> str:
+    return _dtype(d).name
+
+
+WINDOW_ALIGN = 32            # each buffer's slot in a window is 32-byte aligned
+WINDOW_FLOOR = 4096          # and a rank's window is whole 4 KiB pages, at least one
+
+
+def _window_layout(buffers) -> tuple[list, int]:
+    """Each window buffer's slot (offset, bytes) in a rank's window, in allocation order,
+    and the size of one rank's window. Every rank's window has this layout, so a buffer
+    sits at the same offset in every rank's copy."""
+    out, off = [], 0
+    for b in buffers:
+        n = _dtype(b.dtype).nbytes
+        for d in b.shape:
+            n *= d
+        out.append({"shape": list(b.shape), "dtype": _dtype_name(b.dtype), "offset": off, "nbytes": n,
+                    "line": b.line})
+        off += -(-n // WINDOW_ALIGN) * WINDOW_ALIGN
+    return out, max(WINDOW_FLOOR, -(-off // WINDOW_FLOOR) * WINDOW_FLOOR)
+
+
+def _dtype(d):
+    from pypto.dtype import DataType
+    if not isinstance(d, DataType):
+        raise HostProgramError(f"a window's dtype is a pl dtype (pl.FP32, pl.INT32), got {d!r}")
+    return d

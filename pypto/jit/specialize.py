@@ -118,7 +118,10 @@ class _Specializer:
         texts = {}
         for fn in self._callers_first():
             texts[fn.name] = self._function(fn)
-        out = [f"# pypto.program: {self.program}", "import pypto.language as pl", ""]
+        out = [f"# pypto.program: {self.program}", "import pypto.language as pl"]
+        if any("pld." in ln for lines in texts.values() for ln in lines):
+            out.append("import pypto.language.distributed as pld")
+        out.append("")
         dyns = self._dynamic_decls()
         for name in sorted(dyns):
             out.append(f'{name} = pl.dynamic("{dyns[name]}")')
@@ -279,7 +282,10 @@ class _Specializer:
     def param_text(self, fn: _Fn, p: ast.arg, meta) -> str:
         ann = fn.anns[p.arg]
         if ann.kind in ("tensor", "scalar") and not ann.bare:
-            text = ast.unparse(_AnnSubst(self, fn).visit(copy.deepcopy(ann.inner)))
+            inner = _AnnSubst(self, fn).visit(copy.deepcopy(ann.inner))
+            if ann.window:        # (however the user spelled the module: the printer's name)
+                inner.value = ast.Attribute(ast.Name("pld", ast.Load()), "DistributedTensor", ast.Load())
+            text = ast.unparse(inner)
         elif ann.kind == "other":
             text = ast.unparse(_AnnSubst(self, fn).visit(copy.deepcopy(ann.inner)))
         else:

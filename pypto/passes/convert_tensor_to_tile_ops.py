@@ -327,7 +327,7 @@ class _Convert(Rewriter):
             spots = list(itertools.product(*reps))
             for k, at in enumerate(spots):
                 offs = TupleExpr([Const(x, dt.INDEX, span) for x in at], span)
-                st = Call("tile.store", [tile, offs, dst], {}, TensorType(dst.type.shape, dst.type.dtype), {}, span)
+                st = Call("tile.store", [tile, offs, dst], {}, TensorType(dst.type.shape, dst.type.dtype, window=dst.type.window), {}, span)
                 last = k == len(spots) - 1
                 v = s.var if last and isinstance(s, Assign) else Var(self.namer.fresh(dst.name, "fill"), st.type, span)
                 out.append(Assign(v, st, span))
@@ -353,7 +353,7 @@ class _Convert(Rewriter):
                                    f"GM", span, f"pl.cast it to {dst.type.dtype!r} first")
             kw = {"atomic": call.kwargs["atomic"]} if "atomic" in call.kwargs else {}
             st = Call("tile.store", [tile, self.expr(offs), dst], kw,
-                      TensorType(dst.type.shape, dst.type.dtype), {}, span)
+                      TensorType(dst.type.shape, dst.type.dtype, window=dst.type.window), {}, span)
             return [Assign(s.var, st, span)] if isinstance(s, Assign) else [Eval(st, span)]
         if not isinstance(s, Assign):
             raise CodegenError(f"the result of {call.op} is not used", span,

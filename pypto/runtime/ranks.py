@@ -50,19 +50,31 @@ def _host_arrays(prog, args) -> list:
     return out
 
 
-def _jobs(prog, platform: str, names: list) -> dict:
+def _jobs(prog, platform: str, names: list, windows: str | None) -> dict:
     out_dir = prog.output_dir.resolve()
     jobs: dict[int, dict] = {}
     world = prog.distributed_config.world_size
+    wbytes = prog.plan.get("window_bytes", 0)
     for r in range(world):
         jobs[r] = {"rank": r, "device": prog.distributed_config.device_ids[r], "world_size": world,
-                   "platform": platform, "launches": []}
+                   "platform": platform, "windows": windows, "window_bytes": wbytes, "launches": []}
+
+    def arg(a, rank):
+        if "scalar" in a:
+            return a
+        if "window" in a:          # this rank's copy of the buffer
+            slot = prog.plan["windows"][a["window"]]
+            return {"shm": windows, "offset": rank * wbytes + slot["offset"], "shape": a["shape"]}
+        return {"shm": names[a["param"]], "offset": a["offset"], "shape": a["shape"]}
     for ln in prog.plan["launches"]:
-        args = [a if "scalar" in a else {"shm": names[a["param"]], "offset": a["offset"], "nbytes": a["nbytes"],
-                                         "shape": a["shape"]} for a in ln["args"]]
+        args = [arg(a, ln["rank"]) for a in ln["args"]]
         jobs[ln["rank"]]["launches"].append(
             {"dir": str(out_dir / prog.plan["programs"][ln["program"]]["dir"]), "args": args})
     return jobs
+
+
+def jobs_ranks(prog) -> range:
+    return range(prog.distributed_config.world_size)
 
 
 def _env() -> dict:
@@ -81,7 +93,13 @@ def run_ranks(prog, args, platform: str, poll_s: float = 0.002) -> None:
             shm = shared_memory.SharedMemory(create=True, size=max(nbytes, 1))
             segments.append(shm)
             ctypes.memmove(_address(shm.buf), addr, nbytes)
-        jobs = _jobs(prog, platform, [s.name for s in segments])
+        names = [s.name for s in segments]
+        windows = None
+        if prog.plan.get("windows"):        # every rank's window, zeroed, side by side
+            shm = shared_memory.SharedMemory(create=True, size=prog.plan["window_bytes"] * len(jobs_ranks(prog)))
+            segments.append(shm)
+            windows = shm.name
+        jobs = _jobs(prog, platform, names, windows)
         env = _env()
         for r, job in jobs.items():
             logs[r] = tempfile.TemporaryFile()
@@ -105,7 +123,7 @@ def run_ranks(prog, args, platform: str, poll_s: float = 0.002) -> None:
                     raise RankError(r, jobs[r]["device"], "\n".join(why))
             if running:
                 time.sleep(poll_s)
-        for (addr, nbytes), shm, p in zip(views, segments, prog.params):
+        for (addr, nbytes), shm, p in zip(views, segments, prog.params):   # (the windows come last)
             if p["direction"] != "In":
                 ctypes.memmove(addr, _address(shm.buf), nbytes)
     finally:

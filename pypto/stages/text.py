@@ -88,10 +88,14 @@ def function_blocks(text: str) -> tuple[list[str], dict[str, str]]:
     return dyns, blocks
 
 
+_PLD = "import pypto.language.distributed as pld"   # (as the printer writes it: only with windows)
+
+
 def single_function(name: str, block: str) -> bytes:
     """The text of program `name` holding one function, printed as `block`, that
     names no dynamic dim: what printing that program gives."""
-    return (f"# pypto.program: {name}\nimport pypto.language as pl\n\n@pl.program\n"
+    pld = f"{_PLD}\n" if "pld." in block else ""
+    return (f"# pypto.program: {name}\nimport pypto.language as pl\n{pld}\n@pl.program\n"
             f"class {name}:\n{block}\n").encode("utf-8")
 
 
@@ -103,7 +107,9 @@ def join_functions(name: str, parts: list[tuple[str, bytes]]) -> bytes:
         d, b = function_blocks(text.decode("utf-8"))
         dyns.update(d)
         blocks.append(b[fname])
-    out = [f"# pypto.program: {name}", "import pypto.language as pl", ""]
+    out = [f"# pypto.program: {name}", "import pypto.language as pl"]
+    out += [_PLD] if any("pld." in b for b in blocks) else []
+    out.append("")
     if dyns:
         out += sorted(dyns, key=lambda ln: ln.split(" = ", 1)[0]) + [""]
     out += ["@pl.program", f"class {name}:", "\n\n".join(blocks)]

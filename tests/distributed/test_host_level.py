@@ -112,7 +112,9 @@ def test_a_failing_rank_fails_the_run_with_its_error_and_leaves_nothing_behind(t
     compiled = scale_all_const.compile(x, y, config=_cfg(tmp_path, 2))
     # damage rank 1's own program: its kernel binary no longer matches its digest
     so = next((tmp_path / "out" / "next_levels" / "per_rank_const_1" / "kernels").rglob("*.so"))
-    so.write_bytes(so.read_bytes() + b"\0")
+    data = so.read_bytes()
+    so.unlink()                    # (a new file: the old one may be the store's object, linked)
+    so.write_bytes(data + b"\0")
     before = _shm()
     with pytest.raises(RankError, match=r"rank 1 \(device 1\) failed") as e:
         compiled(x, y)
@@ -144,12 +146,11 @@ def test_errors_name_the_host_line(tmp_path):
         no_device.compile(x, y, config=_cfg(tmp_path, 2))
 
     @pl.jit.host
-    def with_windows(x: pl.Tensor, y: pl.Out[pl.Tensor]):
-        pld.alloc_window_buffer([4, 4], dtype=pl.FP32)
-        per_rank(x[0], y[0], 0, device=0)
+    def bad_window(x: pl.Tensor, y: pl.Out[pl.Tensor]):
+        pld.window(x, [4, 4], dtype=pl.FP32)
 
-    with pytest.raises(E.NotBuiltError, match="window buffers"):
-        with_windows.compile(x, y, config=_cfg(tmp_path, 2))
+    with pytest.raises(pld.HostLevelError, match="alloc_window_buffer"):
+        bad_window.compile(x, y, config=_cfg(tmp_path, 2))
 
 
 def test_host_level_names_outside_a_host_function():
@@ -170,3 +171,40 @@ def test_device_level_names_not_built_yet_say_so_at_the_users_line():
                 y = pl.store(pl.load(x, [0, 0], [R, C]), [0, 0], y)
                 return y
     assert "pld.system.notify is not built" in str(e.value) and "test_host_level.py" in str(e.value)
+
+
+# ----------------------------------------------------------------------------- windows
+@pl.jit.incore
+def through_window(x: pl.Tensor[[1, 64], pl.FP32], y: pl.Out[pl.Tensor[[1, 64], pl.FP32]],
+                   data: pld.DistributedTensor[[1, 64], pl.FP32]):
+    data = pl.store(pl.mul(pl.load(x, [0, 0], [1, 64]), 3.0), [0, 0], data)
+    y = pl.store(pl.load(data, [0, 0], [1, 64]), [0, 0], y)
+    return y
+
+
+@pl.jit
+def window_rank(x: pl.Tensor[[1, 64], pl.FP32], y: pl.Out[pl.Tensor[[1, 64], pl.FP32]],
+                data: pld.DistributedTensor[[1, 64], pl.FP32]):
+    return through_window(x, y, data)
+
+
+@pl.jit.host
+def window_all(x: pl.Tensor, y: pl.Out[pl.Tensor]):
+    small = pld.alloc_window_buffer([2, 3], dtype=pl.INT8)        # 6 bytes: a 32-byte slot
+    buf = pld.alloc_window_buffer([1, 64], dtype=pl.FP32)
+    for r in pl.range(pld.world_size()):
+        window_rank(x[r], y[r], pld.window(buf, [1, 64], dtype=pl.FP32), device=r)
+
+
+def test_a_window_buffer_is_each_ranks_own_copy(tmp_path):
+    x, y = torch.randn(3, 1, 64), torch.zeros(3, 1, 64)
+    compiled = window_all.compile(x, y, config=_cfg(tmp_path, 3).replace(dump_passes=True))
+    compiled(x, y)
+    torch.testing.assert_close(y, x * 3)
+    plan = compiled.plan
+    assert [(w["offset"], w["nbytes"]) for w in plan["windows"]] == [(0, 6), (32, 256)]
+    assert plan["window_bytes"] == 4096                   # (a rank's window: whole 4 KiB pages)
+    assert plan["launches"][1]["args"][2] == {"window": 1, "shape": [1, 64], "dtype": "FP32"}
+    front = (tmp_path / "out" / "next_levels" / "window_rank" / "passes_dump" / "00_frontend.py").read_text()
+    assert "import pypto.language.distributed as pld" in front
+    assert "data: pld.DistributedTensor[[1, 64], pl.FP32]" in front

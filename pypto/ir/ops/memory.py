@@ -134,7 +134,7 @@ def _store(args, kw, span):
                  f"{len(out.shape)} tensor", span)
     elif len(tile.shape) == len(out.shape):         # the valid region is written
         _check_window("store", offs, list(tile.valid_shape), out.shape, span)
-    return TensorType(out.shape, out.dtype)
+    return TensorType(out.shape, out.dtype, window=out.window)
 
 
 def _move(args, kw, span):
@@ -252,7 +252,7 @@ def _set_validshape(args, kw, span):
     valid = _valid_dims("set_validshape", t, args[1], args[2], span)
     if isinstance(t, TileType):
         return TileType(t.shape, t.dtype, t.memory_space, None, valid)
-    return TensorType(t.shape, t.dtype, None, valid)
+    return TensorType(t.shape, t.dtype, None, valid, window=t.window)
 
 
 def _tensor_fillpad_expand(args, kw, span):
@@ -322,7 +322,7 @@ def _assemble(args, kw, span):
     _atomic("assemble", kw, dst.dtype, span)
     if isinstance(args[2], TupleExpr) and len(src.shape) == len(dst.shape):   # what is written
         _check_window("assemble", args[2].items, list(src.valid_shape), dst.shape, span)
-    return TensorType(dst.shape, dst.dtype)
+    return TensorType(dst.shape, dst.dtype, window=dst.window)
 
 
 

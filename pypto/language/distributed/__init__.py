@@ -98,11 +98,13 @@ tile = types.SimpleNamespace(remote_load=remote_load, remote_store=remote_store)
 
 
 class DistributedTensor:
-    """`pld.DistributedTensor[[shape], dtype]`: a parameter that is a window of every rank."""
+    """`pld.DistributedTensor[[shape], dtype]`: a parameter that is this rank's copy of a
+    window buffer (every rank holds one, at the same offset of its window)."""
+    _pl_kind = "distributed_tensor"
 
     def __class_getitem__(cls, item):
-        raise HostLevelError("pld.DistributedTensor parameters (cross-rank window memory in kernels) are "
-                             "not built in this pypto yet")
+        from pypto.language.typing import Annotation
+        return Annotation("DistributedTensor", item if isinstance(item, tuple) else (item,))
 
 
 __all__ = ["DistributedTensor", "HostLevelError", "NotifyOp", "WaitCmp", "alloc_window_buffer", "get_comm_ctx",

@@ -72,6 +72,13 @@ class AnnotationsMixin:
             return ArrayType(n, self.ann_dtype(elts[1], node)), direction
         if isinstance(obj, dt.DataType) and not isinstance(node, ast.Subscript):
             return ScalarType(obj), direction
+        if getattr(obj, "_pl_kind", None) == "distributed_tensor":     # pld.DistributedTensor[...]
+            if not isinstance(node, ast.Subscript):
+                self.bad_annotation(node, "pld.DistributedTensor needs its shape and dtype: "
+                                          "pld.DistributedTensor[[1, 64], pl.FP32]")
+            elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            t = self.shaped_ann(False, elts, node)
+            return TensorType(t.shape, t.dtype, t.memref, t.valid, t.layout, window=True), direction
         if obj in (pl.Tensor, pl.Tile, pl.Scalar):
             if not isinstance(node, ast.Subscript):
                 if obj is pl.Tensor:

@@ -252,6 +252,9 @@ def _parse_module(tree: ast.Module, src: Source):
             for a in s.names:
                 if a.name == "pypto.language" and a.asname:
                     statics[a.asname] = pl
+                elif a.name == "pypto.language.distributed" and a.asname:
+                    import pypto.language.distributed as pld
+                    statics[a.asname] = pld
                 elif a.name.startswith("pypto") and not a.asname:
                     statics["pypto"] = sys.modules["pypto"]
             continue
