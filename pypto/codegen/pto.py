@@ -81,6 +81,7 @@ from pypto.codegen.control_flow import ControlFlow
 from pypto.codegen.gm_access import GmAccess
 from pypto.codegen.pipes import BARRIER_ARG, PIPE_ARG, Pipes
 from pypto.codegen.tileops import EMITTERS, SCALAR_EMITTERS
+from pypto.codegen.tileops.comm import TENSOR_EFFECTS
 from pypto.codegen.tileops.prefetch import SDMA_ARG
 from pypto.codegen.values import _Array, _Scalar, _Tensor, _Tile, _mlir_name, _same_storage
 from pypto.ir import layout as _layout
@@ -447,6 +448,8 @@ class _Kernel(Scalars, ControlFlow, GmAccess, Pipes):
                 self.tpush(c, span)
             elif isinstance(c, Call) and c.op in SCALAR_EMITTERS:     # its value unused
                 SCALAR_EMITTERS[c.op](self, c, span)
+            elif isinstance(c, Call) and c.op in TENSOR_EFFECTS:      # a window written
+                TENSOR_EFFECTS[c.op](self, c, span)
             else:
                 what = c.op if isinstance(c, Call) else type(c).__name__
                 fail(f"cannot generate PTO for the statement-level expression {what}", span)
@@ -494,6 +497,9 @@ class _Kernel(Scalars, ControlFlow, GmAccess, Pipes):
             return
         if isinstance(v.type, ArrayType):
             self.env[id(v)] = self.array_op(v, e, span)
+            return
+        if isinstance(v.type, TensorType) and e.op in TENSOR_EFFECTS:
+            self.env[id(v)] = TENSOR_EFFECTS[e.op](self, e, span)
             return
         if isinstance(v.type, TensorType):
             if e.op != "tile.store":

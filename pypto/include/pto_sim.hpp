@@ -1475,3 +1475,5 @@ inline void copy_message(char* err, int32_t errlen, const char* msg) {
 }
 
 }  // namespace pto
+
+#include "pto_sim_comm.hpp"

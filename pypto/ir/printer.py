@@ -173,6 +173,8 @@ class _Printer:
             return f"pl.PadValue.{v.name}"
         if isinstance(v, AtomicType):
             return f"pl.AtomicType.{v.name}"
+        if type(v).__name__ in ("NotifyOp", "WaitCmp") and type(v).__module__ == "pypto.language.distributed":
+            return f"pld.{type(v).__name__}.{v.name}"
         if isinstance(v, MaskPattern):
             return f"pl.tile.MaskPattern.{v.name}"
         if isinstance(v, dt.DataType):

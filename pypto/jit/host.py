@@ -170,6 +170,9 @@ def _arg(a, values: tuple, where: str) -> dict:
     """A launch argument: a window of a host parameter's bytes, or a scalar."""
     from pypto.runtime.tensors import is_torch_tensor
     if isinstance(a, Window):
+        if _nbytes(a.shape, a.dtype) > _nbytes(a.buffer.shape, a.buffer.dtype):
+            raise HostProgramError(f"{where}: pld.window(..., {list(a.shape)}, dtype={a.dtype!r}) is larger "
+                                   f"than its buffer ({list(a.buffer.shape)} {a.buffer.dtype!r})")
         return {"window": a.buffer.index, "shape": list(a.shape), "dtype": _dtype_name(a.dtype)}
     if isinstance(a, bool) or isinstance(a, (int, float)):
         return {"scalar": a}
@@ -203,9 +206,7 @@ def _window_layout(buffers) -> tuple[list, int]:
     sits at the same offset in every rank's copy."""
     out, off = [], 0
     for b in buffers:
-        n = _dtype(b.dtype).nbytes
-        for d in b.shape:
-            n *= d
+        n = _nbytes(b.shape, b.dtype)
         out.append({"shape": list(b.shape), "dtype": _dtype_name(b.dtype), "offset": off, "nbytes": n,
                     "line": b.line})
         off += -(-n // WINDOW_ALIGN) * WINDOW_ALIGN
@@ -217,3 +218,10 @@ def _dtype(d):
     if not isinstance(d, DataType):
         raise HostProgramError(f"a window's dtype is a pl dtype (pl.FP32, pl.INT32), got {d!r}")
     return d
+
+
+def _nbytes(shape, dtype) -> int:
+    n = _dtype(dtype).nbytes
+    for d in shape:
+        n *= d
+    return n

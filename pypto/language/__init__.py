@@ -16,7 +16,7 @@ from pypto.ir.nodes import ArgDir as adir
 from pypto.ir.nodes import (AtomicType, DynDim, ForKind, FunctionType, Level, MemorySpace, PadValue, ParamDirection,
                             Role, SplitMode)
 from pypto.language import dsl
-from pypto.language.dsl import (DSLCallError, OPERATORS, at, cast, cluster, const, manual_scope, max, min,
+from pypto.language.dsl import (DSLCallError, OPERATORS, at, cast, cluster, comm, const, manual_scope, max, min,
                                 parallel, pipeline, range, scope, spmd, spmd_submit, submit, system, tensor,
                                 tile, array, prefetch, split_aiv, unroll, while_, cond, yield_)
 from pypto.language.optimizations import cross_core_slot, split
@@ -39,7 +39,7 @@ __all__ = sorted(
      "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "Level", "Role", "ScopeMode", "ForKind",
      "SplitMode", "split", "cross_core_slot", "AUTO",
      "ParamDirection", "DynDim", "Annotation", "adir", "dynamic", "program", "function", "at", "cluster",
-     "scope", "pipeline", "manual_scope", "submit", "spmd", "spmd_submit", "split_aiv", "system", "range", "parallel", "unroll", "array", "prefetch", "while_", "cond", "yield_", "const", "cast", "min", "max", "parse",
+     "scope", "pipeline", "manual_scope", "comm", "submit", "spmd", "spmd_submit", "split_aiv", "system", "range", "parallel", "unroll", "array", "prefetch", "while_", "cond", "yield_", "const", "cast", "min", "max", "parse",
      "loads", "tile", "tensor", "DSLCallError"] + list(OPERATORS)
     + (["jit"] if importlib.util.find_spec("pypto.jit") is not None else []))
 

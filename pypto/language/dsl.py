@@ -149,3 +149,4 @@ tensor = OpNamespace("tensor")
 array = OpNamespace("array")        # on-core arrays of scalars
 system = OpNamespace("system")      # task ids: dummy tasks, explicit dependencies
 prefetch = OpNamespace("prefetch")  # async GM -> L2 prefetch in a kernel
+comm = OpNamespace("comm")          # cross-rank ops (what pld.* spells: pypto.language.distributed)

@@ -32,7 +32,7 @@ from pypto.ir import ops
 from pypto.ir.nodes import (While, Assign, Call, Const, Eval, For, If, IterArg, MemorySpace,
                             Program, TensorType, TileType, TupleExpr, Var, Yield)
 from pypto.ir.visit import Rewriter, bodies, stmt_uses, walk
-from pypto.passes import paged_gather
+from pypto.passes import comm_transfer, paged_gather
 from pypto.passes.base import function_namer
 from pypto.passes.tensor_chunks import (BUDGET, _add, _call_of, _computed, _emit_tiled, _numel,  # noqa: F401
                                         _plan, _shape, _zeros)
@@ -209,6 +209,11 @@ class _Convert(Rewriter):
             return [Yield([self.tile_of(v, s.span) if i in which else self.expr(v)
                            for i, v in enumerate(s.values)], s.span)]
         call = _call_of(s)
+        if isinstance(call, Call) and call.op in ("comm.put", "comm.get"):
+            comm_transfer.lower(self, s, call)         # staged through Vec tiles
+            if isinstance(s, Assign):
+                self.subst[id(s.var)] = self.expr(call.args[0])
+            return []
         if isinstance(call, Call) and call.op == "tensor.full" and isinstance(s, Assign):
             # a filled tensor inside a kernel is a filled tile (pl.full -> tile.full)
             self.tiles[id(s.var)] = self.new(s.var.name, "tile.full", [self.expr(call.args[0])],

@@ -13,7 +13,7 @@ import struct
 from ..dtype import BY_MLIR
 from .arch import CXX_SPACE, Arch
 from .analysis import defining_ops, slot_bytes
-from . import group_pipes, prefetch
+from . import comm, group_pipes, prefetch
 from .errors import op_error
 from .ir import (Func, Module, Op, PartitionType, PtrType, ScalarType, TensorViewType, TileType,
                  Value, walk)
@@ -230,6 +230,8 @@ class FuncEmitter:
                            f"{self.n(op.group('index')[0])}, {self.site(op)});")
         elif name in prefetch.PREFETCH_OPS:
             prefetch.emit(self, op, ind)
+        elif name in comm.COMM_OPS:
+            comm.emit(self, op, ind)
         elif name == "pto.syncall":
             b, count = op.group("ins")
             lanes = (op.attr("lanes") or "1").split(":")[0].strip()
@@ -635,6 +637,8 @@ def emit(module: Module, arch: Arch, usage: dict, *, level: str, source_name: st
         for f in module.funcs:
             out += _entry(f, "pypto_kernel_entry__" + re.sub(r"[^A-Za-z0-9_]", "_", f.name))
             out.append("")
+    if comm.uses_comm(module):
+        out += comm.SET_COMM + [""]
     info = json.dumps(kernel_info(module, arch, usage), sort_keys=True, separators=(",", ":"))
     out.append(f'extern "C" const char* pypto_kernel_info(void) {{ return {c_string(info)}; }}')
     return "\n".join(out) + "\n"

@@ -205,7 +205,7 @@ def kernel_table(output_dir: Path, kernels: list) -> list[dict]:
 
 
 def load_chip_callable(output_dir: Path, config: dict[str, Any]) -> ChipCallable:
-    from . import abi          # ctypes: only once something is loaded to run
+    from . import abi, comm    # ctypes: only once something is loaded to run
     output_dir = Path(output_dir)
     orch = config["ORCHESTRATION"]
     if isinstance(orch, list):
@@ -223,6 +223,7 @@ def load_chip_callable(output_dir: Path, config: dict[str, Any]) -> ChipCallable
         path, data = _read_verified(output_dir, k["binary"], digest, f"kernel '{k['name']}'")
         try:
             lib = _load_bytes(data, k["name"])
+            comm.give(lib)                  # (a rank of a distributed run: its comm context)
             entry = abi.bind_kernel_entry(lib)
             info = abi.kernel_info(lib)
             group = abi.core_group(lib, str(k["name"]), k["core_type"], info)

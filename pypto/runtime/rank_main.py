@@ -21,7 +21,15 @@ def run(job: dict) -> None:
     from pypto.runtime.compiled import CompiledProgram
     from pypto.runtime.config import RunConfig
     from pypto.runtime.worker import ChipWorker
+    import ctypes
+    import os
+    from pypto.runtime import comm
     segments = {}
+    if job.get("windows"):          # every rank's window, mapped here: this rank's comm context
+        shm = segments[job["windows"]] = _attach(job["windows"])
+        base = ctypes.addressof(ctypes.c_char.from_buffer(shm.buf))
+        comm.set_context(comm.CommContext(job["rank"], job["world_size"], base, job["window_bytes"],
+                                          float(os.environ.get("PYPTO_COMM_WAIT_S", "60"))))
     config = RunConfig(platform=job["platform"], device_id=job["device"])
     with ChipWorker(config=config):
         for launch in job["launches"]:

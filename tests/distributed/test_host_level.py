@@ -160,17 +160,26 @@ def test_host_level_names_outside_a_host_function():
         pl.range(3)
 
 
-def test_device_level_names_not_built_yet_say_so_at_the_users_line():
-    with pytest.raises(E.NotBuiltError) as e:
+def test_cross_rank_ops_need_a_window_and_say_so_at_the_users_line():
+    with pytest.raises(E.TypeCheckError) as e:
         @pl.program
         class Signals:
             @pl.function(type=pl.FunctionType.InCore)
-            def k(self, x: pl.Tensor[[R, C], pl.FP32],
-                  y: pl.Out[pl.Tensor[[R, C], pl.FP32]]) -> pl.Tensor[[R, C], pl.FP32]:
+            def k(self, x: pl.Tensor[[R, C], pl.INT32],
+                  y: pl.Out[pl.Tensor[[R, C], pl.INT32]]) -> pl.Tensor[[R, C], pl.INT32]:
                 pld.system.notify(x, 0, [0, 0], 1, op=pld.NotifyOp.AtomicAdd)
                 y = pl.store(pl.load(x, [0, 0], [R, C]), [0, 0], y)
                 return y
-    assert "pld.system.notify is not built" in str(e.value) and "test_host_level.py" in str(e.value)
+    assert "notify expects a pld.DistributedTensor target" in str(e.value)
+    assert "test_host_level.py" in str(e.value)
+    with pytest.raises(E.NotBuiltError, match="pld.tensor.remote_store is not built"):
+        @pl.program
+        class TensorRemoteStore:
+            @pl.function(type=pl.FunctionType.InCore)
+            def k(self, x: pl.Tensor[[R, C], pl.INT32],
+                  y: pld.DistributedTensor[[R, C], pl.INT32]) -> pl.Tensor[[R, C], pl.INT32]:
+                pld.tensor.remote_store(x, y, 0, [0, 0])
+                return y
 
 
 # ----------------------------------------------------------------------------- windows

@@ -20,5 +20,5 @@ def emits(*ops: str):
     return register
 
 
-from pypto.codegen.tileops import (cross_core, elementwise, indexing, matmul, memory, reduction,  # noqa: E402,F401
-                                   prefetch, shape, sort)
+from pypto.codegen.tileops import (comm, cross_core, elementwise, indexing, matmul, memory,  # noqa: E402,F401
+                                   reduction, prefetch, shape, sort)

@@ -18,7 +18,7 @@ from pypto.ir.ops.reduction import ARG_REDUCE, ROW_REDUCE, COL_REDUCE, ROW_EXPAN
 from pypto.ir.ops import (indexing as _indexing, matmul as _matmul, memory as _memory,  # noqa: F401
                           shape as _shape, sort as _sort, array as _array,  # (register their ops)
                           system as _system, prefetch as _prefetch, lanes as _lanes,
-                          cross_core as _cross_core)
+                          cross_core as _cross_core, comm as _comm)
 
 # Names a user may write as pl.<name>, and which namespaces they exist in.
 TILE_ONLY = {"load": "tile.load", "store": "tile.store", "move": "tile.move",
@@ -34,7 +34,7 @@ TENSOR_ONLY = {"create_tensor": "tensor.create", "full": "tensor.full", "dim": "
 # tensor ops a kernel keeps as they are (scalar reads/writes of GM) or that
 # ConvertTensorToTileOps makes from nothing (filled tensors, ramps)
 _NOT_CONVERTED = ("tensor.create", "tensor.full", "tensor.read", "tensor.write", "tensor.dim",
-                  "tensor.ci", "tensor.random")
+                  "tensor.ci", "tensor.random")   # (comm.put / comm.get: lowered by ConvertTensorToTileOps)
 
 
 # ops that write into a tensor operand (in place) and return it: op -> that operand's index

@@ -9,7 +9,7 @@ from pathlib import Path
 
 PAGE = Path(__file__).with_name("OPERATORS.md")
 FAMILIES = ("memory", "elementwise", "reduction", "matmul", "shape", "indexing", "sort", "array",
-            "system", "prefetch", "lanes", "cross_core")
+            "system", "prefetch", "lanes", "cross_core", "comm")
 
 
 def render() -> str:

@@ -5,7 +5,7 @@ pypto.language.host_trace): `pld.world_size()`, `pld.alloc_window_buffer(shape, 
 and `pld.window(buf, shape, dtype=)`. The device-level names (`pld.get_comm_ctx`,
 `pld.rank`, `pld.system.notify` / `wait`, `pld.tensor.put` / `get` / `barrier`,
 `pld.tile.remote_load` / `remote_store`, `pld.DistributedTensor`) are parsed inside
-kernels; those not built yet are a NotBuiltError at the user's line.
+kernels into the comm.* operators (pypto.ir.ops.comm).
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import enum
 import types
 
 from pypto.errors import PyptoError
+from pypto.ir.nodes import AtomicType as _AtomicType
 from pypto.language.host_trace import Window, WindowBuffer, active, caller_line
 
 
@@ -69,6 +70,19 @@ def window(buffer, shape, *, dtype) -> Window:
     return Window(buffer, _dims("window", shape), dtype)
 
 
+def _op(display: str, name: str):
+    """A device-level operator: parsed inside a kernel into comm.<name> (pypto.ir.ops.comm)."""
+    def fn(*args, **kwargs):
+        raise HostLevelError(f"{display} is a device-level operator: it is parsed inside a kernel, "
+                             f"never called by Python")
+    fn.__name__ = display.rsplit(".", 1)[-1]
+    fn.__qualname__ = display
+    fn._pl_kind = "op"
+    fn._pl_op = (name, "comm")
+    fn._pl_display = display
+    return fn
+
+
 def _not_built(display: str, what: str):
     def fn(*args, **kwargs):
         raise HostLevelError(f"{display} is a device-level operator: it is parsed inside a kernel, "
@@ -80,21 +94,22 @@ def _not_built(display: str, what: str):
     return fn
 
 
-_WINDOWS = "cross-rank window memory in kernels (pld.DistributedTensor)"
-get_comm_ctx = _not_built("pld.get_comm_ctx", _WINDOWS)
-rank = _not_built("pld.rank", _WINDOWS)
-nranks = _not_built("pld.nranks", _WINDOWS)
-remote_load = _not_built("pld.remote_load", _WINDOWS)
-remote_store = _not_built("pld.remote_store", _WINDOWS)
+get_comm_ctx = _op("pld.get_comm_ctx", "get_comm_ctx")
+rank = _op("pld.rank", "rank")
+nranks = _op("pld.nranks", "nranks")
+remote_load = _op("pld.remote_load", "remote_load")
+remote_store = _op("pld.remote_store", "remote_store")
 system = types.SimpleNamespace(world_size=world_size, get_comm_ctx=get_comm_ctx, rank=rank, nranks=nranks,
-                               notify=_not_built("pld.system.notify", "cross-rank signals"),
-                               wait=_not_built("pld.system.wait", "cross-rank signals"))
+                               notify=_op("pld.system.notify", "notify"),
+                               wait=_op("pld.system.wait", "wait"))
 tensor = types.SimpleNamespace(alloc_window_buffer=alloc_window_buffer, window=window,
-                               put=_not_built("pld.tensor.put", _WINDOWS),
-                               get=_not_built("pld.tensor.get", _WINDOWS),
-                               barrier=_not_built("pld.tensor.barrier", "cross-rank signals"),
-                               remote_store=remote_store)
+                               put=_op("pld.tensor.put", "put"), get=_op("pld.tensor.get", "get"),
+                               barrier=_op("pld.tensor.barrier", "barrier"),
+                               remote_store=_not_built("pld.tensor.remote_store",
+                                                       "the tensor form of remote_store (load the tile and "
+                                                       "use pld.tile.remote_store)"))
 tile = types.SimpleNamespace(remote_load=remote_load, remote_store=remote_store)
+AtomicType = _AtomicType
 
 
 class DistributedTensor:
@@ -107,5 +122,5 @@ class DistributedTensor:
         return Annotation("DistributedTensor", item if isinstance(item, tuple) else (item,))
 
 
-__all__ = ["DistributedTensor", "HostLevelError", "NotifyOp", "WaitCmp", "alloc_window_buffer", "get_comm_ctx",
+__all__ = ["AtomicType", "DistributedTensor", "HostLevelError", "NotifyOp", "WaitCmp", "alloc_window_buffer", "get_comm_ctx",
            "nranks", "rank", "remote_load", "remote_store", "system", "tensor", "tile", "window", "world_size"]

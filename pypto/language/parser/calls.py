@@ -62,7 +62,7 @@ class CallsMixin:
         k = _kind(obj)
         if k == "op":
             name, ns = obj._pl_op
-            return self.op_call(node, name, ns)
+            return self.op_call(node, name, ns, getattr(obj, "_pl_display", None))
         if k == "not_built":                  # a name of the language this pypto has not built
             from pypto.errors import NotBuiltError
             raise NotBuiltError(f"{ast.unparse(f)} is not built in this pypto yet", self.span(node),
@@ -110,8 +110,8 @@ class CallsMixin:
             out[kw.arg] = self.static(kw.value, f"keyword argument {kw.arg}=")
         return out
 
-    def op_call(self, node: ast.Call, name: str, ns: str | None):
-        display = f"pl.{ns}.{name}" if ns else f"pl.{name}"
+    def op_call(self, node: ast.Call, name: str, ns: str | None, display: str | None = None):
+        display = display or (f"pl.{ns}.{name}" if ns else f"pl.{name}")
         name = ops.keyword_form(name, {kw.arg for kw in node.keywords}, len(node.args))
         if name == "slice" and any(kw.arg == "valid_shape" for kw in node.keywords):
             view = self.valid_slice(node, ns, display)
