@@ -11,8 +11,10 @@ memory is unlinked whatever happens.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import json
 import os
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -73,6 +75,20 @@ def _jobs(prog, platform: str, names: list, windows: str | None) -> dict:
     return jobs
 
 
+_SEGMENTS = itertools.count()
+
+
+def segment_prefix() -> str:
+    """What the names of this process's segments start with (/dev/shm/<prefix>...)."""
+    return f"pypto_{os.getpid()}_"
+
+
+def _segment(nbytes: int):
+    from multiprocessing import shared_memory
+    name = f"{segment_prefix()}{next(_SEGMENTS)}_{secrets.token_hex(4)}"
+    return shared_memory.SharedMemory(name=name, create=True, size=nbytes)
+
+
 def jobs_ranks(prog) -> range:
     return range(prog.distributed_config.world_size)
 
@@ -85,18 +101,17 @@ def _env() -> dict:
 
 
 def run_ranks(prog, args, platform: str, poll_s: float = 0.002) -> None:
-    from multiprocessing import shared_memory
     views = _host_arrays(prog, args)
     segments, procs, logs = [], {}, {}
     try:
         for addr, nbytes in views:
-            shm = shared_memory.SharedMemory(create=True, size=max(nbytes, 1))
+            shm = _segment(max(nbytes, 1))
             segments.append(shm)
             ctypes.memmove(_address(shm.buf), addr, nbytes)
         names = [s.name for s in segments]
         windows = None
         if prog.plan.get("windows"):        # every rank's window, zeroed, side by side
-            shm = shared_memory.SharedMemory(create=True, size=prog.plan["window_bytes"] * len(jobs_ranks(prog)))
+            shm = _segment(prog.plan["window_bytes"] * len(jobs_ranks(prog)))
             segments.append(shm)
             windows = shm.name
         jobs = _jobs(prog, platform, names, windows)

@@ -13,7 +13,6 @@ peer's window (pto_sim_comm.hpp).
 from __future__ import annotations
 
 from pypto import dtype as dt
-from pypto.codegen.common import fail
 from pypto.codegen.tileops import SCALAR_EMITTERS, emits
 from pypto.codegen.values import _Scalar
 from pypto.ir.nodes import AtomicType, Const, TupleExpr
@@ -63,9 +62,7 @@ def _wait(k, c, span):
 
 def _whole(k, x, span):
     t = k.tensor(x, span)
-    shape = list(t.param.type.shape)
-    if not all(isinstance(d, int) for d in shape):
-        fail(f"a signal window of dynamic shape {shape}", span)
+    shape = [d if isinstance(d, int) else k.dim_value(d) for d in t.param.type.shape]   # (W: at run time)
     return k.partition(t, [Const(0, dt.INDEX, span)] * len(shape), shape, span)
 
 
