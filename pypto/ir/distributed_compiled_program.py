@@ -89,9 +89,19 @@ class DistributedCompiledProgram:
                 f"platform={self.platform!r}, output_dir={str(self.output_dir)!r})")
 
     def __call__(self, *args, config=None):
+        """One dispatch on rank processes of its own (host tensors only)."""
+        from pypto.runtime.distributed_worker import DistributedDeviceTensor
         from pypto.runtime.ranks import run_ranks
+        if any(isinstance(a, DistributedDeviceTensor) for a in args):
+            raise TypeError("one-shot DistributedCompiledProgram calls cannot accept resident tensors; "
+                            "dispatch on the worker that holds them: with compiled.prepare() as rt: rt(...)")
         platform = self.platform if config is None else config.platform
         return run_ranks(self, args, platform)
+
+    def prepare(self, config=None, *, extra_compiled=(), **options):
+        """A DistributedWorker for this program (and `extra_compiled`), kept until closed."""
+        from pypto.runtime.distributed_worker import DistributedWorker
+        return DistributedWorker([self, *extra_compiled], config, **options)
 
 
 def write_meta(out: Path, plan: dict) -> None:

@@ -193,11 +193,16 @@ class JITFunction:
     def _launch(self, trace, args, kwargs, config):
         from pypto.language.host_trace import Launch, caller_line
         line = caller_line(trace)
-        if "device" not in kwargs or config is not None:
+        if config is not None:
             raise TypeError(f"{trace.filename}:{line}: in a @pl.jit.host function, {self.__name__}(...) is "
-                            f"launched on a rank: pass device=r (and no config)")
+                            f"launched on a rank: pass device=r, not a config")
         kwargs = dict(kwargs)
-        trace.launches.append(Launch(kwargs.pop("device"), self, args, kwargs, line))
+        if "device" in kwargs:
+            rank = kwargs.pop("device")
+        else:                   # a launch that names no device: the ranks in turn, in launch order
+            rank = trace.undirected % trace.world_size
+            trace.undirected += 1
+        trace.launches.append(Launch(rank, self, args, kwargs, line))
 
     def compile(self, *args, config=None, **kwargs):
         """Specialize and compile; returns the CompiledProgram the cache holds.

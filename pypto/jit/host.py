@@ -62,6 +62,11 @@ class HostFunction:
         values = self._bound(args, kwargs)
         params = [_param(name, p.annotation, v, self.fn.__name__)
                   for (name, p), v in zip(self.signature.parameters.items(), values)]
+        for i, v in enumerate(values):       # (a launch argument is found by what it is a view of)
+            j = next((j for j in range(i) if values[j] is v), None)
+            if j is not None:
+                raise HostProgramError(f"{self.fn.__name__}: parameters '{params[j]['name']}' and "
+                                       f"'{params[i]['name']}' are given the same tensor; give each its own")
         trace = HostTrace(dcfg.world_size, self.filename)
         with tracing(trace):
             self.fn(*values)
@@ -180,6 +185,9 @@ def _arg(a, values: tuple, where: str) -> dict:
         if not a.is_contiguous():
             raise HostProgramError(f"{where}: a launch argument must be a contiguous view of a host tensor "
                                    f"(x[r], x[r, 2:4]); this one is strided")
+        for i, v in enumerate(values):          # the parameter itself (samples may share storage)
+            if v is a:
+                return {"param": i, "offset": 0, "nbytes": a.nbytes, "shape": list(a.shape)}
         for i, v in enumerate(values):
             if is_torch_tensor(v) and v.untyped_storage().data_ptr() == a.untyped_storage().data_ptr():
                 off = a.data_ptr() - v.data_ptr()

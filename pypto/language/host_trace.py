@@ -46,6 +46,7 @@ class HostTrace:
     filename: str = "<host>"
     windows: list = field(default_factory=list)
     launches: list = field(default_factory=list)
+    undirected: int = 0          # launches made without device=r so far
 
 
 def active() -> "HostTrace | None":

@@ -27,6 +27,7 @@ _WHERE = {
     "RunRecord": "records", "TaskRecord": "records",
     "DeviceTensor": "tensors", "TensorSpec": "tensor_spec", "ScalarSpec": "tensor_spec",
     "ChipWorker": "worker", "RegistrationHandle": "worker", "current_worker": "worker",
+    "DistributedWorker": "distributed_worker", "DistributedDeviceTensor": "distributed_worker",
     "Worker": "worker", "ensure_pto_isa_root": "worker",
 }
 
@@ -45,7 +46,8 @@ def __dir__():
 
 
 __all__ = [
-    "RunConfig", "ChipWorker", "Worker", "ensure_pto_isa_root", "DeviceTensor", "CompiledProgram", "RegistrationHandle",
+    "RunConfig", "ChipWorker", "Worker", "ensure_pto_isa_root", "DeviceTensor", "DistributedWorker",
+    "DistributedDeviceTensor", "CompiledProgram", "RegistrationHandle",
     "current_worker", "RunRecord", "TaskRecord", "TensorSpec", "ScalarSpec",
     "run", "RunResult", "OutputCheck", "GoldenMismatchError", "benchmark", "BenchmarkResult",
     "ArtifactError", "DigestMismatchError", "PlatformMismatchError", "DeviceUnavailableError",

@@ -19,22 +19,31 @@ class CommContext:
 
 
 _current: CommContext | None = None
+_takers: list = []          # pypto_set_comm of every kernel library loaded that has one
 
 
 def set_context(ctx: CommContext | None) -> None:
+    """This rank's context for the dispatch that starts (None when it ends: no windows)."""
     global _current
     _current = ctx
+    for fn in _takers:
+        _apply(fn, ctx)
+
+
+def _apply(fn, ctx: CommContext | None) -> None:
+    if ctx is None:
+        fn(-1, 0, 0, 0, 0.0)
+    else:
+        fn(ctx.rank, ctx.nranks, ctx.base, ctx.window_bytes, ctx.wait_s)
 
 
 def give(lib) -> None:
-    """Hand the context to a just-loaded kernel library that takes one."""
-    ctx = _current
-    if ctx is None:
-        return
+    """Remember a just-loaded kernel library that takes a context, and hand it the current one."""
     try:
         fn = lib.pypto_set_comm
     except AttributeError:
         return
     fn.argtypes = [ctypes.c_int32, ctypes.c_int32, ctypes.c_int64, ctypes.c_int64, ctypes.c_double]
     fn.restype = None
-    fn(ctx.rank, ctx.nranks, ctx.base, ctx.window_bytes, ctx.wait_s)
+    _takers.append(fn)
+    _apply(fn, _current)

@@ -1,9 +1,11 @@
-"""One rank of a distributed run (started by pypto.runtime.ranks): reads its job (JSON on
-stdin), maps the host tensors' shared memory and runs its launches, in order, on its own
-simulated chip. Exits 0 when every launch ran; an error is printed and exits 1."""
+"""One rank of a distributed run (started by pypto.runtime.ranks.RankPool): serves the
+jobs that arrive as JSON lines on stdin until stdin closes, each on this process's own
+simulated chip, and answers each on the reply pipe (its fd is argv[1]): {"ok": true},
+or {"error": ...} after printing the traceback to stderr."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 
@@ -15,48 +17,65 @@ def _attach(name: str):
     return shm
 
 
-def run(job: dict) -> None:
-    import numpy as np
-    from pypto.runtime import dtypes
-    from pypto.runtime.compiled import CompiledProgram
-    from pypto.runtime.config import RunConfig
-    from pypto.runtime.worker import ChipWorker
-    import ctypes
-    import os
-    from pypto.runtime import comm
-    segments = {}
-    if job.get("windows"):          # every rank's window, mapped here: this rank's comm context
-        shm = segments[job["windows"]] = _attach(job["windows"])
-        base = ctypes.addressof(ctypes.c_char.from_buffer(shm.buf))
-        comm.set_context(comm.CommContext(job["rank"], job["world_size"], base, job["window_bytes"],
-                                          float(os.environ.get("PYPTO_COMM_WAIT_S", "60"))))
-    config = RunConfig(platform=job["platform"], device_id=job["device"])
-    with ChipWorker(config=config):
-        for launch in job["launches"]:
-            compiled = CompiledProgram(launch["dir"])
-            args = []
-            for spec, p in zip(launch["args"], compiled.params):
-                if "scalar" in spec:
-                    args.append(spec["scalar"])
-                    continue
-                shm = segments.get(spec["shm"]) or segments.setdefault(spec["shm"], _attach(spec["shm"]))
-                npd = dtypes.numpy_dtype(p.dtype)
-                args.append(np.ndarray(spec["shape"], dtype=npd, buffer=shm.buf, offset=spec["offset"]))
-            compiled(*args)
-            del args
-    for shm in segments.values():
-        shm.close()
+class Rank:
+    def __init__(self):
+        self.worker = None
+        self.programs = {}              # output dir -> CompiledProgram (loaded once)
+
+    def run(self, job: dict) -> None:
+        import ctypes
+        import numpy as np
+        from pypto.runtime import comm, dtypes
+        from pypto.runtime.compiled import CompiledProgram
+        from pypto.runtime.config import RunConfig
+        from pypto.runtime.worker import ChipWorker
+        if self.worker is None:
+            self.worker = ChipWorker(config=RunConfig(platform=job["platform"], device_id=job["device"]))
+        segments = {}
+
+        def seg(name):
+            if name not in segments:
+                segments[name] = _attach(name)
+            return segments[name]
+        try:
+            if job.get("windows"):      # every rank's window, mapped here: this rank's comm context
+                base = ctypes.addressof(ctypes.c_char.from_buffer(seg(job["windows"]).buf))
+                comm.set_context(comm.CommContext(job["rank"], job["world_size"], base, job["window_bytes"],
+                                                  float(os.environ.get("PYPTO_COMM_WAIT_S", "60"))))
+            for launch in job["launches"]:
+                compiled = self.programs.get(launch["dir"])
+                if compiled is None:
+                    compiled = self.programs[launch["dir"]] = CompiledProgram(launch["dir"])
+                args = []
+                for spec, p in zip(launch["args"], compiled.params):
+                    if "scalar" in spec:
+                        args.append(spec["scalar"])
+                    else:
+                        args.append(np.ndarray(spec["shape"], dtype=dtypes.numpy_dtype(p.dtype),
+                                               buffer=seg(spec["shm"]).buf, offset=spec["offset"]))
+                self.worker.run(compiled, *args)
+                del args
+        finally:
+            comm.set_context(None)
+            for shm in segments.values():
+                shm.close()
 
 
 def main() -> int:
-    job = json.loads(sys.stdin.read())
-    try:
-        run(job)
-    except BaseException as e:        # the parent reports it as this rank's error
-        import traceback
-        traceback.print_exc()
-        print(f"{type(e).__name__}: {e}", file=sys.stderr)
-        return 1
+    reply = os.fdopen(int(sys.argv[1]), "w")
+    reply.write('{"ready": true}\n')        # (started: the pool's startup wait ends)
+    reply.flush()
+    rank = Rank()
+    for line in sys.stdin:
+        job = json.loads(line)
+        try:
+            rank.run(job)
+            reply.write('{"ok": true}\n')
+        except BaseException as e:        # the parent reports it as this rank's error
+            import traceback
+            traceback.print_exc()
+            reply.write(json.dumps({"error": f"{type(e).__name__}: {e}"}) + "\n")
+        reply.flush()
     return 0
 
 

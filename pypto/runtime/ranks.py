@@ -1,12 +1,15 @@
 """Running a DistributedCompiledProgram: every rank in its own OS process with its own
 simulated chip (`python -m pypto.runtime.rank_main`), all started together so ranks run
-concurrently.
+concurrently. A RankPool keeps them for several dispatches (a DistributedWorker); a
+one-shot call starts a pool, dispatches once and closes it.
 
-The host tensors live in shared memory for the run (copied in, and the Out / InOut ones
-copied back when every rank finished): a rank's launch arguments are windows of them,
-so a rank writes its slice of the output in place. A rank that fails (an error, a crash,
-a kill) fails the run at once with its error; the other ranks are killed and the shared
-memory is unlinked whatever happens.
+For a dispatch, the host tensors are copied into shared memory (and the Out / InOut ones
+copied back once every rank finished); a rank's launch arguments are windows of them, so
+a rank writes its slice of an output in place. A resident tensor (DistributedWorker.
+alloc_tensor) is shared memory of its own, passed without a copy. The window buffers are
+a fresh zeroed segment per dispatch. A rank that fails (an error, a crash, a kill) fails
+the dispatch at once with its error and the pool is closed: the other ranks are killed
+and every segment is unlinked.
 """
 from __future__ import annotations
 
@@ -15,10 +18,10 @@ import itertools
 import json
 import os
 import secrets
+import select
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 
@@ -30,49 +33,8 @@ class RankError(RuntimeError):
         self.rank, self.device = rank, device
 
 
-def _address(buf) -> int:
+def address(buf) -> int:
     return ctypes.addressof(ctypes.c_char.from_buffer(buf))
-
-
-def _host_arrays(prog, args) -> list:
-    """(address, nbytes) of each host tensor argument, checked against the parameters."""
-    from .tensors import host_view
-    from . import dtypes
-    params = prog.params
-    if len(args) != len(params):
-        raise TypeError(f"{prog.plan['name']} takes {len(params)} arguments "
-                        f"({', '.join(p['name'] for p in params)}), got {len(args)}")
-    out = []
-    for a, p in zip(args, params):
-        want = dtypes.to_dtype(p["dtype"])
-        v = host_view(a, f"parameter '{p['name']}'", writable=p["direction"] != "In", expect=want)
-        if list(v.shape) != p["shape"]:
-            raise TypeError(f"parameter '{p['name']}' expects shape {p['shape']}, got {list(v.shape)}")
-        out.append((v.addr, v.nbytes))
-    return out
-
-
-def _jobs(prog, platform: str, names: list, windows: str | None) -> dict:
-    out_dir = prog.output_dir.resolve()
-    jobs: dict[int, dict] = {}
-    world = prog.distributed_config.world_size
-    wbytes = prog.plan.get("window_bytes", 0)
-    for r in range(world):
-        jobs[r] = {"rank": r, "device": prog.distributed_config.device_ids[r], "world_size": world,
-                   "platform": platform, "windows": windows, "window_bytes": wbytes, "launches": []}
-
-    def arg(a, rank):
-        if "scalar" in a:
-            return a
-        if "window" in a:          # this rank's copy of the buffer
-            slot = prog.plan["windows"][a["window"]]
-            return {"shm": windows, "offset": rank * wbytes + slot["offset"], "shape": a["shape"]}
-        return {"shm": names[a["param"]], "offset": a["offset"], "shape": a["shape"]}
-    for ln in prog.plan["launches"]:
-        args = [arg(a, ln["rank"]) for a in ln["args"]]
-        jobs[ln["rank"]]["launches"].append(
-            {"dir": str(out_dir / prog.plan["programs"][ln["program"]]["dir"]), "args": args})
-    return jobs
 
 
 _SEGMENTS = itertools.count()
@@ -83,14 +45,15 @@ def segment_prefix() -> str:
     return f"pypto_{os.getpid()}_"
 
 
-def _segment(nbytes: int):
+def segment(nbytes: int):
     from multiprocessing import shared_memory
     name = f"{segment_prefix()}{next(_SEGMENTS)}_{secrets.token_hex(4)}"
-    return shared_memory.SharedMemory(name=name, create=True, size=nbytes)
+    return shared_memory.SharedMemory(name=name, create=True, size=max(nbytes, 1))
 
 
-def jobs_ranks(prog) -> range:
-    return range(prog.distributed_config.world_size)
+def release(shm) -> None:
+    shm.close()
+    shm.unlink()
 
 
 def _env() -> dict:
@@ -100,58 +63,188 @@ def _env() -> dict:
     return env
 
 
-def run_ranks(prog, args, platform: str, poll_s: float = 0.002) -> None:
-    views = _host_arrays(prog, args)
-    segments, procs, logs = [], {}, {}
-    try:
-        for addr, nbytes in views:
-            shm = _segment(max(nbytes, 1))
-            segments.append(shm)
-            ctypes.memmove(_address(shm.buf), addr, nbytes)
-        names = [s.name for s in segments]
-        windows = None
-        if prog.plan.get("windows"):        # every rank's window, zeroed, side by side
-            shm = _segment(prog.plan["window_bytes"] * len(jobs_ranks(prog)))
-            segments.append(shm)
-            windows = shm.name
-        jobs = _jobs(prog, platform, names, windows)
+class RankPool:
+    """One process per rank, each serving dispatches (JSON lines on its stdin; a reply
+    line on a pipe of its own) until the pool closes."""
+
+    def __init__(self, platform: str, device_ids: list, startup_timeout_s: float = 60.0):
+        self.platform, self.device_ids = platform, list(device_ids)
+        self.procs, self.logs, self.replies = [], [], []
+        self.closed = False
         env = _env()
+        try:
+            for _ in self.device_ids:
+                rfd, wfd = os.pipe()
+                log = tempfile.TemporaryFile()
+                p = subprocess.Popen([sys.executable, "-m", "pypto.runtime.rank_main", str(wfd)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log, env=env,
+                                     pass_fds=(wfd,))
+                os.close(wfd)
+                self.procs.append(p)
+                self.logs.append(log)
+                self.replies.append(os.fdopen(rfd, "rb"))
+            self._await(set(range(len(self.device_ids))), startup_timeout_s, "start")
+        except BaseException:
+            self.close(kill=True)
+            raise
+
+    @property
+    def world_size(self) -> int:
+        return len(self.device_ids)
+
+    def run(self, jobs: dict, poll_s: float = 0.05) -> None:
+        """Send each rank its job and wait until all answered; a failing rank fails it."""
+        if self.closed:
+            raise RuntimeError("the distributed worker is closed")
         for r, job in jobs.items():
-            logs[r] = tempfile.TemporaryFile()
-            p = subprocess.Popen([sys.executable, "-m", "pypto.runtime.rank_main"], stdin=subprocess.PIPE,
-                                 stdout=subprocess.DEVNULL, stderr=logs[r], env=env)
-            procs[r] = p
-            p.stdin.write(json.dumps(job).encode())
-            p.stdin.close()
-        running = dict(procs)
-        while running:
-            for r, p in list(running.items()):
-                rc = p.poll()
-                if rc is None:
-                    continue
-                del running[r]
-                if rc != 0:
-                    logs[r].seek(0)
-                    detail = logs[r].read().decode(errors="replace").strip()
-                    why = detail.splitlines()[-20:] if detail else [f"exited with status {rc}" +
-                                                                   (" (killed by a signal)" if rc < 0 else "")]
-                    raise RankError(r, jobs[r]["device"], "\n".join(why))
-            if running:
-                time.sleep(poll_s)
-        for (addr, nbytes), shm, p in zip(views, segments, prog.params):   # (the windows come last)
-            if p["direction"] != "In":
-                ctypes.memmove(addr, _address(shm.buf), nbytes)
-    finally:
-        for p in procs.values():
-            if p.poll() is None:
+            job = dict(job, rank=r, device=self.device_ids[r], world_size=self.world_size,
+                       platform=self.platform)
+            try:
+                self.procs[r].stdin.write((json.dumps(job) + "\n").encode())
+                self.procs[r].stdin.flush()
+            except OSError:
+                self._fail(r)
+        self._await(set(jobs), None, "run", poll_s)
+
+    def _await(self, pending: set, timeout_s, what: str, poll_s: float = 0.05) -> None:
+        import time
+        until = None if timeout_s is None else time.monotonic() + timeout_s
+        while pending:
+            ready, _, _ = select.select([self.replies[r] for r in pending], [], [], poll_s)
+            for f in ready:
+                r = self.replies.index(f)
+                line = f.readline()
+                if not line:
+                    self._fail(r)
+                reply = json.loads(line)
+                if "error" in reply:
+                    self._fail(r, reply["error"])
+                pending.discard(r)
+            for r in list(pending):
+                if self.procs[r].poll() is not None:
+                    self._fail(r)
+            if until is not None and pending and time.monotonic() > until:
+                r = min(pending)
+                self._fail(r, f"did not {what} within {timeout_s} s")
+
+    def _fail(self, r: int, error: str | None = None):
+        self.logs[r].seek(0)
+        log = self.logs[r].read().decode(errors="replace").strip()
+        self.close(kill=True)
+        rc = self.procs[r].returncode
+        if error is None:
+            error = "\n".join(log.splitlines()[-20:]) if log else \
+                f"exited with status {rc}" + (" (killed by a signal)" if rc is not None and rc < 0 else "")
+            if rc is not None and rc < 0 and "killed by a signal" not in error:
+                error += f"\n(the process was killed by a signal, status {rc})"
+        raise RankError(r, self.device_ids[r], error)
+
+    def close(self, kill: bool = False) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        for p in self.procs:
+            if kill and p.poll() is None:
                 p.kill()
-        for p in procs.values():
+            try:
+                p.stdin.close()               # (a serving rank exits at the end of its input)
+            except OSError:
+                pass
+        for p in self.procs:
             try:
                 p.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                pass
-        for f in logs.values():
+                p.kill()
+                p.wait()
+        for f in self.replies + self.logs:
             f.close()
-        for shm in segments:
-            shm.close()
-            shm.unlink()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close(kill=exc[0] is not None)
+
+
+def _bind(prog, args, resident) -> tuple[list, list, list]:
+    """Per parameter: (segment name, copy-back (address, nbytes) or None); the segments made."""
+    params = prog.params
+    if len(args) != len(params):
+        raise TypeError(f"{prog.plan['name']} takes {len(params)} arguments "
+                        f"({', '.join(p['name'] for p in params)}), got {len(args)}")
+    names, back, made = [], [], []
+    try:
+        _bind_each(args, params, resident, names, back, made)
+    except BaseException:
+        for shm in made:
+            release(shm)
+        raise
+    return names, back, made
+
+
+def _bind_each(args, params, resident, names, back, made) -> None:
+    from . import dtypes
+    from .tensors import host_view
+    for a, p in zip(args, params):
+        if resident is not None and resident(a):
+            if list(a.shape) != p["shape"] or a.dtype.name != p["dtype"]:
+                raise TypeError(f"parameter '{p['name']}' expects {p['dtype']} {p['shape']}, got the resident "
+                                f"tensor {a.dtype.name} {list(a.shape)}")
+            names.append(a.segment_name)
+            back.append(None)
+            continue
+        want = dtypes.to_dtype(p["dtype"])
+        v = host_view(a, f"parameter '{p['name']}'", writable=p["direction"] != "In", expect=want)
+        if list(v.shape) != p["shape"]:
+            raise TypeError(f"parameter '{p['name']}' expects shape {p['shape']}, got {list(v.shape)}")
+        shm = segment(v.nbytes)
+        made.append(shm)
+        ctypes.memmove(address(shm.buf), v.addr, v.nbytes)
+        names.append(shm.name)
+        back.append((v.addr, v.nbytes) if p["direction"] != "In" else None)
+
+
+def _jobs(prog, names: list, windows: str | None) -> dict:
+    out_dir = prog.output_dir.resolve()
+    wbytes = prog.plan.get("window_bytes", 0)
+    jobs: dict[int, dict] = {}
+
+    def arg(a, rank):
+        if "scalar" in a:
+            return a
+        if "window" in a:          # this rank's copy of the buffer
+            slot = prog.plan["windows"][a["window"]]
+            return {"shm": windows, "offset": rank * wbytes + slot["offset"], "shape": a["shape"]}
+        return {"shm": names[a["param"]], "offset": a["offset"], "shape": a["shape"]}
+    for ln in prog.plan["launches"]:
+        job = jobs.setdefault(ln["rank"], {"windows": windows, "window_bytes": wbytes, "launches": []})
+        job["launches"].append({"dir": str(out_dir / prog.plan["programs"][ln["program"]]["dir"]),
+                                "args": [arg(a, ln["rank"]) for a in ln["args"]]})
+    return jobs
+
+
+def dispatch(pool: RankPool, prog, args, resident=None, windows=None) -> None:
+    """One run of `prog` on the pool's ranks (blocks until every rank finished). `windows`:
+    a segment kept across dispatches (a persistent worker's); else a fresh zeroed one."""
+    names, back, made = _bind(prog, args, resident)
+    try:
+        if windows is not None:
+            windows = windows.name
+        elif prog.plan.get("windows"):      # every rank's window, zeroed, side by side
+            shm = segment(prog.plan["window_bytes"] * pool.world_size)
+            made.append(shm)
+            windows = shm.name
+        pool.run(_jobs(prog, names, windows))
+        for name, b in zip(names, back):
+            if b is not None:
+                shm = next(s for s in made if s.name == name)
+                ctypes.memmove(b[0], address(shm.buf), b[1])
+    finally:
+        for shm in made:
+            release(shm)
+
+
+def run_ranks(prog, args, platform: str) -> None:
+    """A one-shot call: a pool for this run only."""
+    with RankPool(platform, prog.distributed_config.device_ids) as pool:
+        dispatch(pool, prog, args)

@@ -139,11 +139,25 @@ def test_errors_name_the_host_line(tmp_path):
         off_the_end.compile(x, y, config=_cfg(tmp_path, 2))
 
     @pl.jit.host
-    def no_device(x: pl.Tensor, y: pl.Out[pl.Tensor]):
-        per_rank(x[0], y[0], 0)
+    def with_config(x: pl.Tensor, y: pl.Out[pl.Tensor]):
+        per_rank(x[0], y[0], 0, config=RunConfig())
 
-    with pytest.raises(TypeError, match="pass device=r"):
-        no_device.compile(x, y, config=_cfg(tmp_path, 2))
+    with pytest.raises(TypeError, match="pass device=r, not a config"):
+        with_config.compile(x, y, config=_cfg(tmp_path, 2))
+
+
+@pl.jit.host
+def in_turn(x: pl.Tensor, y: pl.Out[pl.Tensor]):
+    for r in pl.range(3):                  # no device=: the ranks in turn, in launch order
+        per_rank(x[r], y[r], r)
+
+
+def test_launches_without_a_device_take_the_ranks_in_turn(tmp_path):
+    x, y = torch.randn(3, R, C), torch.zeros(3, R, C)
+    compiled = in_turn.compile(x, y, config=_cfg(tmp_path, 2))
+    assert [ln["rank"] for ln in compiled.plan["launches"]] == [0, 1, 0]
+    compiled(x, y)
+    torch.testing.assert_close(y, x * torch.tensor([1.0, 2.0, 3.0]).view(3, 1, 1))
 
     @pl.jit.host
     def bad_window(x: pl.Tensor, y: pl.Out[pl.Tensor]):
