@@ -18,12 +18,6 @@ class UnsupportedOptionError(ValueError):
     """A parameter value this build of pypto does not implement yet."""
 
 
-def _not_yet(param: str, value, what: str):
-    raise UnsupportedOptionError(
-        f"{param}={value!r}: {what} is not available in this version of pypto yet; "
-        f"leave {param} at its default")
-
-
 def _truthy(env: str, default: bool) -> bool:
     v = os.environ.get(env)
     if v is None or v.strip() == "":
@@ -90,7 +84,8 @@ def build_options(*, strategy=OptimizationStrategy.Default, dump_passes=True,
             disabled.add(name)
     profiling = bool(profiling) or _truthy("PYPTO_COMPILE_PROFILING", False)
     if distributed_config is not None:
-        _not_yet("distributed_config", distributed_config, "distributed (HOST-level) compilation")
+        raise ValueError("distributed_config compiles a HOST-level program: a @pl.jit.host function, or a "
+                         "@pl.program with a @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)")
     if os.environ.get("PYPTO_EXECUTOR", "").strip():
         from pypto_pipeline.executor import settings    # ExecutorError: what to fix
         settings()
@@ -121,6 +116,24 @@ def compile(program, *, output_dir=None, strategy=OptimizationStrategy.Default, 
     if not isinstance(program, Program):
         raise TypeError(f"ir.compile expects an ir.Program (a @pl.program class), got "
                         f"{type(program).__name__}; for a @pl.jit function call .compile(...)")
+    if any(f.is_host for f in program.functions):       # the HOST level: a program per rank
+        from pypto.ir.distributed_compile import compile_program
+        from pypto.ir.distributed_compiled_program import DistributedConfig
+        dcfg = distributed_config if distributed_config is not None else DistributedConfig()
+        if not isinstance(dcfg, DistributedConfig):
+            raise TypeError(f"distributed_config must be a DistributedConfig, got {type(dcfg).__name__}")
+        options = dict(strategy=strategy, dump_passes=dump_passes, backend_type=backend_type,
+                       skip_ptoas=skip_ptoas, verification_level=verification_level,
+                       diagnostic_phase=diagnostic_phase, disabled_diagnostics=disabled_diagnostics,
+                       memory_planner=memory_planner, enable_pypto_l0c_double_buffer=enable_pypto_l0c_double_buffer,
+                       profiling=profiling, analyze_auto_scopes_for_deps=analyze_auto_scopes_for_deps,
+                       emit_source_loc=emit_source_loc, dump_ptoas_passes=dump_ptoas_passes, runtime=runtime)
+        plat = build_options(platform=platform, backend_type=backend_type).platform
+        return compile_program(program, distributed_config=dcfg, platform=plat, output_dir=output_dir,
+                               options=options)
+    if distributed_config is not None:
+        raise ValueError("distributed_config compiles a program with a HOST-level orchestrator "
+                         "(@pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)); this one has none")
     name, source, opts, _ = _program_input(
         program, strategy=strategy, dump_passes=dump_passes, backend_type=backend_type,
         platform=platform, skip_ptoas=skip_ptoas, verification_level=verification_level,

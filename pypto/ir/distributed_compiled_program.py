@@ -67,6 +67,7 @@ class DistributedCompiledProgram:
                 raise ValueError(f"{path}: {META} schema {plan.get('schema')!r} is not {SCHEMA}")
         self.plan = plan
         self.program = program
+        self.sub_worker_fns: dict = {}     # concrete SubWorkers: name -> the host function
         self.platform = plan["platform"]
         self.distributed_config = DistributedConfig(**plan["distributed_config"])
 
@@ -95,13 +96,49 @@ class DistributedCompiledProgram:
         if any(isinstance(a, DistributedDeviceTensor) for a in args):
             raise TypeError("one-shot DistributedCompiledProgram calls cannot accept resident tensors; "
                             "dispatch on the worker that holds them: with compiled.prepare() as rt: rt(...)")
+        if self.abstract_sub_workers:
+            raise ValueError(f"SubWorkers {self.abstract_sub_workers} are runtime-bound callbacks (declared "
+                             f"with a `...` body): bind them with compiled.prepare(callbacks={{...}})")
         platform = self.platform if config is None else config.platform
-        return run_ranks(self, args, platform)
+        return run_ranks(self, args, platform, self.sub_worker_callables())
+
+    @property
+    def sub_worker_names(self) -> list:
+        return [w["name"] for w in self.plan.get("sub_workers", [])]
+
+    @property
+    def abstract_sub_workers(self) -> list:
+        return [w["name"] for w in self.plan.get("sub_workers", []) if w["abstract"]]
+
+    def sub_worker_callables(self) -> dict:
+        """The concrete SubWorkers, called with the tensors (the live functions, else made from
+        their recorded source)."""
+        out = {}
+        for w in self.plan.get("sub_workers", []):
+            if w["abstract"]:
+                continue
+            fn = self.sub_worker_fns.get(w["name"]) or _from_source(w)
+
+            def call(*tensors, _fn=fn):
+                return _fn(*tensors)
+            call._pypto_concrete = True
+            out[w["name"]] = call
+        return out
 
     def prepare(self, config=None, *, extra_compiled=(), **options):
         """A DistributedWorker for this program (and `extra_compiled`), kept until closed."""
         from pypto.runtime.distributed_worker import DistributedWorker
         return DistributedWorker([self, *extra_compiled], config, **options)
+
+
+def _from_source(w: dict):
+    import textwrap
+    import pypto.language as pl
+    import pypto.language.distributed as pld
+    src = f"def {w['name']}({', '.join(w['params'])}):\n" + textwrap.indent(w["python_body"], "    ")
+    scope = {"pl": pl, "pld": pld}
+    exec(compile(src, f"<SubWorker {w['name']}>", "exec"), scope)
+    return scope[w["name"]]
 
 
 def write_meta(out: Path, plan: dict) -> None:

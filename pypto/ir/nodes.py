@@ -560,6 +560,16 @@ class Function:
         Group (the group is launched, its members run in it)."""
         return self.is_kernel and "group" not in self.attrs
 
+    @property
+    def is_host(self) -> bool:
+        """A HOST-level function (its body host Python, run when the program runs)."""
+        return self.level is Level.HOST
+
+    @property
+    def requires_runtime_binding(self) -> bool:
+        """A HOST SubWorker with a `...` body: its callback is bound at prepare(callbacks=...)."""
+        return bool(self.attrs.get("abstract")) and self.role is Role.SubWorker
+
     def as_python(self, **kw) -> str:
         """The function as DSL text: a lone `@pl.function` def."""
         from pypto.ir.printer import print_function

@@ -310,6 +310,8 @@ class _Printer:
         if f.role is not None:
             deco.append(f"role=pl.Role.{f.role.value}")
         attrs = dict(f.attrs)
+        host = attrs.pop("python_body", None)         # a HOST function: its host Python, as written
+        attrs.pop("host", None), attrs.pop("abstract", None)
         if attrs.get("auto_scope", True) is False:    # the reference spells it as a keyword
             del attrs["auto_scope"]
             deco.append("auto_scope=False")
@@ -330,6 +332,8 @@ class _Printer:
         out.append(f"{_INDENT}def {f.name}({', '.join(params)}){ret}:{self.loc(f)}")
         if "external_source" in f.attrs:     # a hand-written kernel: the C++ file is its body
             out.append(_INDENT * 2 + "...")
+        elif host is not None:
+            out += [(_INDENT * 2 + ln) if ln.strip() else "" for ln in host.splitlines()]
         else:
             self.block(f.body, 2, out)
 

@@ -47,6 +47,15 @@ class HostTrace:
     windows: list = field(default_factory=list)
     launches: list = field(default_factory=list)
     undirected: int = 0          # launches made without device=r so far
+    callbacks: list = field(default_factory=list)     # SubWorker calls (after so many launches)
+
+
+@dataclass
+class Callback:
+    name: str
+    args: tuple
+    after: int             # the launches before it (it runs once they are done)
+    line: int
 
 
 def active() -> "HostTrace | None":
@@ -69,3 +78,36 @@ def caller_line(trace: HostTrace) -> int:
     while f is not None and f.f_code.co_filename != trace.filename:
         f = f.f_back
     return f.f_lineno if f is not None else 0
+
+
+@dataclass(frozen=True, eq=False)
+class TensorRef:
+    """A host tensor parameter (or a contiguous part of one) while a @pl.program's HOST
+    function is traced, where no tensors exist yet: its parameter, byte offset, shape and
+    dtype. `x[r]` (ints on the leading dims, then whole dims) is the part rank r gets."""
+    param: int
+    offset: int
+    shape: tuple
+    dtype: object
+
+    @property
+    def nbytes(self) -> int:
+        n = self.dtype.nbytes
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __getitem__(self, key):
+        keys = key if isinstance(key, tuple) else (key,)
+        off, shape = self.offset, list(self.shape)
+        for k in keys:
+            if isinstance(k, bool) or not isinstance(k, int):
+                raise TypeError(f"a host tensor is indexed by ints on its leading dims (x[r], x[r, i]), got {k!r}")
+            if not shape or not -shape[0] <= k < shape[0]:
+                raise IndexError(f"index {k} is out of range for a host tensor of shape {list(self.shape)}")
+            inner = self.dtype.nbytes
+            for d in shape[1:]:
+                inner *= d
+            off += (k % shape[0]) * inner
+            shape = shape[1:]
+        return TensorRef(self.param, off, tuple(shape), self.dtype)

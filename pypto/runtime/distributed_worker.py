@@ -68,9 +68,10 @@ class DistributedWorker:
             raise ValueError("reset_persistent_windows=True needs persistent=True (windows that outlive a dispatch)")
         bound = dict(sub_worker_overrides or {})
         bound.update(callbacks or {})
-        if bound:
-            raise ValueError(f"callbacks names {sorted(bound)} are not sub-workers of any prepared program "
-                             f"(their programs declare none)")
+        self._callbacks = [_callbacks_of(p, bound) for p in programs]
+        unknown = sorted(set(bound) - {n for p in programs for n in p.sub_worker_names})
+        if unknown:
+            raise ValueError(f"callbacks names {unknown} are not sub-workers of any prepared program")
         if startup_timeout_s is None:
             startup_timeout_s = 60.0
         if isinstance(startup_timeout_s, bool) or not isinstance(startup_timeout_s, (int, float)) \
@@ -98,7 +99,9 @@ class DistributedWorker:
             raise ValueError("rt.run(...) requires a DistributedCompiledProgram registered when this worker was "
                              "constructed")
         try:
-            dispatch(self.pool, compiled, args, resident=self._resident, windows=self._window(compiled))
+            i = next(i for i, p in enumerate(self.programs) if p is compiled)
+            dispatch(self.pool, compiled, args, resident=self._resident, windows=self._window(compiled),
+                     callbacks=self._callbacks[i])
         except BaseException:
             if self.pool.closed:              # a rank failed: the worker is gone with it
                 self.close()
@@ -194,6 +197,24 @@ class DistributedWorker:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _callbacks_of(prog, bound: dict) -> dict:
+    """A program's SubWorkers: the concrete ones as written, the `...` ones as bound."""
+    import inspect
+    missing = [n for n in prog.abstract_sub_workers if n not in bound]
+    if missing:
+        raise ValueError(f"SubWorkers {missing} are runtime-bound callbacks (declared with a `...` body) and "
+                         f"must be supplied via callbacks={{...}}")
+    out = prog.sub_worker_callables()
+    for name in prog.abstract_sub_workers:
+        fn = bound[name]
+        try:
+            inspect.signature(fn).bind(None)
+        except (TypeError, ValueError):
+            raise TypeError(f"callback {name!r} must accept a single positional argument fn(args)") from None
+        out[name] = fn
+    return out
 
 
 __all__ = ["DistributedWorker", "DistributedDeviceTensor"]

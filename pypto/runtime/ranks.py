@@ -172,9 +172,11 @@ def _bind(prog, args, resident) -> tuple[list, list, list]:
     if len(args) != len(params):
         raise TypeError(f"{prog.plan['name']} takes {len(params)} arguments "
                         f"({', '.join(p['name'] for p in params)}), got {len(args)}")
-    names, back, made = [], [], []
+    names, back, made = _Names(), [], []
     try:
         _bind_each(args, params, resident, names, back, made)
+        names.buffers = {shm.name: shm for shm in made}
+        names.buffers.update({a.segment_name: a._shm for a in args if resident is not None and resident(a)})
     except BaseException:
         for shm in made:
             release(shm)
@@ -204,7 +206,12 @@ def _bind_each(args, params, resident, names, back, made) -> None:
         back.append((v.addr, v.nbytes) if p["direction"] != "In" else None)
 
 
-def _jobs(prog, names: list, windows: str | None) -> dict:
+class _Names(list):
+    """The segment of each parameter (by name); .buffers: name -> the segment."""
+    buffers: dict
+
+
+def _jobs(prog, names: list, windows: str | None, which: range) -> dict:
     out_dir = prog.output_dir.resolve()
     wbytes = prog.plan.get("window_bytes", 0)
     jobs: dict[int, dict] = {}
@@ -216,16 +223,18 @@ def _jobs(prog, names: list, windows: str | None) -> dict:
             slot = prog.plan["windows"][a["window"]]
             return {"shm": windows, "offset": rank * wbytes + slot["offset"], "shape": a["shape"]}
         return {"shm": names[a["param"]], "offset": a["offset"], "shape": a["shape"]}
-    for ln in prog.plan["launches"]:
+    for ln in (prog.plan["launches"][i] for i in which):
         job = jobs.setdefault(ln["rank"], {"windows": windows, "window_bytes": wbytes, "launches": []})
         job["launches"].append({"dir": str(out_dir / prog.plan["programs"][ln["program"]]["dir"]),
                                 "args": [arg(a, ln["rank"]) for a in ln["args"]]})
     return jobs
 
 
-def dispatch(pool: RankPool, prog, args, resident=None, windows=None) -> None:
+def dispatch(pool: RankPool, prog, args, resident=None, windows=None, callbacks=None) -> None:
     """One run of `prog` on the pool's ranks (blocks until every rank finished). `windows`:
-    a segment kept across dispatches (a persistent worker's); else a fresh zeroed one."""
+    a segment kept across dispatches (a persistent worker's); else a fresh zeroed one.
+    A SubWorker call runs here, on the host, once the launches before it are done, given
+    the tensors as they are then (`callbacks`: name -> the function)."""
     names, back, made = _bind(prog, args, resident)
     try:
         if windows is not None:
@@ -234,7 +243,15 @@ def dispatch(pool: RankPool, prog, args, resident=None, windows=None) -> None:
             shm = segment(prog.plan["window_bytes"] * pool.world_size)
             made.append(shm)
             windows = shm.name
-        pool.run(_jobs(prog, names, windows))
+        launches = prog.plan["launches"]
+        start = 0
+        for call in list(prog.plan.get("sub_worker_calls") or []) + [None]:
+            end = len(launches) if call is None else call["after"]
+            if end > start:
+                pool.run(_jobs(prog, names, windows, range(start, end)))
+                start = end
+            if call is not None:
+                _sub_worker(call, (callbacks or {}).get(call["name"]), prog, names)
         for name, b in zip(names, back):
             if b is not None:
                 shm = next(s for s in made if s.name == name)
@@ -244,7 +261,32 @@ def dispatch(pool: RankPool, prog, args, resident=None, windows=None) -> None:
             release(shm)
 
 
-def run_ranks(prog, args, platform: str) -> None:
+def _sub_worker(call: dict, fn, prog, names) -> None:
+    """A SubWorker call: its function given torch views of the tensors (valid during the call)."""
+    import numpy as np
+    import torch
+    from . import dtypes
+    if fn is None:
+        raise ValueError(f"SubWorker {call['name']!r} is a runtime-bound callback (declared with a `...` body): "
+                         f"bind it with prepare(callbacks={{{call['name']!r}: fn}})")
+    tensors = []
+    for a in call["args"]:
+        if "param" not in a:
+            raise TypeError(f"SubWorker {call['name']!r}: its arguments are host tensors, got {a}")
+        p = prog.params[a["param"]]
+        shm = names.buffers[names[a["param"]]]
+        raw = (ctypes.c_char * a["nbytes"]).from_address(address(shm.buf) + a["offset"])
+        d = dtypes.to_dtype(p["dtype"])
+        arr = np.ctypeslib.as_array(raw).view(dtypes.numpy_dtype(d)).reshape(a["shape"])
+        tensors.append(torch.from_numpy(arr).view(dtypes.torch_dtype(d)) if d.name == "BF16"
+                       else torch.from_numpy(arr))
+    if getattr(fn, "_pypto_concrete", False):
+        fn(*tensors)
+    else:
+        fn(tensors)
+
+
+def run_ranks(prog, args, platform: str, callbacks=None) -> None:
     """A one-shot call: a pool for this run only."""
     with RankPool(platform, prog.distributed_config.device_ids) as pool:
-        dispatch(pool, prog, args)
+        dispatch(pool, prog, args, callbacks=callbacks)

@@ -29,7 +29,6 @@ import pypto.errors as E
 import pypto.language as pl
 import pypto_pipeline.run as graph_run
 from pypto import ir
-from pypto.ir.compiling import UnsupportedOptionError
 from pypto.runtime import RunConfig
 
 from prog_helpers import tagged_line
@@ -1164,10 +1163,10 @@ def test_compile_disabling_an_unknown_diagnostic(w):
 
 def test_compile_with_a_distributed_config(w):
     prog = _good_program()
-    with pytest.raises(UnsupportedOptionError) as e:
+    with pytest.raises(ValueError) as e:
         w.program(prog, distributed_config={"ranks": 2})  # BAD-C70
-    check_py(w, e, UnsupportedOptionError, "BAD-C70",
-             r"not available in this version of pypto yet; leave distributed_config at its default")
+    check_py(w, e, ValueError, "BAD-C70",
+             r"distributed_config compiles a program with a HOST-level orchestrator .*this one has none")
 
 
 def test_ir_compile_of_a_jit_function(w):

@@ -172,7 +172,11 @@ def _program(cls, names: dict) -> Program:
     def run():
         p = Parser(src, names)
         return p.parse_program(node, src.file)
-    return _guard(run, src.pos(node))
+    prog = _guard(run, src.pos(node))
+    # its HOST functions run as the Python they are (pypto.ir.distributed_compile)
+    prog.host_python = {f.name: getattr(cls.__dict__.get(f.name), "fn", None) for f in prog.functions
+                        if f.is_host}
+    return prog
 
 
 def function(fn=None, *, type=None, level=None, role=None, attrs=None, auto_scope=True,

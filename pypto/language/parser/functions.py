@@ -138,6 +138,25 @@ class SignaturesMixin:
                        f"the C++ file", fdef, "replace the body with `...`")
         return path
 
+    def host_body(self, sig: _Sig) -> dict:
+        """A HOST-level function's body is host Python, not kernel language: kept as its
+        source. A SubWorker whose body is `...` (after an optional docstring) is a callback
+        bound when the program is prepared (requires_runtime_binding)."""
+        fdef = sig.node
+        if sig.role is Role.SubWorker:
+            a = fdef.args
+            if (a.posonlyargs + a.args) and (a.posonlyargs + a.args)[0].arg == "self":
+                self.error(f"the SubWorker {fdef.name!r} runs on the host as a plain function: it takes "
+                           f"no `self`", fdef, f"def {fdef.name}({', '.join(x.arg for x in a.args[1:])}):")
+        stmts = [x for x in fdef.body if not (isinstance(x, ast.Expr) and isinstance(x.value, ast.Constant)
+                                             and isinstance(x.value.value, str))]
+        abstract = len(stmts) == 1 and isinstance(stmts[0], ast.Expr) \
+            and isinstance(stmts[0].value, ast.Constant) and stmts[0].value.value is Ellipsis
+        lines = self.src.text.splitlines()[fdef.body[0].lineno - 1:fdef.body[-1].end_lineno]
+        import textwrap
+        return {"host": sig.role.name if sig.role else "Orchestrator", "abstract": abstract,
+                "python_body": textwrap.dedent("\n".join(lines))}
+
     def ensure_body(self, sig: _Sig) -> None:
         if sig.state == "done":
             return
@@ -153,7 +172,12 @@ class SignaturesMixin:
         self.ctx.cur, self.ctx.marked = sig.span, bool(self.src.header_marker(sig.node))
         for p in sig.params:
             self.ctx.env[p.var.name] = p.var
-        body, y = ([], None) if "external_source" in sig.attrs else self.block(sig.node.body, allow_yield=False)
+        if sig.level is Level.HOST:            # host-side Python, run when the program runs
+            body, y = [], None
+            sig.attrs.update(self.host_body(sig))
+        else:
+            body, y = ([], None) if "external_source" in sig.attrs else self.block(sig.node.body,
+                                                                                   allow_yield=False)
         rets = sig.return_types
         returns = [s for s in walk(body) if isinstance(s, Return)]
         if rets is None:
