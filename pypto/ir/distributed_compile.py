@@ -119,7 +119,8 @@ def compile_program(program: Program, *, distributed_config, platform: str, outp
     if out is None:
         import time
         out = Path("build_output") / f"{program.name}_{time.strftime('%Y%m%d_%H%M%S')}"
-    config = RunConfig(platform=platform, distributed_config=distributed_config)
+    config = RunConfig(platform=platform, distributed_config=distributed_config,
+                       dump_passes=options.get("dump_passes", True))
 
     def compiler(ln, args, where):
         part = reached(program, ln.function)

@@ -75,7 +75,52 @@ def build(name: str, trace: HostTrace, values: tuple, params: list, config, out:
             "window_bytes": window_bytes, "programs": programs, "launches": launches,
             "sub_workers": sub_workers or [], "sub_worker_calls": calls}
     write_meta(out, plan)
+    level = _dump_level(getattr(config, "dump_passes", False))
+    if level:
+        (out / "passes_dump").mkdir(parents=True, exist_ok=True)
+        (out / "passes_dump" / f"00_host_{name}.txt").write_text(host_dump(plan, explicit=level > 1))
     return DistributedCompiledProgram(out, plan)
+
+
+def _dump_level(d) -> int:
+    v = getattr(d, "value", d)
+    return 0 if v in (None, False, 0) else 1 if v in (True, 1) else int(v)
+
+
+def host_dump(plan: dict, explicit: bool) -> str:
+    """The host orchestrator as traced: its window buffers (at EXPLICIT with their slots and
+    each window argument with the buffer it views) and, per rank, its launches and the
+    SubWorker calls between them."""
+    dc = plan["distributed_config"]
+    lines = [f"# host plan of {plan['name']}: {len(dc['device_ids'])} ranks on devices {dc['device_ids']}, "
+             f"platform {plan['platform']}"]
+    if plan["windows"]:
+        lines.append(f"# pld.comm_domain: devices=all, slots=[{', '.join(w['name'] for w in plan['windows'])}]"
+                     + (f", {plan['window_bytes']} bytes per rank" if explicit else ""))
+    for w in plan["windows"]:
+        slot = f"  # slot [{w['offset']}, {w['offset'] + w['nbytes']})" if explicit else ""
+        lines.append(f"{w['name']} = pld.alloc_window_buffer({w['shape']}, dtype=pl.{w['dtype']}){slot}")
+    names = [p["name"] for p in plan["params"]]
+
+    def arg(a):
+        if "scalar" in a:
+            return repr(a["scalar"])
+        if "window" in a:
+            w = plan["windows"][a["window"]]
+            marker = f', "window_buffer={w["name"]}"' if explicit else ""
+            return f"pld.DistributedTensor[{a['shape']}, pl.{a['dtype']}{marker}]"
+        return f"{names[a['param']]}[bytes {a['offset']}:{a['offset'] + a['nbytes']}]{a['shape']}"
+    calls = {c["after"]: [] for c in plan.get("sub_worker_calls", [])}
+    for c in plan.get("sub_worker_calls", []):
+        calls[c["after"]].append(c)
+    for i, ln in enumerate(plan["launches"] + [None]):
+        for c in calls.get(i, []):
+            lines.append(f"{c['name']}({', '.join(arg(a) for a in c['args'])})  # SubWorker, on the host")
+        if ln is not None:
+            prog = plan["programs"][ln["program"]]
+            lines.append(f"{prog['function']}({', '.join(arg(a) for a in ln['args'])}, device={ln['rank']})"
+                         f"  # {prog['dir']}")
+    return "\n".join(lines) + "\n"
 
 
 def host_param(name, ann, value, fname) -> dict:
@@ -153,8 +198,8 @@ def _window_layout(buffers) -> tuple[list, int]:
     out, off = [], 0
     for b in buffers:
         n = _nbytes(b.shape, b.dtype)
-        out.append({"shape": list(b.shape), "dtype": _dtype_name(b.dtype), "offset": off, "nbytes": n,
-                    "line": b.line})
+        out.append({"name": b.name, "shape": list(b.shape), "dtype": _dtype_name(b.dtype), "offset": off,
+                    "nbytes": n, "line": b.line})
         off += -(-n // WINDOW_ALIGN) * WINDOW_ALIGN
     return out, max(WINDOW_FLOOR, -(-off // WINDOW_FLOOR) * WINDOW_FLOOR)
 

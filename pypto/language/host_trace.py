@@ -21,6 +21,7 @@ class WindowBuffer:
     shape: tuple
     dtype: Any
     line: int = 0
+    name: str = ""
 
 
 @dataclass(eq=False)

@@ -16,6 +16,7 @@ import pypto.language as pl
 import pypto.language.distributed as pld
 from pypto.ir.distributed_compiled_program import DistributedCompiledProgram, DistributedConfig
 from pypto.jit.host import HostProgramError
+from pypto.ir.options import PassDumpLevel
 from pypto.runtime import RunConfig
 from pypto.runtime.ranks import RankError
 
@@ -221,13 +222,24 @@ def window_all(x: pl.Tensor, y: pl.Out[pl.Tensor]):
 
 def test_a_window_buffer_is_each_ranks_own_copy(tmp_path):
     x, y = torch.randn(3, 1, 64), torch.zeros(3, 1, 64)
-    compiled = window_all.compile(x, y, config=_cfg(tmp_path, 3).replace(dump_passes=True))
+    compiled = window_all.compile(x, y, config=_cfg(tmp_path, 3).replace(dump_passes=PassDumpLevel.EXPLICIT))
     compiled(x, y)
     torch.testing.assert_close(y, x * 3)
     plan = compiled.plan
     assert [(w["offset"], w["nbytes"]) for w in plan["windows"]] == [(0, 6), (32, 256)]
     assert plan["window_bytes"] == 4096                   # (a rank's window: whole 4 KiB pages)
     assert plan["launches"][1]["args"][2] == {"window": 1, "shape": [1, 64], "dtype": "FP32"}
+    host = (tmp_path / "out" / "passes_dump" / "00_host_window_all.txt").read_text()
+    assert "# pld.comm_domain: devices=all, slots=[small, buf], 4096 bytes per rank" in host
+    assert "buf = pld.alloc_window_buffer([1, 64], dtype=pl.FP32)  # slot [32, 288)" in host
+    assert 'window_rank(x[bytes 512:768][1, 64], y[bytes 512:768][1, 64], pld.DistributedTensor[[1, 64], ' \
+           'pl.FP32, "window_buffer=buf"], device=2)' in host
+    # (the marker is informational: an annotation that carries it parses as without it)
+    marked = pl.parse("import pypto.language as pl\nimport pypto.language.distributed as pld\n"
+                      "@pl.function(type=pl.FunctionType.InCore)\n"
+                      "def k(d: pld.DistributedTensor[[1, 64], pl.FP32, \"window_buffer=buf\"]):\n"
+                      "    return\n", filename="m.py")
+    assert marked.params[0].var.type.window and marked.params[0].var.type.shape == (1, 64)
     front = (tmp_path / "out" / "next_levels" / "window_rank" / "passes_dump" / "00_frontend.py").read_text()
     assert "import pypto.language.distributed as pld" in front
     assert "data: pld.DistributedTensor[[1, 64], pl.FP32]" in front

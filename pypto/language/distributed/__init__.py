@@ -55,9 +55,23 @@ def _dims(name, shape) -> tuple:
 def alloc_window_buffer(shape, *, dtype, name: str = "") -> WindowBuffer:
     """Reserve a buffer of `shape` x `dtype` in every rank's window memory."""
     t = _trace("alloc_window_buffer")
-    buf = WindowBuffer(len(t.windows), _dims("alloc_window_buffer", shape), dtype, caller_line(t))
+    line = caller_line(t)
+    buf = WindowBuffer(len(t.windows), _dims("alloc_window_buffer", shape), dtype, line,
+                       name or _assigned_name(t.filename, line) or f"window{len(t.windows)}")
+    if any(w.name == buf.name for w in t.windows):
+        raise HostLevelError(f"{t.filename}:{line}: a window buffer named {buf.name!r} is already allocated: "
+                             f"window buffer names are unique in a program")
     t.windows.append(buf)
     return buf
+
+
+def _assigned_name(filename: str, line: int) -> str | None:
+    """The variable `name = pld.alloc_window_buffer(...)` binds (the buffer's name, as in the
+    reference's dumps)."""
+    import linecache
+    import re
+    m = re.match(r"\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=\s*", linecache.getline(filename, line))
+    return m.group(1) if m else None
 
 
 def window(buffer, shape, *, dtype) -> Window:

@@ -77,6 +77,9 @@ class AnnotationsMixin:
                 self.bad_annotation(node, "pld.DistributedTensor needs its shape and dtype: "
                                           "pld.DistributedTensor[[1, 64], pl.FP32]")
             elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            # (an EXPLICIT dump's "window_buffer=<name>": which buffer it views, informational)
+            elts = [e for e in elts if not (isinstance(e, ast.Constant) and isinstance(e.value, str)
+                                            and e.value.startswith("window_buffer="))]
             t = self.shaped_ann(False, elts, node)
             return TensorType(t.shape, t.dtype, t.memref, t.valid, t.layout, window=True), direction
         if obj in (pl.Tensor, pl.Tile, pl.Scalar):
