@@ -13,3 +13,10 @@ def _tensor_from_continuous(x):
 
 
 __all__ = ["_tensor_from_continuous"]
+
+
+def __getattr__(name: str):
+    if name == "DistributedWorker":           # (where PyPTO's own code imports it from)
+        from .distributed_worker import DistributedWorker
+        return DistributedWorker
+    raise AttributeError(name)

@@ -397,18 +397,19 @@ def test_load_straight_into_acc(w):
 
 
 @pl.jit
-def exp_on_a_mat_tile(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+def exp_on_a_left_tile(a: pl.Tensor, o: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
-        m = pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
+        m = pl.move(pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
         pl.store(pl.exp(m), [0, 0], o)  # BAD-C16
     return o
 
 
-def test_vector_op_on_a_mat_tile(w):
+def test_vector_op_on_a_left_tile(w):
+    # (a Mat tile crosses to the vector core through the group's pipe; a Left one cannot)
     with pytest.raises(E.CodegenError) as e:
-        w.jit(exp_on_a_mat_tile, A, O)
+        w.jit(exp_on_a_left_tile, A, O)
     check(w, e, E.CodegenError, "BAD-C16", r"load the data from GM into the space you need",
-          r"no data path from Mat to Vec", "pass:InferTileMemorySpace")
+          r"no data path from Left to Vec", "pass:InferTileMemorySpace")
 
 
 @pl.jit
