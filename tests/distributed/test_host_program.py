@@ -112,3 +112,43 @@ def test_host_program_errors():
                   out: pl.Out[pl.Tensor[[1, N], pl.FP32]]) -> pl.Tensor[[1, N], pl.FP32]:
                 return pl.store(pl.load(a, [0, 0], [1, N]), [0, 0], out)
         ir.compile(NoHost, distributed_config=DistributedConfig(device_ids=[0, 1]))
+
+
+@pl.program
+class AddOnOneSubOnTheOther:
+    @pl.function(type=pl.FunctionType.InCore)
+    def add_k(self, a: pl.Tensor[[1, N], pl.FP32], b: pl.Tensor[[1, N], pl.FP32],
+              out: pl.Out[pl.Tensor[[1, N], pl.FP32]]) -> pl.Tensor[[1, N], pl.FP32]:
+        return pl.store(pl.add(pl.load(a, [0, 0], [1, N]), pl.load(b, [0, 0], [1, N])), [0, 0], out)
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def sub_k(self, a: pl.Tensor[[1, N], pl.FP32], b: pl.Tensor[[1, N], pl.FP32],
+              out: pl.Out[pl.Tensor[[1, N], pl.FP32]]) -> pl.Tensor[[1, N], pl.FP32]:
+        return pl.store(pl.sub(pl.load(a, [0, 0], [1, N]), pl.load(b, [0, 0], [1, N])), [0, 0], out)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def add_orch(self, a: pl.Tensor[[1, N], pl.FP32], b: pl.Tensor[[1, N], pl.FP32],
+                 out: pl.Out[pl.Tensor[[1, N], pl.FP32]]) -> pl.Tensor[[1, N], pl.FP32]:
+        return self.add_k(a, b, out)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def sub_orch(self, a: pl.Tensor[[1, N], pl.FP32], b: pl.Tensor[[1, N], pl.FP32],
+                 out: pl.Out[pl.Tensor[[1, N], pl.FP32]]) -> pl.Tensor[[1, N], pl.FP32]:
+        return self.sub_k(a, b, out)
+
+    @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+    def host(self, a: pl.Tensor[[2, 1, N], pl.FP32], b: pl.Tensor[[2, 1, N], pl.FP32],
+             out: pl.Out[pl.Tensor[[2, 1, N], pl.FP32]]):
+        scratch = pld.alloc_window_buffer(256)                  # (bytes: an opaque buffer)
+        self.add_orch(a[0], b[0], out[0], device=0)
+        self.sub_orch(a[1], b[1], out[1], device=1)
+
+
+def test_each_orchestration_is_a_program_of_its_own(tmp_path):
+    compiled = ir.compile(AddOnOneSubOnTheOther, output_dir=tmp_path / "out", platform="a2a3sim",
+                          distributed_config=DistributedConfig(device_ids=[0, 1]))
+    assert sorted(p.name for p in (tmp_path / "out" / "next_levels").iterdir()) == ["add_orch", "sub_orch"]
+    assert compiled.plan["windows"][0]["name"] == "scratch" and compiled.plan["windows"][0]["nbytes"] == 256
+    a, b, out = torch.randn(2, 1, N), torch.randn(2, 1, N), torch.zeros(2, 1, N)
+    compiled(a, b, out)
+    torch.testing.assert_close(out, torch.stack([a[0] + b[0], a[1] - b[1]]))

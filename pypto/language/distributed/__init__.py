@@ -13,6 +13,7 @@ import enum
 import types
 
 from pypto.errors import PyptoError
+from pypto.dtype import UINT8 as _UINT8
 from pypto.ir.nodes import AtomicType as _AtomicType
 from pypto.language.host_trace import Window, WindowBuffer, active, caller_line
 
@@ -52,10 +53,18 @@ def _dims(name, shape) -> tuple:
     return tuple(shape)
 
 
-def alloc_window_buffer(shape, *, dtype, name: str = "") -> WindowBuffer:
-    """Reserve a buffer of `shape` x `dtype` in every rank's window memory."""
+def alloc_window_buffer(shape, *, dtype=None, name: str = "") -> WindowBuffer:
+    """Reserve a buffer of `shape` x `dtype` (or of `shape` bytes, an int and no dtype) in
+    every rank's window memory."""
     t = _trace("alloc_window_buffer")
     line = caller_line(t)
+    if isinstance(shape, int) and not isinstance(shape, bool):
+        if dtype is not None:
+            raise HostLevelError("pld.alloc_window_buffer(size_in_bytes) takes no dtype: give a shape with a "
+                                 "dtype, or a byte count alone")
+        shape, dtype = [shape], _UINT8
+    elif dtype is None:
+        raise HostLevelError("pld.alloc_window_buffer(shape, dtype=...) requires dtype= (or give a byte count)")
     buf = WindowBuffer(len(t.windows), _dims("alloc_window_buffer", shape), dtype, line,
                        name or _assigned_name(t.filename, line) or f"window{len(t.windows)}")
     if any(w.name == buf.name for w in t.windows):

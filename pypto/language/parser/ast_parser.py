@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from pypto.language.parser.common import (Function, FunctionType, InCoreScope, ParserError,
+from pypto.language.parser.common import (Function, FunctionType, InCoreScope, Level, ParserError,
                                           Program, Source, Span, TypeCheckError, _Ctx,
                                           _GENERIC_HINT, _RECURSION_HINT, _Sig, _is_docstring,
                                           _recursion_message, walk)
@@ -106,7 +106,8 @@ class Parser(SignaturesMixin, AnnotationsMixin, ValuesMixin, CallsMixin,
                 regions[0].span,
                 f"make {regions[0].name} an Inline function (@pl.function(type=pl.FunctionType.Inline)) "
                 f"that {orch[0].name} calls, or move its regions into {orch[0].name}")
-        if len(orch) > 1:
+        host = any(s.level is Level.HOST for s in self.sigs.values())
+        if len(orch) > 1 and not host:     # (a HOST program launches each as a program of its own)
             raise ParserError(
                 f"program {cdef.name!r} has {len(orch)} orchestration functions "
                 f"({', '.join(repr(s.name) for s in orch)}); a program has one entry point",
