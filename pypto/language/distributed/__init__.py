@@ -93,28 +93,26 @@ def window(buffer, shape, *, dtype) -> Window:
     return Window(buffer, _dims("window", shape), dtype)
 
 
-def _op(display: str, name: str):
-    """A device-level operator: parsed inside a kernel into comm.<name> (pypto.ir.ops.comm)."""
+def _device_name(display: str, kind: str, **marks):
+    """A device-level name: the parser reads it inside kernels (`kind`: "op", found as
+    comm.<name>; "not_built"); Python never calls it."""
     def fn(*args, **kwargs):
         raise HostLevelError(f"{display} is a device-level operator: it is parsed inside a kernel, "
                              f"never called by Python")
     fn.__name__ = display.rsplit(".", 1)[-1]
     fn.__qualname__ = display
-    fn._pl_kind = "op"
-    fn._pl_op = (name, "comm")
-    fn._pl_display = display
+    fn._pl_kind = kind
+    for k, v in marks.items():
+        setattr(fn, k, v)
     return fn
+
+
+def _op(display: str, name: str):
+    return _device_name(display, "op", _pl_op=(name, "comm"), _pl_display=display)
 
 
 def _not_built(display: str, what: str):
-    def fn(*args, **kwargs):
-        raise HostLevelError(f"{display} is a device-level operator: it is parsed inside a kernel, "
-                             f"never called by Python")
-    fn.__name__ = display.rsplit(".", 1)[-1]
-    fn.__qualname__ = display
-    fn._pl_kind = "not_built"
-    fn._pl_hint = f"not built yet: {what}"
-    return fn
+    return _device_name(display, "not_built", _pl_hint=f"not built yet: {what}")
 
 
 get_comm_ctx = _op("pld.get_comm_ctx", "get_comm_ctx")
