@@ -82,7 +82,8 @@ class RankPool:
                 os.close(wfd)
                 self.procs.append(p)
                 self.logs.append(log)
-                self.replies.append(os.fdopen(rfd, "rb"))
+                # unbuffered: select() sees every reply line (none waits in a Python buffer)
+                self.replies.append(os.fdopen(rfd, "rb", buffering=0))
             self._await(set(range(len(self.device_ids))), startup_timeout_s, "start")
         except BaseException:
             self.close(kill=True)
