@@ -15,10 +15,10 @@ plan (a `...` body: a callback bound at prepare(callbacks=...); a concrete body 
 written, given the tensors)."""
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 from pypto.errors import NotBuiltError
+from pypto.ir.distributed_compiled_program import host_function
 from pypto.ir.host_plan import HostProgramError, build
 from pypto.ir.nodes import Call, Function, FunctionType, Program, Role, TensorType
 from pypto.ir.visit import stmt_exprs, walk, walk_expr
@@ -27,17 +27,12 @@ from pypto.language.host_trace import Callback, HostTrace, Launch, TensorRef, ca
 
 def host_python(program: Program, f: Function, with_self: bool):
     """The Python function of a HOST function: the decorated one (live), else made from its
-    source text with pl / pld in scope."""
+    source text."""
     live = getattr(program, "host_python", {}).get(f.name)
     if live is not None:
         return live
-    import pypto.language as pl
-    import pypto.language.distributed as pld
-    names = (["self"] if with_self else []) + [p.var.name for p in f.params]
-    src = f"def {f.name}({', '.join(names)}):\n" + textwrap.indent(f.attrs.get("python_body", "..."), "    ")
-    scope = {"pl": pl, "pld": pld}
-    exec(compile(src, f"<host function {f.name}>", "exec"), scope)
-    return scope[f.name]
+    return host_function(f.name, (["self"] if with_self else []) + [p.var.name for p in f.params],
+                         f.attrs.get("python_body", "..."))
 
 
 def sub_workers(program: Program) -> list[dict]:

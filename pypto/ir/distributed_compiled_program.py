@@ -111,18 +111,13 @@ class DistributedCompiledProgram:
         return [w["name"] for w in self.plan.get("sub_workers", []) if w["abstract"]]
 
     def sub_worker_callables(self) -> dict:
-        """The concrete SubWorkers, called with the tensors (the live functions, else made from
-        their recorded source)."""
+        """The concrete SubWorkers as callbacks (given the list of tensors, as a bound one is):
+        the live functions, else made from their recorded source."""
         out = {}
         for w in self.plan.get("sub_workers", []):
-            if w["abstract"]:
-                continue
-            fn = self.sub_worker_fns.get(w["name"]) or _from_source(w)
-
-            def call(*tensors, _fn=fn):
-                return _fn(*tensors)
-            call._pypto_concrete = True
-            out[w["name"]] = call
+            if not w["abstract"]:
+                fn = self.sub_worker_fns.get(w["name"]) or host_function(w["name"], w["params"], w["python_body"])
+                out[w["name"]] = lambda tensors, _fn=fn: _fn(*tensors)
         return out
 
     def prepare(self, config=None, *, extra_compiled=(), **options):
@@ -131,14 +126,16 @@ class DistributedCompiledProgram:
         return DistributedWorker([self, *extra_compiled], config, **options)
 
 
-def _from_source(w: dict):
+def host_function(name: str, params: list, python_body: str):
+    """A HOST function made from its recorded source (pl / pld in scope): a program whose
+    Python functions are not at hand (parsed from text, or reloaded from its directory)."""
     import textwrap
     import pypto.language as pl
     import pypto.language.distributed as pld
-    src = f"def {w['name']}({', '.join(w['params'])}):\n" + textwrap.indent(w["python_body"], "    ")
+    src = f"def {name}({', '.join(params)}):\n" + textwrap.indent(python_body, "    ")
     scope = {"pl": pl, "pld": pld}
-    exec(compile(src, f"<SubWorker {w['name']}>", "exec"), scope)
-    return scope[w["name"]]
+    exec(compile(src, f"<host function {name}>", "exec"), scope)
+    return scope[name]
 
 
 def write_meta(out: Path, plan: dict) -> None:

@@ -34,7 +34,7 @@ def print_function(f, *, locs: bool = True) -> str:
             lines[i] = ln.replace(f"def {f.name}(self, ", f"def {f.name}(", 1).replace(
                 f"def {f.name}(self)", f"def {f.name}()", 1)
             break
-    head = ["import pypto.language as pl"] + ([_PLD] if any("pld." in ln for ln in lines) else []) + [""]
+    head = ["import pypto.language as pl"] + ([PLD_IMPORT] if any("pld." in ln for ln in lines) else []) + [""]
     head += [f'{d} = pl.dynamic("{d}")' for d in sorted(p.dyns)]
     if p.dyns:
         head.append("")
@@ -345,7 +345,7 @@ class _Printer:
             self.function(f, body)
         # the module-level declarations of the dynamic dims the text names
         out = [f"# pypto.program: {p.name}", "import pypto.language as pl"]
-        out += [_PLD] if any("pld." in ln for ln in body) else []
+        out += [PLD_IMPORT] if any("pld." in ln for ln in body) else []
         out.append("")
         out += [f'{d} = pl.dynamic("{d}")' for d in sorted(self.dyns)]
         if self.dyns:
@@ -353,7 +353,7 @@ class _Printer:
         return "\n".join(out + body) + "\n"
 
 
-_PLD = "import pypto.language.distributed as pld"     # (only a program with windows names it)
+PLD_IMPORT = "import pypto.language.distributed as pld"     # (only a program with windows names it)
 
 
 def _valid_text(valid) -> str:

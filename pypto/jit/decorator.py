@@ -26,6 +26,7 @@ from pypto import dtype as _dt
 from pypto.errors import ParserError, Span
 from pypto.jit import analysis as A
 from pypto.jit import call_cache as C
+from pypto.language import host_trace
 
 KINDS = ("orchestration", "incore", "inline")
 
@@ -162,9 +163,9 @@ class JITFunction:
     def __call__(self, *args, config=None, **kwargs):
         """Specialize on the arguments, compile (or reuse) and run; returns what the
         compiled program returns (None in place, the outputs in return style)."""
-        from pypto.language.host_trace import active
-        if active() is not None:            # a launch of a @pl.jit.host body (pypto.jit.host)
-            return self._launch(active(), args, kwargs, config)
+        trace = host_trace.active()
+        if trace is not None:               # a launch of a @pl.jit.host body (pypto.jit.host)
+            return self._launch(trace, args, kwargs, config)
         self._need_entry("called from Python")
         # every parameter given positionally: the arguments are the run's, in order
         key = C.arg_key(args, config) if not kwargs and len(args) == self._n_params() else None
@@ -191,8 +192,7 @@ class JITFunction:
         return n
 
     def _launch(self, trace, args, kwargs, config):
-        from pypto.language.host_trace import Launch, caller_line
-        line = caller_line(trace)
+        line = host_trace.caller_line(trace)
         if config is not None:
             raise TypeError(f"{trace.filename}:{line}: in a @pl.jit.host function, {self.__name__}(...) is "
                             f"launched on a rank: pass device=r, not a config")
@@ -202,7 +202,7 @@ class JITFunction:
         else:                   # a launch that names no device: the ranks in turn, in launch order
             rank = trace.undirected % trace.world_size
             trace.undirected += 1
-        trace.launches.append(Launch(rank, self, args, kwargs, line))
+        trace.launches.append(host_trace.Launch(rank, self, args, kwargs, line))
 
     def compile(self, *args, config=None, **kwargs):
         """Specialize and compile; returns the CompiledProgram the cache holds.

@@ -120,7 +120,8 @@ class _Specializer:
             texts[fn.name] = self._function(fn)
         out = [f"# pypto.program: {self.program}", "import pypto.language as pl"]
         if any("pld." in ln for lines in texts.values() for ln in lines):
-            out.append("import pypto.language.distributed as pld")
+            from pypto.ir.printer import PLD_IMPORT
+            out.append(PLD_IMPORT)
         out.append("")
         dyns = self._dynamic_decls()
         for name in sorted(dyns):

@@ -24,6 +24,10 @@ _ELEMENTWISE = set("""
 """.split())
 
 
+# what may follow a reshape that moved the split: the computing elementwise ops
+_ON_MOVED = _ELEMENTWISE - {"load", "store", "tpush", "tpop", "move"}
+
+
 def axis(split: int) -> int:
     return 0 if SplitMode(split) is SplitMode.UP_DOWN else 1
 
@@ -102,7 +106,7 @@ class Halver:
         moved = {self.moved[id(a)] for a in c.args if id(a) in self.moved}
         if moved:
             name = c.op[len("tile."):] if c.op.startswith("tile.") else ""
-            if name not in _ELEMENTWISE - {"load", "store", "tpush", "tpop", "move"} or len(moved) > 1 \
+            if name not in _ON_MOVED or len(moved) > 1 \
                     or any(isinstance(getattr(a, "type", None), TileType) and id(a) not in self.moved
                            and self.halved(a.type, span) is not None for a in c.args):
                 raise NotBuiltError(f"{c.op} of a tile whose halves a reshape moved to dim {moved.pop()} "

@@ -39,11 +39,11 @@ def verify(v, op: Op) -> None:
         _want(v, op, not ins and len(op.results) == 1 and _i32(op.results[0].type), f"%r = {n} -> i32")
         return
     if n in ("pto.comm_notify", "pto.comm_wait"):
-        arity, key, values = (3, "op", ("0", "1")) if n == "pto.comm_notify" else (2, "cmp", ("0", "1"))
+        arity, key = (3, "op") if n == "pto.comm_notify" else (2, "cmp")
         _want(v, op, len(ins) == arity and isinstance(ins[0], PartitionType) and ins[0].elem == "i32"
               and all(d == 1 for d in ins[0].shape) and all(_i32(t) for t in ins[1:]),
               f"{n} ins(%cell, ... : !pto.partition_tensor_view<1x1xi32>, i32{', i32' if arity == 3 else ''})")
-        if op.attrs.get(key) not in values:
+        if op.attrs.get(key) not in ("0", "1"):
             raise v.error(op, f"{n} needs {{{key} = 0 | 1}}, got {op.attrs.get(key)!r}")
         return
     if n == "pto.comm_tload":

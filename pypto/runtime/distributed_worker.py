@@ -95,11 +95,11 @@ class DistributedWorker:
 
     def run(self, compiled, *args, config=None) -> None:
         self._open("run")
-        if not any(compiled is p for p in self.programs):
+        i = next((i for i, p in enumerate(self.programs) if p is compiled), None)
+        if i is None:
             raise ValueError("rt.run(...) requires a DistributedCompiledProgram registered when this worker was "
                              "constructed")
         try:
-            i = next(i for i, p in enumerate(self.programs) if p is compiled)
             dispatch(self.pool, compiled, args, resident=self._resident, windows=self._window(compiled),
                      callbacks=self._callbacks[i])
         except BaseException:

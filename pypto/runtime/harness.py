@@ -149,11 +149,6 @@ def resolve_program(kernel_or_compiled, args: tuple, config: RunConfig | None):
                     f"directory, got {type(kernel_or_compiled).__name__}")
 
 
-def _is_compiled(x) -> bool:
-    from .compiled import CompiledProgram
-    return isinstance(x, (CompiledProgram, str, Path))
-
-
 def default_config(compiled, config: RunConfig | None) -> RunConfig:
     if config is None:
         return RunConfig(platform=compiled.platform, runtime=compiled.runtime_name)
@@ -189,7 +184,8 @@ def run(kernel_or_compiled, *args, golden: Callable | None = None, config: RunCo
     """
     given_config = config
     compiled = resolve_program(kernel_or_compiled, args, config)
-    if not args and golden is None and compiled.params and not _is_compiled(kernel_or_compiled):
+    from pypto.ir.nodes import Program
+    if not args and golden is None and compiled.params and isinstance(kernel_or_compiled, Program):
         # a program given no tensors is compiled, not run (PyPTO's compile-only form)
         return compiled
     config = default_config(compiled, config)

@@ -168,51 +168,41 @@ class RankPool:
 
 
 def _bind(prog, args, resident) -> tuple[list, list, list]:
-    """Per parameter: (segment name, copy-back (address, nbytes) or None); the segments made."""
+    """Per parameter: its segment and its copy-back (address, nbytes) or None; the
+    segments made for this dispatch (a resident tensor's is its own)."""
+    from . import dtypes
+    from .tensors import host_view
     params = prog.params
     if len(args) != len(params):
         raise TypeError(f"{prog.plan['name']} takes {len(params)} arguments "
                         f"({', '.join(p['name'] for p in params)}), got {len(args)}")
-    names, back, made = _Names(), [], []
+    segs, back, made = [], [], []
     try:
-        _bind_each(args, params, resident, names, back, made)
-        names.buffers = {shm.name: shm for shm in made}
-        names.buffers.update({a.segment_name: a._shm for a in args if resident is not None and resident(a)})
+        for a, p in zip(args, params):
+            if resident is not None and resident(a):
+                if list(a.shape) != p["shape"] or a.dtype.name != p["dtype"]:
+                    raise TypeError(f"parameter '{p['name']}' expects {p['dtype']} {p['shape']}, got the "
+                                    f"resident tensor {a.dtype.name} {list(a.shape)}")
+                segs.append(a._shm)
+                back.append(None)
+                continue
+            v = host_view(a, f"parameter '{p['name']}'", writable=p["direction"] != "In",
+                          expect=dtypes.to_dtype(p["dtype"]))
+            if list(v.shape) != p["shape"]:
+                raise TypeError(f"parameter '{p['name']}' expects shape {p['shape']}, got {list(v.shape)}")
+            shm = segment(v.nbytes)
+            made.append(shm)
+            ctypes.memmove(address(shm.buf), v.addr, v.nbytes)
+            segs.append(shm)
+            back.append((v.addr, v.nbytes) if p["direction"] != "In" else None)
     except BaseException:
         for shm in made:
             release(shm)
         raise
-    return names, back, made
+    return segs, back, made
 
 
-def _bind_each(args, params, resident, names, back, made) -> None:
-    from . import dtypes
-    from .tensors import host_view
-    for a, p in zip(args, params):
-        if resident is not None and resident(a):
-            if list(a.shape) != p["shape"] or a.dtype.name != p["dtype"]:
-                raise TypeError(f"parameter '{p['name']}' expects {p['dtype']} {p['shape']}, got the resident "
-                                f"tensor {a.dtype.name} {list(a.shape)}")
-            names.append(a.segment_name)
-            back.append(None)
-            continue
-        want = dtypes.to_dtype(p["dtype"])
-        v = host_view(a, f"parameter '{p['name']}'", writable=p["direction"] != "In", expect=want)
-        if list(v.shape) != p["shape"]:
-            raise TypeError(f"parameter '{p['name']}' expects shape {p['shape']}, got {list(v.shape)}")
-        shm = segment(v.nbytes)
-        made.append(shm)
-        ctypes.memmove(address(shm.buf), v.addr, v.nbytes)
-        names.append(shm.name)
-        back.append((v.addr, v.nbytes) if p["direction"] != "In" else None)
-
-
-class _Names(list):
-    """The segment of each parameter (by name); .buffers: name -> the segment."""
-    buffers: dict
-
-
-def _jobs(prog, names: list, windows: str | None, which: range) -> dict:
+def _jobs(prog, segs: list, windows: str | None, which: range) -> dict:
     out_dir = prog.output_dir.resolve()
     wbytes = prog.plan.get("window_bytes", 0)
     jobs: dict[int, dict] = {}
@@ -223,7 +213,7 @@ def _jobs(prog, names: list, windows: str | None, which: range) -> dict:
         if "window" in a:          # this rank's copy of the buffer
             slot = prog.plan["windows"][a["window"]]
             return {"shm": windows, "offset": rank * wbytes + slot["offset"], "shape": a["shape"]}
-        return {"shm": names[a["param"]], "offset": a["offset"], "shape": a["shape"]}
+        return {"shm": segs[a["param"]].name, "offset": a["offset"], "shape": a["shape"]}
     for ln in (prog.plan["launches"][i] for i in which):
         job = jobs.setdefault(ln["rank"], {"windows": windows, "window_bytes": wbytes, "launches": []})
         job["launches"].append({"dir": str(out_dir / prog.plan["programs"][ln["program"]]["dir"]),
@@ -236,7 +226,7 @@ def dispatch(pool: RankPool, prog, args, resident=None, windows=None, callbacks=
     a segment kept across dispatches (a persistent worker's); else a fresh zeroed one.
     A SubWorker call runs here, on the host, once the launches before it are done, given
     the tensors as they are then (`callbacks`: name -> the function)."""
-    names, back, made = _bind(prog, args, resident)
+    segs, back, made = _bind(prog, args, resident)
     try:
         if windows is not None:
             windows = windows.name
@@ -249,21 +239,21 @@ def dispatch(pool: RankPool, prog, args, resident=None, windows=None, callbacks=
         for call in list(prog.plan.get("sub_worker_calls") or []) + [None]:
             end = len(launches) if call is None else call["after"]
             if end > start:
-                pool.run(_jobs(prog, names, windows, range(start, end)))
+                pool.run(_jobs(prog, segs, windows, range(start, end)))
                 start = end
             if call is not None:
-                _sub_worker(call, (callbacks or {}).get(call["name"]), prog, names)
-        for name, b in zip(names, back):
+                _sub_worker(call, (callbacks or {}).get(call["name"]), prog, segs)
+        for shm, b in zip(segs, back):
             if b is not None:
-                shm = next(s for s in made if s.name == name)
                 ctypes.memmove(b[0], address(shm.buf), b[1])
     finally:
         for shm in made:
             release(shm)
 
 
-def _sub_worker(call: dict, fn, prog, names) -> None:
-    """A SubWorker call: its function given torch views of the tensors (valid during the call)."""
+def _sub_worker(call: dict, fn, prog, segs) -> None:
+    """A SubWorker call: `fn` given the list of its tensors, torch views of the host tensors
+    as they are now (valid during the call)."""
     import numpy as np
     import torch
     from . import dtypes
@@ -274,17 +264,11 @@ def _sub_worker(call: dict, fn, prog, names) -> None:
     for a in call["args"]:
         if "param" not in a:
             raise TypeError(f"SubWorker {call['name']!r}: its arguments are host tensors, got {a}")
-        p = prog.params[a["param"]]
-        shm = names.buffers[names[a["param"]]]
-        raw = (ctypes.c_char * a["nbytes"]).from_address(address(shm.buf) + a["offset"])
-        d = dtypes.to_dtype(p["dtype"])
+        d = dtypes.to_dtype(prog.params[a["param"]]["dtype"])
+        raw = (ctypes.c_char * a["nbytes"]).from_address(address(segs[a["param"]].buf) + a["offset"])
         arr = np.ctypeslib.as_array(raw).view(dtypes.numpy_dtype(d)).reshape(a["shape"])
-        tensors.append(torch.from_numpy(arr).view(dtypes.torch_dtype(d)) if d.name == "BF16"
-                       else torch.from_numpy(arr))
-    if getattr(fn, "_pypto_concrete", False):
-        fn(*tensors)
-    else:
-        fn(tensors)
+        tensors.append(torch.from_numpy(arr).view(dtypes.torch_dtype(d)))
+    fn(tensors)
 
 
 def run_ranks(prog, args, platform: str, callbacks=None) -> None:

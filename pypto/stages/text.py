@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from pypto.ir.printer import print_program
+from pypto.ir.printer import PLD_IMPORT, print_program
 from pypto.language import parse
 
 MEMO_ENTRIES = 512               # enough for one pass over every function of a big program
@@ -88,13 +88,10 @@ def function_blocks(text: str) -> tuple[list[str], dict[str, str]]:
     return dyns, blocks
 
 
-_PLD = "import pypto.language.distributed as pld"   # (as the printer writes it: only with windows)
-
-
 def single_function(name: str, block: str) -> bytes:
     """The text of program `name` holding one function, printed as `block`, that
     names no dynamic dim: what printing that program gives."""
-    pld = f"{_PLD}\n" if "pld." in block else ""
+    pld = f"{PLD_IMPORT}\n" if "pld." in block else ""
     return (f"# pypto.program: {name}\nimport pypto.language as pl\n{pld}\n@pl.program\n"
             f"class {name}:\n{block}\n").encode("utf-8")
 
@@ -108,7 +105,7 @@ def join_functions(name: str, parts: list[tuple[str, bytes]]) -> bytes:
         dyns.update(d)
         blocks.append(b[fname])
     out = [f"# pypto.program: {name}", "import pypto.language as pl"]
-    out += [_PLD] if any("pld." in b for b in blocks) else []
+    out += [PLD_IMPORT] if any("pld." in b for b in blocks) else []
     out.append("")
     if dyns:
         out += sorted(dyns, key=lambda ln: ln.split(" = ", 1)[0]) + [""]

@@ -39,7 +39,9 @@ _NOT_CONVERTED = ("tensor.create", "tensor.full", "tensor.read", "tensor.write",
 
 # ops that write into a tensor operand (in place) and return it: op -> that operand's index
 WRITES = {"tensor.assemble": 0, "tile.store": 2, "tensor.write": 0, "tile.mscatter": 2,
-          "tensor.expand_clone": 1}
+          "tensor.expand_clone": 1,
+          # a window every rank holds: this rank's copy (barrier, get) or a peer's (put, remote_store)
+          "comm.barrier": 0, "comm.get": 0, "comm.put": 0, "comm.remote_store": 1}
 
 # a call that passes this keyword is another op's form: pl.scatter(x, mask_pattern=..., dst=d)
 # is scatter_mask

@@ -68,25 +68,23 @@ def _rank(op):
     return infer
 
 
+def _signal(op, target, offs, value, value_what, kw, key, table, span):
+    """A signal op: an INT32 cell of a window at `offs`, an integer `value`, a `key=` mode."""
+    t = _window(op, target, span, "target" if op == "notify" else "signal")
+    _cell(op, t, offs, span)
+    _int_scalar(op, value, span, value_what)
+    if t.dtype != dt.INT32:
+        _err(f"{op}: a signal window holds INT32 cells, got {t.dtype}", span)
+    _enum(op, kw, key, table, span)
+
+
 def _notify(args, kw, span):
-    t = _window("notify", args[0], span)
     _int_scalar("notify", args[1], span, "peer")
-    _cell("notify", t, args[2], span)
-    _int_scalar("notify", args[3], span, "value")
-    if t.dtype not in (dt.INT32,):
-        _err(f"notify: a signal window holds INT32 cells, got {t.dtype}", span)
-    _enum("notify", kw, "op", NOTIFY_OPS, span)
-    return None
+    _signal("notify", args[0], args[2], args[3], "value", kw, "op", NOTIFY_OPS, span)
 
 
 def _wait(args, kw, span):
-    t = _window("wait", args[0], span, "signal")
-    _cell("wait", t, args[1], span)
-    _int_scalar("wait", args[2], span, "expected")
-    if t.dtype not in (dt.INT32,):
-        _err(f"wait: a signal window holds INT32 cells, got {t.dtype}", span)
-    _enum("wait", kw, "cmp", WAIT_CMPS, span)
-    return None
+    _signal("wait", args[0], args[1], args[2], "expected", kw, "cmp", WAIT_CMPS, span)
 
 
 def _region(op, t: TensorType, offs, shape, span):
