@@ -3,12 +3,15 @@ the pipe the runtime gives the group; pl.system.syncall makes the blocks of a la
 the used_cores participants of a soft barrier) meet."""
 from __future__ import annotations
 
-from pypto.ir.nodes import Call, Var
+from pypto.ir.nodes import Call, FunctionType, Var
 from pypto.ir.ops.system import BLOCK_IDENTITY
 
 BARRIER_ARG = "__pypto_spmd_sync"      # the hidden argument of a hard syncall: the launch's barrier
 PIPE_ARG = "__pypto_group_pipe"        # the hidden argument of a Group's halves: their pipe
 _PEER = {"cube": "aic", "vector": "aiv"}
+# the statements of a kernel that meet other cores: op -> the Pipes method emitting it
+PIPE_STATEMENTS = {"system.syncall": "syncall", "system.set_ffts": "set_ffts",
+                   "system.sync_set": "sync_event", "system.sync_wait": "sync_event"}
 
 
 class Pipes:
@@ -28,6 +31,21 @@ class Pipes:
         lanes = f" {{lanes = {self.lanes}}}" if self.lanes > 1 and c.kwargs.get("mode") == "soft" else ""
         self.emit(f"pto.syncall ins({target}, {n} : {ty}, i32){lanes}", span)
 
+    def set_ffts(self, c: Call, span) -> None:
+        """pl.system.set_ffts: (A3) this core names its FFTS workspace before its events."""
+        ws = self.tensor(c.args[0], span)
+        self.emit(f"pto.set_ffts ins({ws.arg} : !pto.ptr<{ws.param.type.dtype.mlir}>)", span)
+
+    def sync_event(self, c: Call, span) -> None:
+        """pl.system.sync_set / sync_wait: a cross-core event, counted in the group's pipe
+        (an AIV says which lane it is: mode 2 waits for both lanes' sets)."""
+        ev = self.scalar(c.args[0], "i32", span).ssa
+        ins, tys, _ = self.pipe_operands(c, self.f.func_type is not FunctionType.AIC, lane=True)
+        attrs = [f"pipe = #pto.pipe<{c.kwargs['pipe'].name}>"]
+        if c.op == "system.sync_set":
+            attrs.append(f"ffts_mode = {int(c.kwargs.get('ffts_mode', 2))}")
+        self.emit(f"pto.{c.op.split('.')[1]} ins({ins}, {ev} : {tys}, i32) {{{', '.join(attrs)}}}", span)
+
     def tpush(self, c: Call, span) -> None:
         """A Group's half sends a tile to the other core (ExpandMixedKernel.halves)."""
         t = self.tile(c.args[0], span)
@@ -41,8 +59,9 @@ class Pipes:
         self.emit(f"pto.tpop_from_{_PEER[c.kwargs['from']]} ins({ins} : {tys}) "
                   f"outs({dst.ssa} : {dst.ty}){attrs}", span)
 
-    def pipe_operands(self, c: Call, vector_half: bool) -> tuple[str, str, str]:
-        """The pipe (and, in the vector half of a split Group, which AIV this is)."""
+    def pipe_operands(self, c: Call, vector_half: bool, lane: bool = False) -> tuple[str, str, str]:
+        """The pipe (and, in the vector half of a split Group -- or always, for `lane` --
+        which AIV this is)."""
         self.pipe_used = True
         split = int(c.kwargs.get("split", 0))
         slots = int(self.f.attrs.get("slot_num", 0))      # pl.cross_core_slot: the pipe's depth
@@ -51,7 +70,7 @@ class Pipes:
         attrs = ", ".join(([f"split = {split}"] if split else []) + (["lanes = 2"] if both else [])
                           + ([f"slot_num = {slots}"] if slots else []))
         attrs = f" {{{attrs}}}" if attrs else ""
-        if not ((split or both) and vector_half):
+        if not ((split or both or lane) and vector_half):
             return f"%{PIPE_ARG}", "i64", attrs
         self.spmd_used.add("tile.get_subblock_idx")
         return f"%{PIPE_ARG}, %{BLOCK_IDENTITY['tile.get_subblock_idx']}", "i64, i32", attrs

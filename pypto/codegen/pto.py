@@ -79,7 +79,7 @@ from pypto import dtype as dt
 from pypto.codegen.common import Names, c_string, fail, mlir_float
 from pypto.codegen.control_flow import ControlFlow
 from pypto.codegen.gm_access import GmAccess
-from pypto.codegen.pipes import BARRIER_ARG, PIPE_ARG, Pipes
+from pypto.codegen.pipes import BARRIER_ARG, PIPE_ARG, PIPE_STATEMENTS, Pipes
 from pypto.codegen.tileops import EMITTERS, SCALAR_EMITTERS
 from pypto.codegen.tileops.comm import TENSOR_EFFECTS
 from pypto.codegen.tileops.prefetch import SDMA_ARG
@@ -103,7 +103,7 @@ from pypto.codegen.tile_types import tile_buf_type
 # tile.scatter before any kernel reaches codegen)
 SUPPORTED_OPS = tuple(sorted(set(EMITTERS) | {"tile.store", "tile.alloc", "tile.read", "tile.write",
                                               "tile.mscatter", "tile.scatter_update"}
-                             | set(BLOCK_IDENTITY) | {"system.syncall"}   # (the SPMD arguments)
+                             | set(BLOCK_IDENTITY) | set(PIPE_STATEMENTS)   # (the SPMD arguments)
                              | set(SCALAR_EMITTERS)))                     # (and the statement-only ops)
 
 PLANNERS = ("PYPTO", "DSA_RP", "PTOAS")
@@ -442,8 +442,8 @@ class _Kernel(Scalars, ControlFlow, GmAccess, Pipes):
                 self.write(c, span)
             elif isinstance(c, Call) and c.op == "tile.mscatter":
                 self.mscatter(c, span)
-            elif isinstance(c, Call) and c.op == "system.syncall":
-                self.syncall(c, span)
+            elif isinstance(c, Call) and c.op in PIPE_STATEMENTS:
+                getattr(self, PIPE_STATEMENTS[c.op])(c, span)
             elif isinstance(c, Call) and c.op == "tile.tpush":
                 self.tpush(c, span)
             elif isinstance(c, Call) and c.op in SCALAR_EMITTERS:     # its value unused

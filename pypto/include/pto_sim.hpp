@@ -799,6 +799,64 @@ inline void tfree(int64_t pipe, int dir, int split, int32_t who, int id, const c
     }
 }
 
+// ---------------------------------------------------------------- cross-core events
+// pl.system.sync_set / sync_wait: each event id is a counter on every core of the group;
+// a wait blocks until its core's counter is positive and takes one off. They live after
+// the pipe's slots, 8 words per event: the mode-2 sets of AIV 0 and AIV 1 (the AIC's
+// counter rises once both lanes have set), the AIC's waits, the AIC's mode-2 sets (on both
+// AIVs at once), the mode-1 sets of AIV 0 and 1 (on both AIVs once both set), and AIV 0's
+// and AIV 1's waits. Header word 4: how many AIVs the group runs (one lane counts alone).
+constexpr int kEvents = 16, kEventWords = 8, kEventMax = 15;
+enum { EV_V2C0 = 0, EV_V2C1 = 1, EV_AIC_WAITS = 2, EV_C2V = 3, EV_M1_0 = 4, EV_M1_1 = 5, EV_AIV_WAITS = 6 };
+inline std::atomic<int64_t>* event_word(int64_t* w, int ev, int k) {
+    const int64_t ch = pipe_ids(w) * kChannelsPerId;
+    char* events = reinterpret_cast<char*>(w) + kPipeHeader + ch * kChannelHeader + ch * w[1] * (kSlotHeader + w[0]);
+    return reinterpret_cast<std::atomic<int64_t>*>(events) + ev * kEventWords + k;
+}
+inline int64_t both_lanes(int64_t* w, int ev, int first) {
+    const int64_t a = event_word(w, ev, first)->load(std::memory_order_acquire);
+    if (w[4] < 2) return a;
+    const int64_t b = event_word(w, ev, first + 1)->load(std::memory_order_acquire);
+    return a < b ? a : b;
+}
+// what a core's counter holds: the sets that reached it, less its waits (lane -1: the AIC)
+inline int64_t event_count(int64_t* w, int ev, int32_t lane) {
+    if (lane < 0) return both_lanes(w, ev, EV_V2C0) - event_word(w, ev, EV_AIC_WAITS)->load();
+    return event_word(w, ev, EV_C2V)->load(std::memory_order_acquire) + both_lanes(w, ev, EV_M1_0) -
+           event_word(w, ev, EV_AIV_WAITS + lane)->load();
+}
+inline int64_t* event_pipe(int64_t pipe, int32_t ev, int32_t lane, const char* site) {
+    int64_t* w = pipe_words(pipe, site);
+    if (ev < 0 || ev >= kEvents) fail(site, "event id %d: ids are 0 to %d", int(ev), kEvents - 1);
+    if (lane >= (w[4] > 0 ? w[4] : 1)) fail(site, "AIV lane %d: this group runs %lld", int(lane), (long long)w[4]);
+    return w;
+}
+inline void set_ffts(const GmArg<int64_t>& ws, int64_t need, const char* site) {
+    int64_t n = 1;
+    for (int i = 0; i < ws.ndims; ++i) n *= ws.shape[i];
+    if (n < need) fail(site, "set_ffts: the FFTS workspace holds %lld INT64 elements, it needs %lld", (long long)n, (long long)need);
+}
+inline void sync_set(int64_t pipe, int32_t lane, int32_t ev, int mode, const char* site) {
+    int64_t* w = event_pipe(pipe, ev, lane, site);
+    if (mode == 1 && lane < 0) fail(site, "sync_set: ffts_mode 1 is an event between the AIVs; the AIC cannot raise it");
+    const int k = lane < 0 ? EV_C2V : (mode == 1 ? EV_M1_0 : EV_V2C0) + lane;
+    event_word(w, ev, k)->fetch_add(1, std::memory_order_acq_rel);
+    // the cores it reaches must not hold more than the counter's 15
+    const bool over = (lane < 0 || mode == 1) ? (event_count(w, ev, 0) > kEventMax ||
+                                                 (w[4] > 1 && event_count(w, ev, 1) > kEventMax))
+                                              : event_count(w, ev, -1) > kEventMax;
+    if (over) fail(site, "sync_set: event %d raised %d times with no wait taking it (a counter holds %d)",
+                   int(ev), kEventMax + 1, kEventMax);
+}
+inline void sync_wait(int64_t pipe, int32_t lane, int32_t ev, const char* site) {
+    int64_t* w = event_pipe(pipe, ev, lane, site);
+    char what[96];
+    if (lane < 0) std::snprintf(what, sizeof what, "sync_wait on event %d (the AIC)", int(ev));
+    else std::snprintf(what, sizeof what, "sync_wait on event %d (AIV %d)", int(ev), int(lane));
+    pipe_wait(w, [&] { return event_count(w, ev, lane) > 0; }, what, site);
+    event_word(w, ev, lane < 0 ? EV_AIC_WAITS : EV_AIV_WAITS + lane)->fetch_add(1, std::memory_order_acq_rel);
+}
+
 // ---------------------------------------------------------------- GM <-> tile
 template <class T, class G> inline void check_part(const Tile<T>& t, const GmPart<G>& p, const char* site) {
     p.check_bounds(site);
@@ -1351,7 +1409,8 @@ inline void mac_rows(const Tile<C>& c, const Tile<A>& a, const Tile<B>& b, int64
 template <class C, class A, class B>
 inline void matmul_into(const Tile<C>& c, const Tile<A>& a, const Tile<B>& b, bool accumulate, const char* site) {
     const int64_t m = a.vr, k = a.vc, n = b.vc;
-    if (b.vr != k) fail(site, "matmul inner dims differ: left is %lldx%lld, right is %dx%d", (long long)m, (long long)k, b.vr, b.vc);
+    // K is the left's valid columns: the right's valid rows must cover them
+    if (b.vr < k) fail(site, "matmul: the right's valid K does not cover the left's: left is %lldx%lld, right is %dx%d", (long long)m, (long long)k, b.vr, b.vc);
     if (c.vr != m || c.vc != n) fail(site, "matmul result must be %lldx%lld, got %dx%d", (long long)m, (long long)n, c.vr, c.vc);
     if (m < 1 || k < 1 || n < 1 || m > 4095 || k > 4095 || n > 4095)
         fail(site, "matmul m=%lld k=%lld n=%lld: each must be in [1, 4095]", (long long)m, (long long)k, (long long)n);

@@ -121,6 +121,20 @@ class SplitMode(enum.Enum, metaclass=_DslEnum):
     LEFT_RIGHT = 2
 
 
+class PipeType(enum.Enum, metaclass=_DslEnum):
+    """A core's pipelines: where a cross-core event (pl.system.sync_set / sync_wait) is
+    raised and awaited -- the memory-transfer engines, the cube, the vector unit, the scalar
+    unit, the fix pipe."""
+    MTE1 = 0
+    MTE2 = 1
+    MTE3 = 2
+    M = 3
+    V = 4
+    S = 5
+    FIX = 6
+    ALL = 7
+
+
 class Level(enum.Enum, metaclass=_DslEnum):
     AIV = 0
     AIC = 1

@@ -12,7 +12,7 @@ import math
 from pypto import dtype as dt
 from pypto.ir.nodes import (ArgDir, ArrayType, HandleType, Assign, BinOp, Call, Const, DynDim, Eval, For, ForKind, While,
                             Function, FunctionType, If, InCoreScope, MemorySpace, Param, SplitMode,
-                            AtomicType, MaskPattern, PadValue, ParamDirection, Program, PtrType, Return, Role, RuntimeScope,
+                            AtomicType, MaskPattern, PadValue, ParamDirection, PipeType, Program, PtrType, Return, Role, RuntimeScope,
                             ScalarType, TensorType, TileType, TupleExpr, TupleType, Var, Yield)
 
 _INDENT = "    "
@@ -169,10 +169,8 @@ class _Printer:
         """A keyword/attribute constant."""
         if isinstance(v, MemorySpace):
             return f"pl.Mem.{v.name}"
-        if isinstance(v, PadValue):
-            return f"pl.PadValue.{v.name}"
-        if isinstance(v, AtomicType):
-            return f"pl.AtomicType.{v.name}"
+        if isinstance(v, (PadValue, AtomicType, SplitMode, PipeType)):
+            return f"pl.{type(v).__name__}.{v.name}"
         if type(v).__name__ in ("NotifyOp", "WaitCmp") and type(v).__module__ == "pypto.language.distributed":
             return f"pld.{type(v).__name__}.{v.name}"
         if isinstance(v, MaskPattern):
@@ -181,8 +179,6 @@ class _Printer:
             return repr(v)
         if isinstance(v, ArgDir):
             return f"pl.adir.{v.name}"
-        if isinstance(v, SplitMode):
-            return f"pl.SplitMode.{v.name}"
         if isinstance(v, (list, tuple)):
             return "[" + ", ".join(self.value(x) for x in v) + "]"
         if isinstance(v, dict):

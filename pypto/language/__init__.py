@@ -14,7 +14,7 @@ from pypto.dtype import (BF16, BOOL, FP4, FP8E4M3FN, FP8E5M2, FP8E8M0, FP16, FP3
                          DataType)
 from pypto.ir.nodes import ArgDir as adir
 from pypto.ir.nodes import (AtomicType, DynDim, ForKind, FunctionType, Level, MemorySpace, PadValue, ParamDirection,
-                            Role, SplitMode)
+                            PipeType, Role, SplitMode)
 from pypto.language import dsl
 from pypto.language.dsl import (DSLCallError, OPERATORS, at, cast, cluster, comm, const, manual_scope, max, min,
                                 parallel, pipeline, range, scope, spmd, spmd_submit, submit, system, tensor,
@@ -37,7 +37,7 @@ __all__ = sorted(
      "UINT64", "BOOL", "INDEX", "TASK_ID", "FP8E4M3FN", "FP8E5M2", "FP8E8M0", "HF8", "FP4", "HF4", "INT4", "UINT4",
      "DataType", "Tensor", "Tile", "Scalar", "Array", "Out", "InOut", "Ptr", "PrefetchAsyncContext", "AsyncEvent", "AsyncSession", "MemRef", "TileView", "TensorView", "TensorLayout", "ND", "DN", "NZ", "MX_A_ZZ", "MX_B_NN",
      "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "Level", "Role", "ScopeMode", "ForKind",
-     "SplitMode", "split", "cross_core_slot", "AUTO",
+     "SplitMode", "PipeType", "split", "cross_core_slot", "AUTO",
      "ParamDirection", "DynDim", "Annotation", "adir", "dynamic", "program", "function", "at", "cluster",
      "scope", "pipeline", "manual_scope", "comm", "submit", "spmd", "spmd_submit", "split_aiv", "system", "range", "parallel", "unroll", "array", "prefetch", "while_", "cond", "yield_", "const", "cast", "min", "max", "parse",
      "loads", "tile", "tensor", "DSLCallError"] + list(OPERATORS)

@@ -25,6 +25,9 @@ READS = ()
 
 
 
+_CORE_OF = {"aic": CUBE, "aiv": VECTOR}
+
+
 def run(prog: Program, opts) -> Program:
     return Program(prog.name, [_classify(f) if f.func_type is FunctionType.InCore else f
                                for f in prog.functions], prog.source)
@@ -241,7 +244,10 @@ class _Half:
         return c
 
     def eval_side(self, x) -> str | None:
-        """The core an effect (a store, a scatter) runs on: that of the tile it reads."""
+        """The core an effect (a store, a scatter) runs on: that of the tile it reads, or
+        the one a cross-core event names (core_type="aic" / "aiv")."""
+        if isinstance(x, Call) and x.kwargs.get("core_type") in _CORE_OF:
+            return _CORE_OF[x.kwargs["core_type"]]
         if isinstance(x, Call):
             for a in x.args:
                 side = _side(a)

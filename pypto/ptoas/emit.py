@@ -13,7 +13,7 @@ import struct
 from ..dtype import BY_MLIR
 from .arch import CXX_SPACE, Arch
 from .analysis import defining_ops, slot_bytes
-from . import comm, group_pipes, prefetch
+from . import comm, events, group_pipes, prefetch
 from .errors import op_error
 from .ir import (Func, Module, Op, PartitionType, PtrType, ScalarType, TensorViewType, TileType,
                  Value, walk)
@@ -232,6 +232,8 @@ class FuncEmitter:
             prefetch.emit(self, op, ind)
         elif name in comm.COMM_OPS:
             comm.emit(self, op, ind)
+        elif name in events.EVENT_OPS:
+            events.emit(self, op, ind)
         elif name == "pto.syncall":
             b, count = op.group("ins")
             lanes = (op.attr("lanes") or "1").split(":")[0].strip()
@@ -618,6 +620,8 @@ def kernel_info(module: Module, arch: Arch, usage: dict) -> dict:
         "pipe_slot_bytes": max([int(op.attrs["slot_size"]) for op in inits] or [0]),
         # it makes a prefetch context: the runtime gives each block an SDMA workspace
         "sdma": any(a.name == SDMA_ARG for g in module.funcs for a in g.args),
+        # it raises or awaits cross-core events: the runtime gives it a pipe (their counters)
+        "events": any(op.name in events.EVENT_OPS for g in module.funcs for op in walk(g.body)),
     }
 
 

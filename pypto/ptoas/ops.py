@@ -108,7 +108,8 @@ STRUCTURAL_OPS = {"pto.make_tensor_view", "pto.partition_view", "pto.alloc_tile"
                   "pto.syncall", "pto.aic_initialize_pipe", "pto.aiv_initialize_pipe", "pto.tfree_from_aiv",
                   "pto.tfree_from_aic", "pto.reserve_buffer", "pto.import_reserved_buffer",
                   "pto.comm_rank", "pto.comm_nranks", "pto.comm_notify", "pto.comm_wait", "pto.comm_tload",
-                  "pto.comm_tstore", "pto.comm_barrier"} | set(PIPE_OPS)
+                  "pto.comm_tstore", "pto.comm_barrier", "pto.set_ffts", "pto.sync_set",
+                  "pto.sync_wait"} | set(PIPE_OPS)
 
 # Matmul element types (acc, left, right).
 MATMUL_DTYPES = {("i32", "i8", "i8"), ("f32", "f16", "f16"), ("f32", "bf16", "bf16"),

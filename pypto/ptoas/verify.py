@@ -10,7 +10,7 @@ from .arch import Arch
 from .errors import PtoasError, op_error
 from .ir import (Func, LocalArrayType, Module, Op, PartitionType, PtrType, ScalarType, TensorViewType,
                  TileType, Value)
-from . import comm, group_pipes, prefetch
+from . import comm, events, group_pipes, prefetch
 from .ops import FLOAT_DTYPES, FP4X2, FP8_DTYPES, HIF8, HIF8_CVT, kind_of, PIPE_OPS, STRUCTURAL_OPS, TILE_OPS, round_mode
 from .parser import CAST_OPS
 from .types import STATUS_VECTOR
@@ -157,6 +157,8 @@ class Verifier(OpChecks, TileChecks):
             return prefetch.verify(self, op)
         if n in comm.COMM_OPS:
             return comm.verify(self, op)
+        if n in events.EVENT_OPS:
+            return events.verify(self, op)
         if n in group_pipes.GROUP_PIPE_OPS:
             return group_pipes.verify(self, op)
         if n in PIPE_OPS:

@@ -255,8 +255,9 @@ class OpChecks:
             ok = ", ".join(f"{x}<-{y}x{z}" for x, y, z in sorted(MATMUL_DTYPES))
             raise self.error(op, f"matmul dtypes {tc.dtype} <- {ta.dtype} x {tb.dtype} are not supported ({ok})")
         (m, k), (k2, n) = static_valid(a, self.defs), static_valid(b, self.defs)
-        if not _same((k,), (k2,)):
-            raise self.error(op, f"matmul inner dims differ: left is {m}x{k}, right is {k2}x{n}")
+        if k is not None and k2 is not None and k > k2:      # K is the left's valid columns
+            raise self.error(op, f"matmul: the right operand's valid K ({k2}) does not cover the left's "
+                                 f"({m}x{k} x {k2}x{n})")
         for name, v in (("m", m), ("k", k), ("n", n)):
             if v is not None and not 1 <= v <= MATMUL_MAX:
                 raise self.error(op, f"matmul {name}={v} is outside [1, {MATMUL_MAX}]")

@@ -68,13 +68,14 @@ SDMA_WORKSPACE_WORDS = 4
 PIPE_DEPTH = 2
 PIPE_SLOT_BYTES = 256 * 1024
 PIPE_CHANNELS = 4
+PIPE_EVENT_BYTES = 16 * 8 * 8    # after the slots: 16 cross-core events, 8 counters each
 
 
 def pipe_bytes(depth: int = PIPE_DEPTH, slot_bytes: int = PIPE_SLOT_BYTES, ids: int = 1) -> int:
     """(a hand-written group's pipes: `ids` pipes of PIPE_CHANNELS channels, slots of the
     largest size its pl.*_initialize_pipe declare)"""
     channels = PIPE_CHANNELS * ids
-    return 64 + channels * 64 + channels * depth * (64 + slot_bytes)
+    return 64 + channels * 64 + channels * depth * (64 + slot_bytes) + PIPE_EVENT_BYTES
 
 
 class PyptoRuntimeApi(ctypes.Structure):
@@ -129,6 +130,7 @@ class CoreGroup(NamedTuple):
     slots: int                 # the pipe's slots per channel
     slot_bytes: int = PIPE_SLOT_BYTES    # the largest tile a slot holds
     ids: int = 1               # how many pipes (a hand-written group's pipe ids)
+    events: bool = False       # it raises or awaits cross-core events (their counters: in a pipe)
 
 
 def core_needs(core_type: str, group) -> tuple:
@@ -159,7 +161,8 @@ def core_group(lib: ctypes.CDLL, name: str, core_type: str, info: dict | None = 
     subs, slots = int(info.get("vector_halves", 1)), int(info.get("pipe_slots", PIPE_DEPTH))
     slot_bytes, ids = int(info.get("pipe_slot_bytes") or PIPE_SLOT_BYTES), int(info.get("pipe_ids", 1))
     if core_type == "aiv":
-        return () if subs == 1 else CoreGroup(None, bind_kernel_entry(lib), subs, slots)
+        return () if subs == 1 else CoreGroup(None, bind_kernel_entry(lib), subs, slots,
+                                              events=bool(info.get("events")))
     base = KERNEL_ENTRY + "__" + re.sub(r"[^A-Za-z0-9_]", "_", name)
     return CoreGroup(bind_kernel_entry(lib, base + "_aic"), bind_kernel_entry(lib, base + "_aiv"),
                      subs, slots, slot_bytes, ids)

@@ -166,8 +166,8 @@ def _new_pipe(group):
     slot size, the slots per channel and the number of pipes."""
     from .tensors import aligned_buffer
     buf = aligned_buffer(abi.pipe_bytes(group.slots, group.slot_bytes, group.ids))
-    header = (ctypes.c_int64 * 4).from_address(buf.ctypes.data)
-    header[0], header[1], header[3] = group.slot_bytes, group.slots, group.ids
+    header = (ctypes.c_int64 * 5).from_address(buf.ctypes.data)
+    header[0], header[1], header[3], header[4] = group.slot_bytes, group.slots, group.ids, group.aivs
     return buf
 
 
@@ -449,7 +449,7 @@ class Launch:
                 a[n + 5] = ctypes.addressof(sdma) + b * aivs * words * 8
             group = kernel.group
             if group:      # on a core group: a pipe (a Group's), and an argument array per AIV
-                if group.cube is not None:
+                if group.cube is not None or group.events:     # (events count in the pipe)
                     pipes.append(_new_pipe(group))
                     a[n + 4] = pipes[-1].ctypes.data
                 subs = [a]

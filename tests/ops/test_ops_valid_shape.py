@@ -127,3 +127,16 @@ def test_misuse_is_a_typed_error(body, err, msg):
     with pytest.raises(err, match=msg) as exc:
         pl.parse(src, filename="/u/valid.py")
     assert exc.value.span is not None and exc.value.span.file == "valid.py" and exc.value.hint
+
+
+def test_matmul_contracts_over_the_lefts_valid_k(tmp_path, monkeypatch):
+    """K is the left's valid columns; the right's rows past them (valid or not) are not read."""
+    src = program("""
+ta = pl.load(a, [0, 0], [64, 64], valid_shape=[64, 40], target_memory=pl.Mem.Mat)
+tb = pl.load(b, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
+m = pl.matmul(pl.move(ta, target_memory=pl.Mem.Left), pl.move(tb, target_memory=pl.Mem.Right))
+out = pl.store(m, [0, 0], out)
+""", f"a: {T64}, b: {T64}, out: pl.Out[{T64}]", T64)
+    a, b, out = torch.randn(64, 64), torch.randn(64, 64), torch.zeros(64, 64)
+    compile_run(src, tmp_path, monkeypatch, a, b, out)
+    torch.testing.assert_close(out, a[:, :40] @ b[:40], rtol=1e-4, atol=1e-4)

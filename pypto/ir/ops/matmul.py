@@ -56,14 +56,16 @@ def _matmul(args, kw, span):
 
 def _partial_product(a, b, span):
     """Tiles with valid shapes smaller than themselves: the product of the valid parts,
-    over the valid K both agree on (known when compiling); its valid shape, or None."""
+    over the left's valid K, which the right's must cover (known when compiling); its valid
+    shape, or None."""
     (am, ak), (bk, bn) = a.valid_shape, b.valid_shape
     if None in (am, ak, bk, bn):
         from pypto.errors import NotBuiltError
         raise NotBuiltError("matmul: operands whose valid shape is known only at run time are not "
                             "supported by this pypto yet", span, "give them static valid shapes")
-    if ak != bk:
-        _err(f"matmul: the valid parts do not chain: {am}x{ak} x {bk}x{bn} (valid K must agree)", span)
+    if ak > bk:
+        _err(f"matmul: the valid parts do not chain: {am}x{ak} x {bk}x{bn} (the right's valid K must "
+             f"cover the left's)", span)
     return None if (am, bn) == (a.shape[0], b.shape[1]) else (am, bn)
 
 

@@ -152,3 +152,70 @@ def _dump_tag(args, kw, span):
 reg("system.dump_tag", (1, 1), _dump_tag, pure=False, params=("tensor",),
     sig="pl.dump_tag(t)  (with RunConfig(enable_dump_args=1), the kernel launches that take this "
         "value dump it; pl.submit(..., dumps=[t, ...]) tags one launch's arguments)")
+
+
+# Cross-core events: a hand-written protocol between the cube and the vector cores of a
+# core group. Each event id is a counter per core: pl.system.sync_set raises it on the
+# cores the FFTS mode names (2: from the AIC, on both AIVs; from the AIVs, on the AIC
+# once both have set it; 1: on both AIVs once both have set it) and sync_wait blocks until
+# the caller's counter is positive, then takes one off. Ids 14 and 15 are the runtime's.
+USER_EVENT_IDS = 14
+FFTS_MODES = {1: "between the two AIVs of the core group",
+              2: "between the AIC and the AIVs of the core group"}
+FFTS_WORKSPACE_MIN = 256
+_EVENT_HINT = "pl.system.sync_set(4, pipe=pl.PipeType.MTE3, ffts_mode=2, core_type=\"aiv\")"
+
+
+def _sync(op, args, kw, span, setting: bool):
+    from pypto.errors import NotBuiltError
+    from pypto.ir.nodes import PipeType
+    ev = args[0]
+    if isinstance(ev, Const):
+        if not isinstance(ev.value, int) or isinstance(ev.value, bool) or not 0 <= ev.value < USER_EVENT_IDS:
+            _err(f"{op}: the event id is 0 to {USER_EVENT_IDS - 1} (14 and 15 are the runtime's), got "
+                 f"{ev.value!r}", span, _EVENT_HINT)
+    elif not (isinstance(getattr(ev, "type", None), ScalarType) and not ev.type.dtype.is_float and ev.type.dtype != dt.BOOL):
+        _err(f"{op}: the event id is an integer or a pl.Scalar[pl.INDEX], got {_tname(getattr(ev, 'type', None))}",
+             span, _EVENT_HINT)
+    if not isinstance(kw.get("pipe"), PipeType):
+        _err(f"{op} names the pipe the event is {'raised' if setting else 'awaited'} on: pipe=pl.PipeType.X, "
+             f"got {kw.get('pipe')!r}", span, _EVENT_HINT)
+    if kw.get("core_type") not in (None, "aic", "aiv"):
+        _err(f"{op}: core_type is \"aic\" or \"aiv\", got {kw.get('core_type')!r}", span)
+    if not setting:
+        return None
+    mode = kw.get("ffts_mode", 2)
+    if mode == 0:
+        raise NotBuiltError(f"{op}: ffts_mode=0 (an event over every core of the launch) is not built on "
+                            f"the simulator", span, "meet all blocks with pl.system.syncall(), or use "
+                            "ffts_mode=2 (AIC <-> AIVs) / 1 (AIV <-> AIV) within a core group")
+    if mode not in FFTS_MODES:
+        _err(f"{op}: ffts_mode is 0, 1 or 2, got {mode!r}", span)
+    if mode == 1 and kw.get("core_type") == "aic":
+        _err(f"{op}: ffts_mode=1 is an event {FFTS_MODES[1]}; the AIC cannot raise it", span)
+    return None
+
+
+def _set_ffts(args, kw, span):
+    from pypto.ir.nodes import TensorType
+    t = getattr(args[0], "type", None)
+    n = t.shape[0] if isinstance(t, TensorType) and len(t.shape) == 1 else None
+    if not (isinstance(t, TensorType) and t.dtype == dt.INT64 and isinstance(n, int)
+            and n >= FFTS_WORKSPACE_MIN):
+        _err(f"set_ffts: the FFTS workspace is a 1-D INT64 tensor of at least {FFTS_WORKSPACE_MIN} "
+             f"elements, got {_tname(t)}", span, "a parameter ws: pl.Tensor[[256], pl.INT64]")
+    return None
+
+
+reg("system.set_ffts", (1, 1), _set_ffts, pure=False, params=("workspace",),
+    sig="pl.system.set_ffts(ws)  (A3: every core taking part in cross-core events names its FFTS "
+        "workspace, a [>= 256] INT64 tensor, before its first sync_set / sync_wait)")
+reg("system.sync_set", (1, 1), lambda a, k, s: _sync("sync_set", a, k, s, True),
+    ("pipe", "ffts_mode", "core_type"), pure=False, params=("event_id",),
+    sig="pl.system.sync_set(event_id, pipe=pl.PipeType.MTE3, ffts_mode=2, core_type=\"aiv\")  (raise "
+        "a cross-core event: mode 2 from the AIC on both AIVs, from the AIVs on the AIC once both "
+        "raised it; mode 1 between the two AIVs)")
+reg("system.sync_wait", (1, 1), lambda a, k, s: _sync("sync_wait", a, k, s, False),
+    ("pipe", "core_type"), pure=False, params=("event_id",),
+    sig="pl.system.sync_wait(event_id, pipe=pl.PipeType.MTE2, core_type=\"aic\")  (wait until the "
+        "event was raised on this core, then consume it)")
