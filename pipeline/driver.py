@@ -11,7 +11,6 @@ import functools
 import gc
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from pypto_pipeline.graph import Ref, Step
 from pypto_pipeline.options import Build, BuildOptions  # noqa: F401 - part of this module's API
 from pypto_pipeline.outputs import (MANAGED_DIRS, MANAGED_FILES, finish,  # noqa: F401
                                     remove_stale, tasks_report, write_profile, write_report)
-from pypto_pipeline.served import Cached, materialize_all, program_key, serve
+from pypto_pipeline.served import program_key, serve
 from pypto_pipeline.stages import STAGE_FNS, preload, ptoas_dump_names, stage_impl
 from pypto.passes import FUNCTION_LOCAL as _LOCAL
 
@@ -471,67 +470,9 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
                                 progress=progress)
         if served is not None:
             return served
-    store, out, t0, src = _begin(store, output_dir, source)
-    pkey = program_key(src, opts, from_spec)
-    from pypto_pipeline.run import resolve_refs, run_steps   # doit, only when the graph must run
-    from pypto_pipeline import explain
-    before = explain.load_keys(out)     # this directory's last build, to say why tasks ran
-    preload(_unused_stages(opts, from_spec))
-    own_progress = progress is None and _progress_env()
-    if own_progress:
-        from pypto_pipeline.progress import Progress
-        progress = Progress(sys.stderr)
-    phases = _Phases(run_steps, store, out, jobs, progress, damaged)
-    gen = plan(prog_name, Ref.blob(src), opts, out, store, from_spec, read=phases.read)
-    found: list = []                   # (step, output, digest) of diagnostics to report
-    outputs: dict[str, str] = {}
-    executable: list[str] = []
-    editable: list[str] = []
-    steps, deferred, known = next(gen), [], {}
-    try:
-        while True:
-            if steps.exits is not None:      # off the critical path: run with the last phase
-                later = _deferrable(steps)
-                deferred += later
-                steps = _Phase([s for s in steps if s not in later], steps.exits)
-            else:
-                steps = _Phase(steps + resolve_refs(deferred, known), None)
-            digests = phases.run(steps)
-            known.update(digests)
-            for s in steps:
-                for name in ("diagnostics", "perf_hints"):
-                    if name in s.outputs:
-                        found.append((s.name, name, digests[s.name][name]))
-                for name, target in s.targets.items():
-                    rel = _relative(out, target)
-                    outputs[rel] = digests[s.name][name]
-                    if name in s.executable:
-                        executable.append(rel)
-                    if name in s.editable:
-                        editable.append(rel)
-            steps = gen.send(digests)
-    except StopIteration as stop:
-        meta = stop.value
-    if own_progress:
-        progress.summary()
-    for rel, text in diagnostics_reports(phases.read, found).items():
-        outputs[rel] = store.put_bytes(text)
-        store.materialize(outputs[rel], out / rel)
-    records = phases.records()
-    # the key parts of every task: the next compile here says why its tasks ran
-    impls = _impl_files({p["impl"] for p in phases.parts.values()})
-    keys = explain.keys_json(phases.parts, impls)
-    outputs[explain.KEYS_FILE] = store.put_bytes(keys)
-    store.materialize(outputs[explain.KEYS_FILE], out / explain.KEYS_FILE)
-    why = explain.explain(records, phases.parts, before, impls)
-    finish(out, opts.profiling, records, set(outputs), t0, why, phases.edges)
-    # what report/tasks.json says when this compile is served whole: every task cached
-    served = store.put_bytes(tasks_report([Cached(r.name, r.stage) for r in records]).encode())
-    store.put_action(pkey, {"outputs": outputs, "executable": sorted(executable),
-                            "editable": sorted(editable),
-                            "ntasks": len(records), "meta": meta, "served_report": served})
-    store.sync()                       # this build's results, durable once
-    return Build(out, records, phases.read(meta["frontend"]).decode("utf-8"))
+    from pypto_pipeline.together import Item, build_many
+    return build_many([Item(prog_name, prog_name, source, opts, output_dir, from_spec)], store=store,
+                      jobs=jobs, progress=progress, damaged=damaged).builds[0]
 
 
 def _unused_stages(opts: BuildOptions, from_spec: bool) -> tuple[str, ...]:

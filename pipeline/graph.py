@@ -26,7 +26,7 @@ from .digest import impl_digest  # noqa: F401 - part of this module's API
 KEY_SCHEMA = "pypto-step-key/1"
 
 STAGES = ("specialize", "frontend", "pass", "layout", "pto", "ptoas", "kernel", "extern",
-          "orchestration", "config")
+          "orchestration", "config", "host")
 
 # doit command names: a step (or its dodo basename) must not shadow one.
 _DOIT_COMMANDS = frozenset({

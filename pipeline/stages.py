@@ -56,6 +56,7 @@ STAGES = {
                                compiler=True),
     "layout": StageCode("layout", "layout_stage"),
     "config": StageCode("config", "config_stage"),
+    "host": StageCode("host", "host_stage"),      # a HOST-level program's plan
 }
 
 

@@ -87,7 +87,7 @@ class _Self:
 
 
 def compile_program(program: Program, *, distributed_config, platform: str, output_dir, options: dict):
-    from pypto.ir.compiling import compile as ir_compile
+    from pypto.ir.compile_many import program_request
     from pypto.runtime.config import RunConfig
     hosts = [f for f in program.functions if f.is_host and f.role is not Role.SubWorker]
     if len(hosts) != 1:
@@ -118,8 +118,8 @@ def compile_program(program: Program, *, distributed_config, platform: str, outp
                        dump_passes=options.get("dump_passes", True))
 
     def compiler(ln, args, where):
-        part = reached(program, ln.function)
-        return ln.function, ln.function, lambda d: ir_compile(part, output_dir=d, platform=platform, **options)
+        return ln.function, ln.function, program_request(reached(program, ln.function), platform=platform,
+                                                         **options)
     compiled = build(host.name, trace, tuple(refs), params, config, out, compiler, sub_workers(program))
     compiled.sub_worker_fns = {f.name: host_python(program, f, with_self=False) for f in program.functions
                                if f.is_host and f.role is Role.SubWorker and not f.requires_runtime_binding}

@@ -138,9 +138,9 @@ def host_function(name: str, params: list, python_body: str):
     return scope[name]
 
 
-def write_meta(out: Path, plan: dict) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / META).write_text(json.dumps(plan, indent=1, sort_keys=True) + "\n")
+def meta_text(plan: dict) -> str:
+    """The text of distributed_meta.json."""
+    return json.dumps(plan, indent=1, sort_keys=True) + "\n"
 
 
 def config_dict(cfg: DistributedConfig) -> dict:

@@ -4,15 +4,17 @@ launches, window buffers and SubWorker calls; pypto.language.host_trace), as the
 
 Launch arguments are recorded as byte windows of a host parameter (a view x[r] of it), a
 window buffer or a scalar, so the plan holds for any tensors of the same shapes. Each
-distinct device program is compiled once -- by the `compiler` the caller gives (a @pl.jit
-function's compile, or a part of a @pl.program) -- under next_levels/<name>/.
+distinct device program -- a compile request the caller's `compiler` makes (a @pl.jit
+specialization, or a part of a @pl.program) -- builds once under next_levels/<name>/, all
+of them and the plan itself (the `host` stage) as one build graph.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from pypto.errors import PyptoError
-from pypto.ir.distributed_compiled_program import SCHEMA, DistributedCompiledProgram, config_dict, write_meta
+from pypto.ir.distributed_compiled_program import META, SCHEMA, DistributedCompiledProgram, config_dict
 from pypto.language.host_trace import HostTrace, TensorRef, Window
 
 
@@ -31,13 +33,18 @@ def check_distinct(values: tuple, params: list, fname: str) -> None:
 
 def build(name: str, trace: HostTrace, values: tuple, params: list, config, out: Path, compiler,
           sub_workers: list | None = None) -> DistributedCompiledProgram:
-    """compiler(launch, args, where) -> (key, the program's name, compile(output dir) ->
-    CompiledProgram); sub_workers: [{name, abstract, params, python_body}] of the program."""
+    """compiler(launch, args, where) -> (key, the program's name, a compile Request
+    (pypto.ir.compile_many)); sub_workers: [{name, abstract, params, python_body}] of the
+    program. The distinct device programs and the host plan build as one graph: each
+    program under next_levels/<name>/, the plan (the `host` stage, which reads their
+    compiled_meta.json) last."""
+    from pypto.ir.compile_many import build_together
     dcfg = config.distributed_config
     if not trace.launches:
         raise HostProgramError(f"{name} launched nothing: call a per-device orchestration with device=r "
                                f"for each rank")
     programs: list[dict] = []
+    requests: list = []
     by_key: dict = {}
     taken: dict[str, int] = {}
     launches = []
@@ -47,39 +54,57 @@ def build(name: str, trace: HostTrace, values: tuple, params: list, config, out:
             raise HostProgramError(f"{where}: device={ln.rank!r} is not a rank of this program "
                                    f"(0..{dcfg.world_size - 1})")
         args = [arg_entry(a, values, where) for a in ln.args]
-        key, fname, compile_to = compiler(ln, args, where)
-        if key not in by_key:
+        key, fname, request = compiler(ln, args, where)
+        if key not in by_key:            # ranks running the same program share its build
             n = taken.get(fname, 0)
             taken[fname] = n + 1
-            rel = f"next_levels/{fname}" + (f"_{n}" if n else "")
-            compiled = compile_to(out / rel)
-            if len(compiled.params) != len(args):
-                raise HostProgramError(f"{where}: {fname} is launched with {len(args)} arguments; a launch "
-                                       f"passes every parameter ({', '.join(p.name for p in compiled.params)}), "
-                                       f"outputs as views of host tensors")
+            label = fname + (f"_{n}" if n else "")
             by_key[key] = len(programs)
-            programs.append({"function": fname, "dir": rel, "params": [p.name for p in compiled.params],
-                             "directions": [p.direction for p in compiled.params]})
+            programs.append({"function": fname, "dir": f"next_levels/{label}"})
+            requests.append((label, out / "next_levels" / label, request))
         launches.append({"rank": ln.rank, "device": dcfg.device_ids[ln.rank], "program": by_key[key],
                          "args": args, "line": ln.line})
-    for ln in launches:                 # a host tensor a rank writes into is an output
-        for a, d in zip(ln["args"], programs[ln["program"]]["directions"]):
-            if "param" in a and d != "In" and params[a["param"]]["direction"] == "In":
-                params[a["param"]]["direction"] = "InOut"
     calls = [{"name": c.name, "after": c.after, "line": c.line,
               "args": [arg_entry(a, values, f"{trace.filename}:{c.line}") for a in c.args]}
              for c in trace.callbacks]
     windows, window_bytes = _window_layout(trace.windows)
-    plan = {"schema": SCHEMA, "name": name, "platform": config.platform,
-            "distributed_config": config_dict(dcfg), "params": params, "windows": windows,
-            "window_bytes": window_bytes, "programs": programs, "launches": launches,
-            "sub_workers": sub_workers or [], "sub_worker_calls": calls}
-    write_meta(out, plan)
+    draft = {"schema": SCHEMA, "name": name, "platform": config.platform,
+             "distributed_config": config_dict(dcfg), "params": params, "windows": windows,
+             "window_bytes": window_bytes, "programs": programs, "launches": launches,
+             "sub_workers": sub_workers or [], "sub_worker_calls": calls, "filename": trace.filename}
     level = _dump_level(getattr(config, "dump_passes", False))
-    if level:
-        (out / "passes_dump").mkdir(parents=True, exist_ok=True)
-        (out / "passes_dump" / f"00_host_{name}.txt").write_text(host_dump(plan, explicit=level > 1))
-    return DistributedCompiledProgram(out, plan)
+
+    def host(store):
+        from pypto_pipeline.together import host_step
+        metas = [store.put_bytes((out / p["dir"] / "compiled_meta.json").read_bytes()) for p in programs]
+        return [host_step(name, store.put_bytes(json.dumps(draft, sort_keys=True).encode()), metas, level, out)]
+    got = build_together(requests, then=host)
+    from pypto_pipeline.outputs import write_report
+    (out / "report").mkdir(parents=True, exist_ok=True)
+    write_report(out, got.records)            # every task of the build, the host plan's too
+    return DistributedCompiledProgram(out, json.loads((out / META).read_text()))
+
+
+def complete(draft: dict, metas: list[dict]) -> dict:
+    """The host plan: the draft (what the trace said) with each device program's
+    parameters and their directions (its compiled_meta.json); a host tensor a rank writes
+    into is an output. (The `host` stage.)"""
+    from pypto.runtime.tensors import parse_params
+    plan = json.loads(json.dumps(draft))
+    filename = plan.pop("filename")
+    for prog, meta in zip(plan["programs"], metas):
+        ps = parse_params(meta["params"], prog["dir"])
+        prog["params"], prog["directions"] = [p.name for p in ps], [p.direction for p in ps]
+    for ln in plan["launches"]:
+        prog = plan["programs"][ln["program"]]
+        if len(prog["params"]) != len(ln["args"]):
+            raise HostProgramError(f"{filename}:{ln['line']}: {prog['function']} is launched with {len(ln['args'])} "
+                                   f"arguments; a launch passes every parameter ({', '.join(prog['params'])}), "
+                                   f"outputs as views of host tensors")
+        for a, d in zip(ln["args"], prog["directions"]):
+            if "param" in a and d != "In" and plan["params"][a["param"]]["direction"] == "In":
+                plan["params"][a["param"]]["direction"] = "InOut"
+    return plan
 
 
 def _dump_level(d) -> int:

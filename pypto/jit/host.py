@@ -81,7 +81,8 @@ class HostFunction:
 def _jit_compiler(config):
     """Launches of @pl.jit functions: a program per distinct specialization (the rank a
     run-time scalar where the callee annotates it as one, else a program per value)."""
-    from pypto.jit.decorator import RUNTIME, JITFunction
+    from pypto.ir.compile_many import jit_request
+    from pypto.jit.decorator import RUNTIME, JITFunction, cache_key
     device_cfg = config.replace(distributed_config=None)
 
     def compiler(ln, args, where):
@@ -91,10 +92,8 @@ def _jit_compiler(config):
                                    f"functions with device=r; {getattr(f, '__name__', f)!r} is not one")
         sample = tuple(RUNTIME if "scalar" in a else v for a, v in zip(args, ln.args))
         try:
-            key = f.cache_key(*sample, config=device_cfg, **ln.kwargs)
+            spec = f.spec(*sample, **ln.kwargs)
         except TypeError:
-            sample = ln.args
-            key = f.cache_key(*sample, config=device_cfg, **ln.kwargs)
-        return key, f.__name__, lambda out: f.compile(*sample, config=device_cfg.replace(save_kernels_dir=str(out)),
-                                                      **ln.kwargs)
+            spec = f.spec(*ln.args, **ln.kwargs)
+        return cache_key(spec, device_cfg), f.__name__, jit_request(spec, device_cfg)
     return compiler
