@@ -20,9 +20,10 @@ SCHEMA = 1
 
 @dataclass
 class DistributedConfig:
-    """device_ids: the simulated devices, rank r on device_ids[r]; num_sub_workers: host
-    sub-workers per rank (0: as many as the program declares); runtime and
-    aicpu_thread_num: the device runtime's (as in RunConfig)."""
+    """device_ids: the simulated devices, rank r on device_ids[r]; num_sub_workers: the
+    host threads SubWorker calls run on (at least one per SubWorker the program declares;
+    calls at one point of the plan whose tensors do not overlap run side by side); runtime
+    and aicpu_thread_num: the device runtime's (as in RunConfig)."""
     device_ids: list = field(default_factory=lambda: [0])
     num_sub_workers: int = 0
     runtime: str = "tensormap_and_ringbuffer"

@@ -235,20 +235,41 @@ def dispatch(pool: RankPool, prog, args, resident=None, windows=None, callbacks=
             made.append(shm)
             windows = shm.name
         launches = prog.plan["launches"]
+        calls = prog.plan.get("sub_worker_calls") or []
         start = 0
-        for call in list(prog.plan.get("sub_worker_calls") or []) + [None]:
-            end = len(launches) if call is None else call["after"]
+        for at in sorted({c["after"] for c in calls}) + [None]:
+            end = len(launches) if at is None else at
             if end > start:
                 pool.run(_jobs(prog, segs, windows, range(start, end)))
                 start = end
-            if call is not None:
-                _sub_worker(call, (callbacks or {}).get(call["name"]), prog, segs)
+            if at is not None:
+                _sub_workers([c for c in calls if c["after"] == at], callbacks or {}, prog, segs)
         for shm, b in zip(segs, back):
             if b is not None:
                 ctypes.memmove(b[0], address(shm.buf), b[1])
     finally:
         for shm in made:
             release(shm)
+
+
+def _sub_workers(calls: list, callbacks: dict, prog, segs) -> None:
+    """The SubWorker calls at one point of the plan, on the host's sub-workers: as many
+    threads as DistributedConfig.num_sub_workers (at least one per SubWorker the program
+    declares). A call starts once the earlier calls whose tensors overlap its own are done
+    (they may write them); the others run beside it. The first failure is raised."""
+    from concurrent.futures import ThreadPoolExecutor
+    declared = len(prog.plan.get("sub_workers") or [])
+    n = max(int(prog.plan["distributed_config"].get("num_sub_workers", 0)), declared, 1)
+    with ThreadPoolExecutor(max_workers=n, thread_name_prefix="pypto-subworker") as ex:
+        running = []                          # (the bytes it touches, its future)
+        for call in calls:
+            mine = [(a.get("param"), a.get("offset", 0), a.get("nbytes", 0)) for a in call["args"]]
+            for theirs, fut in running:
+                if any(p == q and o < r + m and r < o + n_ for p, o, n_ in mine for q, r, m in theirs):
+                    fut.result()
+            running.append((mine, ex.submit(_sub_worker, call, callbacks.get(call["name"]), prog, segs)))
+        for _, fut in running:
+            fut.result()
 
 
 def _sub_worker(call: dict, fn, prog, segs) -> None:
