@@ -98,13 +98,15 @@ def compile_program(program: Program, *, distributed_config, platform: str, outp
     params, refs = [], []
     for i, p in enumerate(host.params):
         t = p.var.type
-        if not isinstance(t, TensorType) or not all(isinstance(d, int) for d in t.shape):
-            raise NotBuiltError(f"{host.name}: parameter {p.var.name!r} of a HOST orchestrator is a tensor of "
-                                f"static shape in this pypto (dynamic shapes need the @pl.jit.host form, "
-                                f"which sees the tensors)", host.span)
-        params.append({"name": p.var.name, "direction": p.direction.value, "shape": list(t.shape),
+        if not isinstance(t, TensorType) or not all(isinstance(d, int) for d in t.shape[1:]):
+            raise NotBuiltError(f"{host.name}: parameter {p.var.name!r} of a HOST orchestrator is a tensor whose "
+                                f"dims past the first are static in this pypto (other dynamic shapes need the "
+                                f"@pl.jit.host form, which sees the tensors)", host.span)
+        # a dynamic leading dim (x: pl.Tensor[[NR, ...]], one row per rank) is the rank count
+        shape = [d if isinstance(d, int) else distributed_config.world_size for d in t.shape]
+        params.append({"name": p.var.name, "direction": p.direction.value, "shape": shape,
                        "dtype": t.dtype.name})
-        refs.append(TensorRef(i, 0, tuple(t.shape), t.dtype))
+        refs.append(TensorRef(i, 0, tuple(shape), t.dtype))
     fn = host_python(program, host, with_self=True)
     filename = fn.__code__.co_filename
     trace = HostTrace(distributed_config.world_size, filename)

@@ -120,3 +120,37 @@ def test_the_host_plan_task_refuses_a_launch_missing_arguments(tmp_path):
         ir.compile(Short, output_dir=tmp_path / "out", platform="a2a3sim",
                    distributed_config=DistributedConfig(device_ids=[0, 1]))
     assert not (tmp_path / "out" / "distributed_meta.json").exists()
+
+
+NR = pl.dynamic("NR")
+
+
+@pl.program
+class AnyRanks:
+    @pl.function(type=pl.FunctionType.InCore)
+    def twice(self, a: pl.Tensor[[1, N], pl.FP32],
+              out: pl.Out[pl.Tensor[[1, N], pl.FP32]]) -> pl.Tensor[[1, N], pl.FP32]:
+        t = pl.load(a, [0, 0], [1, N])
+        return pl.store(pl.add(t, t), [0, 0], out)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def chip(self, a: pl.Tensor[[1, N], pl.FP32],
+             out: pl.Out[pl.Tensor[[1, N], pl.FP32]]) -> pl.Tensor[[1, N], pl.FP32]:
+        return self.twice(a, out)
+
+    @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+    def host(self, a: pl.Tensor[[NR, 1, N], pl.FP32], out: pl.Out[pl.Tensor[[NR, 1, N], pl.FP32]]):
+        for r in pl.range(pld.world_size()):
+            self.chip(a[r], out[r], device=r)
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_a_dynamic_leading_dim_of_the_class_form_is_the_rank_count(tmp_path, ranks):
+    compiled = ir.compile(AnyRanks, output_dir=tmp_path / "out", platform="a2a3sim",
+                          distributed_config=DistributedConfig(device_ids=list(range(ranks))))
+    assert compiled.params[0]["shape"] == [ranks, 1, N]
+    a, out = torch.randn(ranks, 1, N), torch.zeros(ranks, 1, N)
+    compiled(a, out)
+    torch.testing.assert_close(out, 2 * a)
+    with pytest.raises(TypeError, match=r"expects shape \[%d, 1, %d\]" % (ranks, N)):
+        compiled(torch.randn(ranks + 1, 1, N), torch.zeros(ranks + 1, 1, N))
