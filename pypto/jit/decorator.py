@@ -565,6 +565,8 @@ class JITFunction:
 def _run(compiled, ordered, config):
     if config is None:
         return compiled(*ordered)
+    if getattr(config, "codegen_only", False):         # compiled, not run
+        return compiled
     if type(compiled).__name__ == "CompiledProgram":      # (its __call__ takes config)
         return compiled(*ordered, config=config)
     try:

@@ -106,6 +106,7 @@ class RunConfig:
     memory_planner: Any = None
     dump_ptoas_passes: bool = False
     runtime: Any = None
+    codegen_only: bool = False        # compile (every artifact built), do not run
 
     def __post_init__(self) -> None:
         self.platform = check_platform(self.platform)

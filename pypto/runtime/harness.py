@@ -185,8 +185,9 @@ def run(kernel_or_compiled, *args, golden: Callable | None = None, config: RunCo
     given_config = config
     compiled = resolve_program(kernel_or_compiled, args, config)
     from pypto.ir.nodes import Program
-    if not args and golden is None and compiled.params and isinstance(kernel_or_compiled, Program):
-        # a program given no tensors is compiled, not run (PyPTO's compile-only form)
+    if (not args and golden is None and compiled.params and isinstance(kernel_or_compiled, Program)) \
+            or getattr(config, "codegen_only", False):
+        # a program given no tensors, or RunConfig(codegen_only=True): compiled, not run
         return compiled
     config = default_config(compiled, config)
     rtol = config.rtol if rtol is None else float(rtol)

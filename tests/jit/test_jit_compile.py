@@ -125,3 +125,17 @@ def test_scalar_parameters_are_specialized(build_dir):
     assert torch.allclose(out, x * 0.5)
     first = scale_rows.compile(x, out, 4, 0.5, config=CFG)
     assert scale_rows.compile(x, out, 4, 2.0, config=CFG) is not first
+
+
+def test_codegen_only_compiles_and_does_not_run(tmp_path):
+    from pypto.runtime import run
+    from pypto.runtime.compiled import CompiledProgram
+    a, b, out = torch.randn(128, 128), torch.randn(128, 128), torch.zeros(128, 128)
+    cfg = RunConfig(platform="a2a3sim", codegen_only=True, save_kernels_dir=str(tmp_path / "k"))
+    got = add(a, b, out, config=cfg)
+    assert isinstance(got, CompiledProgram) and torch.equal(out, torch.zeros(128, 128))
+    assert list((tmp_path / "k" / "kernels").rglob("*.so"))       # every artifact built
+    assert isinstance(run(add, a, b, out, config=cfg), CompiledProgram)
+    assert torch.equal(out, torch.zeros(128, 128))
+    got(a, b, out)                                                  # and it runs when called
+    torch.testing.assert_close(out, a + b)
