@@ -128,12 +128,10 @@ class CompiledProgram:
 
     # -- calling -------------------------------------------------------------------------
     def __call__(self, *args, config: RunConfig | None = None):
-        from .worker import current_worker
+        current_worker, handle_for, shared_worker, runtime_kind_name = _CALL or _call_helpers()
         worker = current_worker()
         if worker is not None:
             return worker.run(self, *args, config=config)
-        from .config import runtime_kind_name
-        from .shared import handle_for, shared_worker
         if config is None:
             platform, runtime, device = self.platform, self.runtime_name, 0
         else:
@@ -215,3 +213,17 @@ def _allocate_output(param: Param, want_numpy: bool):
         return np.zeros(param.shape, dtype=dtypes.numpy_dtype(param.dtype))
     import torch
     return torch.zeros(param.shape, dtype=dtypes.torch_dtype(param.dtype))
+
+
+_CALL: tuple = ()
+
+
+def _call_helpers() -> tuple:
+    """What a call needs of the worker modules, imported once (an import statement in
+    __call__ would cost each call a few microseconds)."""
+    global _CALL
+    from .config import runtime_kind_name
+    from .shared import handle_for, shared_worker
+    from .worker import current_worker
+    _CALL = (current_worker, handle_for, shared_worker, runtime_kind_name)
+    return _CALL

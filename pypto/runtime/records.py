@@ -4,11 +4,12 @@ These are the raw material of the DFX outputs (swimlane, dependency dumps, timin
 """
 from __future__ import annotations
 
+from typing import NamedTuple
 from dataclasses import dataclass, field
 
 
-@dataclass(frozen=True)
-class TaskRecord:
+class TaskRecord(NamedTuple):
+    """One task's run (immutable; a NamedTuple: made on every launch, so made cheaply)."""
     task_id: int
     func_id: int
     kernel: str
