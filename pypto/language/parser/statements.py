@@ -488,6 +488,9 @@ class StatementsMixin(LoopsMixin):
                 if kw.arg in ("deps", "optimizations"):
                     deps, optim = (kw.value, optim) if kw.arg == "deps" else (deps, kw.value)
                     continue
+                if kw.arg == "allow_early_resolve":
+                    self.early_resolve(kw.value, "pl.at()")
+                    continue
                 if kw.arg not in ("level", "name_hint"):
                     self.error(f"pl.at() got an unsupported argument {kw.arg!r}", s,
                                "pl.at(level=pl.Level.CORE_GROUP, name_hint=\"stage1\")")

@@ -85,6 +85,15 @@ class TasksMixin:
         return Eval(self.op_call_values("predicate", "system", [read.args[0], read.args[1], rhs],
                                         {"cmp": op}, node, "predicate="), span)
 
+    def early_resolve(self, node, where: str) -> None:
+        """allow_early_resolve=True|False: the scheduler may stage the launch's consumers
+        before it completes. The simulator's scheduler stages every task when it is
+        submitted (its arguments bound, its producers known), before those finish, so the
+        hint holds for every launch; it is checked, and there is nothing more to do."""
+        v = self.static(node, f"{where} allow_early_resolve=")
+        if not isinstance(v, bool):
+            self.error(f"{where}: allow_early_resolve is True or False, got {v!r}", node)
+
     def spmd_args(self, ce: ast.Call, allowed: tuple) -> dict:
         args = {}
         if len(ce.args) > 1:
@@ -93,6 +102,9 @@ class TasksMixin:
         if ce.args:
             args["core_num"] = ce.args[0]
         for kw in ce.keywords:
+            if kw.arg == "allow_early_resolve":
+                self.early_resolve(kw.value, "pl.spmd()")
+                continue
             if kw.arg not in allowed:
                 self.error(f"pl.spmd() got an unsupported argument {kw.arg!r}", ce,
                            f"pl.spmd(n, {', '.join(a + '=...' for a in allowed if a != 'core_num')})")
@@ -262,6 +274,8 @@ class TasksMixin:
         kws = {kw.arg: kw.value for kw in call.keywords}
         deps = [kws.pop("deps")] if "deps" in kws else []
         dumps = kws.pop("dumps", None)
+        if "allow_early_resolve" in kws:
+            self.early_resolve(kws.pop("allow_early_resolve"), "pl.submit()")
         out = [self.task_deps(deps[0], span)] if deps else []
         if spmd:
             if "core_num" not in kws:
