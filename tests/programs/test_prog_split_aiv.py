@@ -128,3 +128,37 @@ def test_a_crossing_outside_a_region_and_bad_regions_are_refused():
         'name_hint="qk")', 'name_hint="qk", optimizations=[pl.split(pl.SplitMode.UP_DOWN)])')
     with pytest.raises(E.CodegenError, match=r"pl.split_aiv regions and pl.split"):
         ir.compile(pl.parse(both, filename="/u/shard.py"), platform="a2a3sim", skip_ptoas=True)
+
+
+TENSOR_FORM = """
+import pypto.language as pl
+N = 64
+
+@pl.program
+class TensorForm:
+    @pl.function(type=pl.FunctionType.Opaque)
+    def main(self, a: pl.Tensor[[N, N], pl.FP32], b: pl.Tensor[[N, N], pl.FP32], q: pl.Tensor[[16, N], pl.FP32],
+             out: pl.Out[pl.Tensor[[N, N], pl.FP32]], o2: pl.Out[pl.Tensor[[16, N], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="shard"):
+            acc = pl.matmul(a, b)                       # tensor values: their tiles come later
+            for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
+                h = pl.aiv_shard(acc)
+                out[aiv_id * (N // 2):aiv_id * (N // 2) + N // 2, 0:N] = pl.muls(h, 2.0)
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="gather"):
+            for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
+                part = pl.full([N // 2, N], dtype=pl.FP32, value=1.0)
+                g = pl.aic_gather(pl.adds(part, aiv_id))
+            o2[0:16, 0:N] = pl.matmul(q, g)
+        return out, o2
+"""
+
+
+def test_the_crossings_take_tensor_values_too(tmp_path):
+    c = ir.compile(pl.parse(TENSOR_FORM, filename="/u/tensor_form.py"), output_dir=str(tmp_path / "o"),
+                   platform="a2a3sim")
+    a, b, q = randn(N, N, seed=7), randn(N, N, seed=8), randn(16, N, seed=9)
+    out, o2 = torch.zeros(N, N), torch.zeros(16, N)
+    c(a, b, q, out, o2)
+    close(out, 2 * (a @ b), 1e-4, 1e-4)
+    g = torch.cat([torch.ones(N // 2, N), 2 * torch.ones(N // 2, N)])     # 1 + aiv_id
+    close(o2, q @ g, 1e-4, 1e-4)

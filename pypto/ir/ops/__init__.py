@@ -23,8 +23,7 @@ from pypto.ir.ops import (indexing as _indexing, matmul as _matmul, memory as _m
 # Names a user may write as pl.<name>, and which namespaces they exist in.
 TILE_ONLY = {"load": "tile.load", "store": "tile.store", "move": "tile.move",
              "matmul_mx": "tile.matmul_mx", "matmul_mx_acc": "tile.matmul_mx_acc",
-             "matmul_mx_bias": "tile.matmul_mx_bias", "aiv_shard": "tile.aiv_shard",
-             "aic_gather": "tile.aic_gather",
+             "matmul_mx_bias": "tile.matmul_mx_bias",
              "mscatter": "tile.mscatter", "create_tile": "tile.create", "tri": "tile.tri",
              "lrelu": "tile.lrelu", "sel": "tile.sel",
              "sels": "tile.sels", "concat": "tile.concat", "relu": None,

@@ -12,10 +12,10 @@ own lane (aiv_id = pl.tile.get_subblock_idx()).
 halves rows, LEFT_RIGHT columns, NONE crosses whole (both lanes get the whole tile)."""
 from __future__ import annotations
 
-from pypto.ir.nodes import MemorySpace, TileType
+from pypto.ir.nodes import MemorySpace, TensorType, TileType
 from pypto.ir.ops.base import _err, _shaped, _tname, reg, whole
 
-CROSSINGS = ("tile.aiv_shard", "tile.aic_gather")
+CROSSINGS = ("tile.aiv_shard", "tile.aic_gather", "tensor.aiv_shard", "tensor.aic_gather")
 # the call the parser binds a region's lane index with carries its mode in this attr
 REGION_ATTR = "split_aiv"
 
@@ -66,3 +66,21 @@ reg("tile.aiv_shard", (1, 1), _aiv_shard, ("split",), params=("x",),
 reg("tile.aic_gather", (1, 1), _aic_gather, ("split",), params=("x",),
     sig="pl.aic_gather(x)  (in a pl.split_aiv region: the lanes' parts rejoined for the cube, in "
         "Mat; under SplitMode.NONE both lanes send the whole, which must agree)")
+
+
+def _tensor_crossing(op, factor):
+    """The author-facing form, on a kernel's tensor values (a matmul result, a pl.full):
+    ConvertTensorToTileOps makes it the tile crossing of their tiles."""
+    def infer(args, kw, span):
+        t = _shaped(op, args[0], span, (TensorType,))
+        m = _mode(op, kw, span)
+        whole(op, t, span, "operand")
+        return TensorType(_scaled(op, t, m, factor, span), t.dtype)
+    return infer
+
+
+reg("tensor.aiv_shard", (1, 1), _tensor_crossing("aiv_shard", 0.5), ("split",), params=("x",),
+    sig="pl.aiv_shard(x)  (in a pl.split_aiv region: this lane's part of a cube result -- its half "
+        "on the split axis, the whole under SplitMode.NONE)")
+reg("tensor.aic_gather", (1, 1), _tensor_crossing("aic_gather", 2), ("split",), params=("x",),
+    sig="pl.aic_gather(x)  (in a pl.split_aiv region: the lanes' parts rejoined for the cube)")
