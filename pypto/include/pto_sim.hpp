@@ -590,6 +590,15 @@ template <class D, class S> inline void tmov(const Tile<D>& d, const Tile<S>& s,
         tcvt(d, s, RM_RINT, site);
     }
 }
+// tmov {transpose = true}: the cube reads a mat tile transposed into left / right
+template <class T> inline void tmov_transposed(const Tile<T>& d, const Tile<T>& s, const char* site) {
+    MoveTimer moving;
+    if (s.space != MAT || (d.space != LEFT && d.space != RIGHT))
+        fail(site, "a transposed tmov reads mat into left or right, not %s -> %s", kSpaceName[s.space], kSpaceName[d.space]);
+    if (d.vr != s.vc || d.vc != s.vr) fail(site, "transposed tmov of %dx%d needs a %dx%d result, got %dx%d", s.vr, s.vc, s.vc, s.vr, d.vr, d.vc);
+    for (int64_t i = 0; i < s.vr; ++i)
+        for (int64_t j = 0; j < s.vc; ++j) d.row(j)[i] = s.row(i)[j];
+}
 template <class T> inline void ttrans(const Tile<T>& d, const Tile<T>& s, const char* site) {
     if (d.vr != s.vc || d.vc != s.vr) fail(site, "transpose of %dx%d needs a %dx%d result, got %dx%d", s.vr, s.vc, s.vc, s.vr, d.vr, d.vc);
     if (d.p == s.p && s.vr > 1 && s.vc > 1) fail(site, "transpose cannot run in place");
@@ -947,6 +956,18 @@ inline void textract(const Tile<T>& d, const Tile<T>& s, int64_t r, int64_t c, c
              (long long)(r + d.rows), (long long)c, (long long)(c + d.cols), s.rows, s.cols);
     for (int64_t i = 0; i < d.vr; ++i)
         for (int64_t j = 0; j < d.vc; ++j) d.row(i)[j] = s.row(r + i)[c + j];
+}
+
+// pto.textract {transpose = true}: the (d.cols x d.rows) window of s at (r, c), transposed
+// into d (the cube reading a mat window as its b_trans operand)
+template <class T>
+inline void textract_transposed(const Tile<T>& d, const Tile<T>& s, int64_t r, int64_t c, const char* site) {
+    MoveTimer moving;
+    if (r < 0 || c < 0 || r + d.cols > s.rows || c + d.rows > s.cols)
+        fail(site, "transposed textract window [%lld, %lld) x [%lld, %lld) lies outside the %dx%d source",
+             (long long)r, (long long)(r + d.cols), (long long)c, (long long)(c + d.rows), s.rows, s.cols);
+    for (int64_t i = 0; i < d.vr; ++i)
+        for (int64_t j = 0; j < d.vc; ++j) d.row(i)[j] = s.row(r + j)[c + i];
 }
 
 // ---------------------------------------------------------------- partial ops, prelu

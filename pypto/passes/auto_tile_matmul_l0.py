@@ -258,9 +258,9 @@ class _Tiler:
         outer index i ([bm, K] of A at row i, or [K, bn] of B at column i)."""
         def held(i):
             if rows_outer:
-                v, st = self.extract(A, _add(A.row, i, span), A.col, bm, K, M.Left, span)
+                v, st = self.extract(A, i, None, bm, K, M.Left, span)
                 return [st], ("left", v)
-            v, st = self.extract(B, B.row, _add(B.col, i, span), K, bn, M.Right, span)
+            v, st = self.extract(B, None, i, K, bn, M.Right, span)
             return [st], ("right", v)
         return held
 
@@ -296,11 +296,19 @@ class _Tiler:
             out += stmts
         return out
 
-    def extract(self, W, row, col, h, w, space, span):
+    def extract(self, W, r, c, h, w, space, span):
+        """The [h, w] block of the operand at its offsets (r, c) (None: 0), into L0; of a
+        transposed window (a Mat tile read transposed), the [w, h] block of its source at
+        (c, r), read transposed."""
         t = TileType((h, w), W.src.type.dtype, space)
         v = Var(self.names.fresh(W.src.name, "left" if space is M.Left else "right"), t, span)
+        if W.trans:
+            r, c, h, w = c, r, w, h
+        row = W.row if r is None else _add(W.row, r, span)
+        col = W.col if c is None else _add(W.col, c, span)
+        kw = {"target_memory": space, **({"transpose": True} if W.trans else {})}
         return v, Assign(v, Call("tile.extract", [W.src, row, col, TupleExpr([_idx(h, span), _idx(w, span)], span)],
-                                 {"target_memory": space}, t, {}, span), span)
+                                 kw, t, {}, span), span)
 
     def k_loop(self, A, B, mi, ni, bm, bn, bk, K, like: Var, span, init=None, first_cond=(), held=None):
         """(statements, Acc block [bm, bn]) of A[mi:, :] @ B[:, ni:] in K steps of bk (a
@@ -313,12 +321,12 @@ class _Tiler:
             if held is not None and held[0] == "left":
                 lv = held[1]
             else:
-                lv, st = self.extract(A, _add(A.row, mi, span), _add(A.col, k, span), bm, kw, M.Left, span)
+                lv, st = self.extract(A, mi, k, bm, kw, M.Left, span)
                 out.append(st)
             if held is not None and held[0] == "right":
                 rv = held[1]
             else:
-                rv, st = self.extract(B, _add(B.row, k, span), _add(B.col, ni, span), kw, bn, M.Right, span)
+                rv, st = self.extract(B, k, ni, kw, bn, M.Right, span)
                 out.append(st)
             return lv, rv
 
@@ -410,7 +418,8 @@ class _Window(NamedTuple):
     src: Var
     row: object
     col: object
-    shape: tuple
+    shape: tuple              # the operand's (of a transposed window: the source's, reversed)
+    trans: bool = False       # the source is read transposed (a tile.move(transpose=True))
 
 
 def _only_operand(c: Call, v) -> bool:
@@ -433,7 +442,9 @@ def _mat_window(operand, mv, space, uses) -> tuple:
     if not _static_mat(src):
         return None, None
     if c.op == "tile.move":
-        return _Window(src, _idx(0, mv.span), _idx(0, mv.span), tuple(src.type.shape)), mv
+        trans = bool(c.kwargs.get("transpose"))
+        shape = tuple(reversed(src.type.shape)) if trans else tuple(src.type.shape)
+        return _Window(src, _idx(0, mv.span), _idx(0, mv.span), shape, trans), mv
     if c.op == "tile.extract" and all(isinstance(d, Const) for d in c.args[3].items):
         return _Window(src, c.args[1], c.args[2], tuple(d.value for d in c.args[3].items)), mv
     return None, None

@@ -101,10 +101,16 @@ class _Convert(Rewriter):
             if acc is None:
                 return self.new(base, "tile.batch_matmul", [left, right], {}, span)
             return self.new(base, "tile.batch_matmul_acc", [acc, left, right], {}, span)
-        left = self.new(base, "tile.move", [self.tile_of(a, span, MemorySpace.Mat, ta)],
-                        {"target_memory": MemorySpace.Left}, span, "left")
-        right = self.new(base, "tile.move", [self.tile_of(b, span, MemorySpace.Mat, tb)],
-                         {"target_memory": MemorySpace.Right}, span, "right")
+        def operand(x, trans, space, tag):
+            on_chip = self.tiles.get(id(x)) if trans else None
+            if on_chip is not None and on_chip.type.memory_space is MemorySpace.Mat:
+                # a Mat tile of this kernel (a pl.aic_gather): the cube reads it transposed
+                return self.new(base, "tile.move", [on_chip], {"target_memory": space, "transpose": True},
+                                span, tag)
+            return self.new(base, "tile.move", [self.tile_of(x, span, MemorySpace.Mat, trans)],
+                            {"target_memory": space}, span, tag)
+        left = operand(a, ta, MemorySpace.Left, "left")
+        right = operand(b, tb, MemorySpace.Right, "right")
         if acc is None:
             return self.new(base, "tile.matmul", [left, right], {}, span)
         return self.new(base, "tile.matmul_acc", [acc, left, right], {}, span)

@@ -432,6 +432,8 @@ class FuncEmitter:
             raise self.error(op, f"ptoas cannot emit '{op.name}'")
         if k == "fillpad":                # one library function for both forms
             fn = "pto::tfillpad"
+        if k in ("mov", "extract") and op.attr("transpose") == "true":
+            fn = f"pto::t{k}_transposed"
         if k == "store" and op.attr("atomicType") == "#pto<atomic_type atomic_add>":
             fn = "pto::tstore_add"
         if k in ("gather", "scatter") and len(ins) == 1:

@@ -698,6 +698,11 @@ class Verifier(OpChecks, TileChecks):
         if s.dtype != d.dtype and s.loc != "acc" and not scales:
             raise self.error(op, f"tmov from '{s.loc}' cannot convert {s.dtype} to {d.dtype}")
         a, b = static_valid(src, self.defs), static_valid(dst, self.defs)
+        if op.attr("transpose") == "true":      # mat read transposed into left / right
+            if s.loc != "mat" or d.loc not in ("left", "right"):
+                raise self.error(op, f"tmov {{transpose = true}} reads mat into left or right, not "
+                                     f"{s.loc} -> {d.loc}")
+            a = tuple(reversed(a))
         if not _same(a, b):
             raise self.error(op, f"tmov shapes differ: {_shape_str(a)} -> {_shape_str(b)}")
 

@@ -79,10 +79,16 @@ class OpChecks:
         if (s.loc, d.loc) not in {("vec", "vec"), ("mat", "left"), ("mat", "right"), ("mat", "mat")}:
             raise self.error(op, f"textract takes vec -> vec or mat -> left/right/mat, not "
                                  f"{s.loc} -> {d.loc}")
-        for v, extent, size in zip(ins[1:], (s.rows, s.cols), (d.rows, d.cols)):
+        window = (d.rows, d.cols)
+        if op.attr("transpose") == "true":     # the (cols x rows) window, read transposed
+            if (s.loc, d.loc) not in {("mat", "left"), ("mat", "right")}:
+                raise self.error(op, f"textract {{transpose = true}} reads mat into left/right, not "
+                                     f"{s.loc} -> {d.loc}")
+            window = (d.cols, d.rows)
+        for v, extent, size in zip(ins[1:], (s.rows, s.cols), window):
             k = const_int(v, self.defs)
             if size > extent or (k is not None and (k < 0 or k + size > extent)):
-                raise self.error(op, f"textract's {d.rows}x{d.cols} window lies outside the "
+                raise self.error(op, f"textract's {window[0]}x{window[1]} window lies outside the "
                                      f"{s.rows}x{s.cols} source")
 
     def two_tiles(self, op: Op, kind: str, ins: list[Value], out: Value, d: TileType) -> None:

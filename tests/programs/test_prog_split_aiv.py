@@ -162,3 +162,52 @@ def test_the_crossings_take_tensor_values_too(tmp_path):
     close(out, 2 * (a @ b), 1e-4, 1e-4)
     g = torch.cat([torch.ones(N // 2, N), 2 * torch.ones(N // 2, N)])     # 1 + aiv_id
     close(o2, q @ g, 1e-4, 1e-4)
+
+
+B_TRANS = """
+import pypto.language as pl
+R = {R}
+K = {K}
+
+@pl.program
+class BTrans:
+    @pl.function(type=pl.FunctionType.Opaque)
+    def main(self, kv: pl.Tensor[[R, K], pl.{DT}], q: pl.Tensor[[16, K], pl.{DT}],
+             out: pl.Out[pl.Tensor[[16, R], pl.FP32]]) -> pl.Tensor[[16, R], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="qk"):
+            for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
+                part = pl.muls(pl.slice(kv, [R // 2, K], [aiv_id * (R // 2), 0]), 2.0)
+                g = pl.aic_gather(part)
+            out[0:16, 0:R] = pl.matmul(q, g, b_trans=True, out_dtype=pl.FP32)   # the cube reads g transposed
+        return out
+"""
+
+
+@pytest.mark.parametrize("r, k, dtype", [(32, 64, "FP32"),      # whole in L0B: one transposed move
+                                         (128, 512, "BF16")])   # 128 KB: L0 blocks, each read transposed
+def test_the_cube_reads_a_gathered_tile_transposed(r, k, dtype, tmp_path):
+    src = B_TRANS.format(R=r, K=k, DT=dtype)
+    c = ir.compile(pl.parse(src, filename="/u/btrans.py"), output_dir=str(tmp_path / "o"), platform="a2a3sim")
+    tdt = torch.float32 if dtype == "FP32" else torch.bfloat16
+    kv, q, out = randn(r, k, seed=10).to(tdt), randn(16, k, seed=11).to(tdt), torch.zeros(16, r)
+    c(kv, q, out)
+    close(out, q.float() @ (2 * kv.float()).T, 1e-2, 1e-2)
+    pto = (tmp_path / "o" / "ptoas" / "qk.pto").read_text()
+    assert "{transpose = true}" in pto[pto.index("@qk_aic("):pto.index("@qk_aiv(")]
+
+
+def test_a_transposed_move_reads_mat_only():
+    src = """
+import pypto.language as pl
+
+@pl.program
+class Bad:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
+        t = pl.load(a, [0, 0], [16, 16])
+        l = pl.move(t, target_memory=pl.Mem.Left, transpose=True)
+        return out
+"""
+    with pytest.raises(E.TypeCheckError, match=r"move\(transpose=True\) reads a 2-D Mat tile") as e:
+        pl.parse(src, filename="/u/bad.py")
+    assert e.value.span.line == 9

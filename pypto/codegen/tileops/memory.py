@@ -38,7 +38,8 @@ def move(k, v, c, span):
         fail(f"no {src.tile.memory_space.name} -> {dst_space.name if dst_space else None} "
              f"data path on {k.arch}", span,
              "a2a3 moves Mat->Left/Right, Acc->Mat and Vec->Vec; go through GM otherwise")
-    k.op("tmov", [src], k.alloc(v, span), span)
+    k.op("tmov", [src], k.alloc(v, span), span,
+         attrs="{transpose = true}" if c.kwargs.get("transpose") else "")
 
 
 @emits("tile.fillpad", "tile.fillpad_inplace", "tile.fillpad_expand")

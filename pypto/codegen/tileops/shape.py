@@ -82,4 +82,5 @@ class _Window:
 def extract(k, v, c, span):              # a copy of the window (pto.textract)
     src = k.tile(c.args[0], span)
     r, col = (k.index_scalar(x, span) for x in c.args[1:3])
-    k.op("textract", [src, r, col], k.alloc(v, span), span)
+    k.op("textract", [src, r, col], k.alloc(v, span), span,
+         attrs="{transpose = true}" if c.kwargs.get("transpose") else "")

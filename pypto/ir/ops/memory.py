@@ -149,6 +149,13 @@ def _move(args, kw, span):
                  f"{' in ' + t.memory_space.name if t.memory_space else ''}", span,
                  "pl.load the scales with target_memory=pl.Mem.Mat first")
         return TileType(t.shape, dt.FP8E8M0, space, None, t.valid)    # (UINT8: the same bits)
+    if kw.get("transpose"):           # the cube reads a Mat tile transposed into L0A / L0B
+        if space not in (MemorySpace.Left, MemorySpace.Right) or len(t.shape) != 2 \
+                or t.memory_space not in (None, MemorySpace.Mat):
+            _err(f"move(transpose=True) reads a 2-D Mat tile into Left or Right, got {_tname(t)}"
+                 f"{' in ' + t.memory_space.name if t.memory_space else ''} -> {space.name}", span)
+        valid = None if t.valid is None else tuple(reversed(t.valid))
+        return TileType(tuple(reversed(t.shape)), t.dtype, space, None, valid)
     return TileType(t.shape, t.dtype, space, None, t.valid)
 
 
@@ -429,8 +436,9 @@ reg("tile.store", (3, 4), _store, ("atomic",), pure=False, params=("tile", "offs
     sig="pl.store(tile, offsets, output_tensor, atomic=pl.AtomicType.None_)  (atomic=pl.AtomicType."
         "Add adds the tile into the tensor: parallel kernels may accumulate into one window)",
     pto="tstore")
-reg("tile.move", (1, 1), _move, ("target_memory",), params=("tile",),
-    sig="pl.move(tile, target_memory=pl.Mem.Left)")
+reg("tile.move", (1, 1), _move, ("target_memory", "transpose"), params=("tile",),
+    sig="pl.move(tile, target_memory=pl.Mem.Left[, transpose=True])  (transpose: a Mat tile read "
+        "transposed into Left / Right)")
 reg("tile.create", (1, 1), _create_tile, ("dtype", "target_memory"), params=("shape",),
     sig="pl.create_tile([M, N], dtype=pl.FP32, target_memory=pl.Mem.Vec)")
 reg("tile.alloc", (1, 1), _alloc, ("target_memory",), params=("size",),

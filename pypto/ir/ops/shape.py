@@ -272,10 +272,15 @@ def _extract(args, kw, span):
     if (src.memory_space, target) not in pairs:
         _err(f"extract: {getattr(src.memory_space, 'name', 'Vec')} -> {target.name} is not a path "
              f"TEXTRACT takes (Vec -> Vec, Mat -> Left / Right / Mat)", span)
+    if kw.get("transpose"):       # the window read transposed into L0 (the cube's b_trans)
+        if target not in (MemorySpace.Left, MemorySpace.Right):
+            _err(f"extract(transpose=True) reads a Mat window into Left or Right, not {target.name}", span)
+        shape = list(reversed(shape))
     return TileType(tuple(shape), src.dtype, target)
 
 
-reg("tile.extract", (4, 4), _extract, ("target_memory",), params=("src", "index_row", "index_col", "shape"),
+reg("tile.extract", (4, 4), _extract, ("target_memory", "transpose"),
+    params=("src", "index_row", "index_col", "shape"),
     pto="textract",
     sig="pl.tile.extract(src, row, col, [M, N], target_memory=pl.Mem.Vec)  (a copy of the window "
         "at (row, col); Vec -> Vec, Mat -> Left / Right / Mat)")
