@@ -120,7 +120,7 @@ _DFX_OFF = {"enable_chip_swimlane": 0, "enable_dep_gen": False, "enable_dump_arg
 
 
 def benchmark(compiled, args=(), rounds: int = 20, warmup: int = 3,
-              config: RunConfig | None = None, worker=None) -> BenchmarkResult:
+              config: RunConfig | None = None, worker=None):
     """Register `compiled` once, launch it `warmup` + `rounds` times with `args` and
     return per-launch statistics. `compiled` may also be a @pl.jit function (compiled
     for `args`) or an output directory. Runs on `worker`, else the current
@@ -133,6 +133,12 @@ def benchmark(compiled, args=(), rounds: int = 20, warmup: int = 3,
         raise TypeError(f"args must be a tuple or list of the program's arguments, "
                         f"got {type(args).__name__}")
     args = tuple(args)
+    if type(compiled).__name__ == "DistributedCompiledProgram":    # a HOST-level program: per rank
+        if config is not None or worker is not None:
+            raise ValueError("benchmark of a distributed program runs on its own DistributedWorker: the devices "
+                             "are fixed when it is compiled (no config= or worker=)")
+        from .bench_distributed import benchmark_distributed
+        return benchmark_distributed(compiled, args, rounds, warmup)
     program = resolve_program(compiled, args, config)
     cfg = default_config(program, config)
     w = worker_for(worker, cfg)

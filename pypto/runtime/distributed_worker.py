@@ -84,6 +84,7 @@ class DistributedWorker:
         self._windows: dict[int, object] = {}
         self._tensors: list[DistributedDeviceTensor] = []
         self._closed = False
+        self.last_timings: dict = {}
         self.pool = RankPool(platform, first.distributed_config.device_ids, startup_timeout_s)
 
     # ---------------------------------------------------------------- dispatch
@@ -100,8 +101,9 @@ class DistributedWorker:
             raise ValueError("rt.run(...) requires a DistributedCompiledProgram registered when this worker was "
                              "constructed")
         try:
-            dispatch(self.pool, compiled, args, resident=self._resident, windows=self._window(compiled),
-                     callbacks=self._callbacks[i])
+            # each rank's launch timings of this dispatch (pypto.runtime.bench reads them)
+            self.last_timings = dispatch(self.pool, compiled, args, resident=self._resident,
+                                         windows=self._window(compiled), callbacks=self._callbacks[i])
         except BaseException:
             if self.pool.closed:              # a rank failed: the worker is gone with it
                 self.close()

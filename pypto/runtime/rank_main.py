@@ -22,7 +22,12 @@ class Rank:
         self.worker = None
         self.programs = {}              # output dir -> CompiledProgram (loaded once)
 
-    def run(self, job: dict) -> None:
+    def run(self, job: dict) -> list:
+        """The job's launches, run in order; per launch its host span (perf_counter_ns:
+        CLOCK_MONOTONIC, comparable across the ranks' processes), its time on the device
+        (the launch from start to end) and its effective window (orchestration and
+        kernels, from the first to start to the last to end)."""
+        import time
         import ctypes
         import numpy as np
         from pypto.runtime import comm, dtypes
@@ -32,6 +37,7 @@ class Rank:
         if self.worker is None:
             self.worker = ChipWorker(config=RunConfig(platform=job["platform"], device_id=job["device"]))
         segments = {}
+        timings = []
 
         def seg(name):
             if name not in segments:
@@ -53,12 +59,24 @@ class Rank:
                     else:
                         args.append(np.ndarray(spec["shape"], dtype=dtypes.numpy_dtype(p.dtype),
                                                buffer=seg(spec["shm"]).buf, offset=spec["offset"]))
-                self.worker.run(compiled, *args)
+                start = time.perf_counter_ns()
+                _, rec = self.worker.run_with_record(compiled, *args)
+                end = time.perf_counter_ns()
                 del args
+                timings.append({"host": [start, end], "device_ns": rec.end_ns - rec.start_ns,
+                                "effective_ns": _effective(rec)})
         finally:
             comm.set_context(None)
             for shm in segments.values():
                 shm.close()
+        return timings
+
+
+def _effective(rec) -> int:
+    spans = [(t.start_ns, t.end_ns) for t in rec.tasks if t.end_ns]
+    if rec.orchestration_start_ns:
+        spans.append((rec.orchestration_start_ns, rec.orchestration_end_ns))
+    return max(e for _, e in spans) - min(s for s, _ in spans) if spans else 0
 
 
 def main() -> int:
@@ -69,8 +87,7 @@ def main() -> int:
     for line in sys.stdin:
         job = json.loads(line)
         try:
-            rank.run(job)
-            reply.write('{"ok": true}\n')
+            reply.write(json.dumps({"ok": True, "launches": rank.run(job)}) + "\n")
         except BaseException as e:        # the parent reports it as this rank's error
             import traceback
             traceback.print_exc()

@@ -93,8 +93,9 @@ class RankPool:
     def world_size(self) -> int:
         return len(self.device_ids)
 
-    def run(self, jobs: dict, poll_s: float = 0.05) -> None:
-        """Send each rank its job and wait until all answered; a failing rank fails it."""
+    def run(self, jobs: dict, poll_s: float = 0.05) -> dict:
+        """Send each rank its job and wait until all answered; a failing rank fails it.
+        Returns each rank's launch timings (rank_main.Rank.run)."""
         if self.closed:
             raise RuntimeError("the distributed worker is closed")
         for r, job in jobs.items():
@@ -105,11 +106,12 @@ class RankPool:
                 self.procs[r].stdin.flush()
             except OSError:
                 self._fail(r)
-        self._await(set(jobs), None, "run", poll_s)
+        return self._await(set(jobs), None, "run", poll_s)
 
-    def _await(self, pending: set, timeout_s, what: str, poll_s: float = 0.05) -> None:
+    def _await(self, pending: set, timeout_s, what: str, poll_s: float = 0.05) -> dict:
         import time
         until = None if timeout_s is None else time.monotonic() + timeout_s
+        replies = {}
         while pending:
             ready, _, _ = select.select([self.replies[r] for r in pending], [], [], poll_s)
             for f in ready:
@@ -120,6 +122,7 @@ class RankPool:
                 reply = json.loads(line)
                 if "error" in reply:
                     self._fail(r, reply["error"])
+                replies[r] = reply.get("launches", [])
                 pending.discard(r)
             for r in list(pending):
                 if self.procs[r].poll() is not None:
@@ -127,6 +130,7 @@ class RankPool:
             if until is not None and pending and time.monotonic() > until:
                 r = min(pending)
                 self._fail(r, f"did not {what} within {timeout_s} s")
+        return replies
 
     def _fail(self, r: int, error: str | None = None):
         self.logs[r].seek(0)
@@ -221,11 +225,12 @@ def _jobs(prog, segs: list, windows: str | None, which: range) -> dict:
     return jobs
 
 
-def dispatch(pool: RankPool, prog, args, resident=None, windows=None, callbacks=None) -> None:
+def dispatch(pool: RankPool, prog, args, resident=None, windows=None, callbacks=None) -> dict:
     """One run of `prog` on the pool's ranks (blocks until every rank finished). `windows`:
     a segment kept across dispatches (a persistent worker's); else a fresh zeroed one.
     A SubWorker call runs here, on the host, once the launches before it are done, given
-    the tensors as they are then (`callbacks`: name -> the function)."""
+    the tensors as they are then (`callbacks`: name -> the function). Returns each rank's
+    launch timings, in order: {rank: [{"host": [start, end], "device_ns", "effective_ns"}]}."""
     segs, back, made = _bind(prog, args, resident)
     try:
         if windows is not None:
@@ -236,17 +241,19 @@ def dispatch(pool: RankPool, prog, args, resident=None, windows=None, callbacks=
             windows = shm.name
         launches = prog.plan["launches"]
         calls = prog.plan.get("sub_worker_calls") or []
-        start = 0
+        start, timings = 0, {}
         for at in sorted({c["after"] for c in calls}) + [None]:
             end = len(launches) if at is None else at
             if end > start:
-                pool.run(_jobs(prog, segs, windows, range(start, end)))
+                for r, got in pool.run(_jobs(prog, segs, windows, range(start, end))).items():
+                    timings.setdefault(r, []).extend(got)
                 start = end
             if at is not None:
                 _sub_workers([c for c in calls if c["after"] == at], callbacks or {}, prog, segs)
         for shm, b in zip(segs, back):
             if b is not None:
                 ctypes.memmove(b[0], address(shm.buf), b[1])
+        return timings
     finally:
         for shm in made:
             release(shm)
