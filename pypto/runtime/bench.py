@@ -22,22 +22,10 @@ from .harness import default_config, resolve_program, worker_for
 from .records import RunRecord
 
 
-@dataclass
-class BenchmarkResult:
-    program: str
-    rounds: int
-    warmup: int
-    samples: list                  # host wall per launch, seconds
-    device_wall: list              # device wall per launch, seconds
-    orchestration: list            # orchestration time per launch, seconds (0 on graph replay)
-    n_tasks: int
-    n_threads: int
-    runtime: str
-    platform: str
-    last_record: RunRecord | None = None
-    dfx_outputs: dict = field(default_factory=dict)
+class SampleStats:
+    """What both results say of their samples (host wall per launch or round, seconds) and
+    of their device time per launch or round (device_wall_us, microseconds)."""
 
-    # host wall per launch
     @property
     def median(self) -> float:
         return statistics.median(self.samples)
@@ -58,6 +46,38 @@ class BenchmarkResult:
     def stdev(self) -> float:
         return statistics.stdev(self.samples) if len(self.samples) > 1 else 0.0
 
+    @property
+    def all_zero_device(self) -> bool:
+        return not any(self.device_wall_us)
+
+    @property
+    def device_us_min(self) -> float:
+        return min(self.device_wall_us)
+
+    @property
+    def device_us_max(self) -> float:
+        return max(self.device_wall_us)
+
+    @property
+    def device_us_median(self) -> float:
+        return statistics.median(self.device_wall_us)
+
+
+@dataclass
+class BenchmarkResult(SampleStats):
+    program: str
+    rounds: int
+    warmup: int
+    samples: list                  # host wall per launch, seconds
+    device_wall: list              # device wall per launch, seconds
+    orchestration: list            # orchestration time per launch, seconds (0 on graph replay)
+    n_tasks: int
+    n_threads: int
+    runtime: str
+    platform: str
+    last_record: RunRecord | None = None
+    dfx_outputs: dict = field(default_factory=dict)
+
     # device wall per launch
     @property
     def device_wall_median(self) -> float:
@@ -75,22 +95,6 @@ class BenchmarkResult:
     @property
     def device_wall_us(self) -> list:
         return [w * 1e6 for w in self.device_wall]
-
-    @property
-    def all_zero_device(self) -> bool:
-        return not any(self.device_wall)
-
-    @property
-    def device_us_min(self) -> float:
-        return self.device_wall_min * 1e6
-
-    @property
-    def device_us_max(self) -> float:
-        return max(self.device_wall) * 1e6
-
-    @property
-    def device_us_median(self) -> float:
-        return self.device_wall_median * 1e6
 
     @property
     def orchestration_median(self) -> float:

@@ -18,6 +18,8 @@ import statistics
 import time
 from dataclasses import dataclass
 
+from .bench import SampleStats
+
 _METRIC = {"device": "device_ns", "effective": "effective_ns"}
 
 
@@ -28,7 +30,7 @@ def _us(launch: dict, metric: str) -> float:
 
 
 @dataclass
-class DistributedBenchmarkResult:
+class DistributedBenchmarkResult(SampleStats):
     program: str
     rounds: int
     warmup: int
@@ -72,34 +74,6 @@ class DistributedBenchmarkResult:
     @property
     def host_wall_us(self) -> list:
         return self.per_round("host")
-
-    @property
-    def all_zero_device(self) -> bool:
-        return not any(self.device_wall_us)
-
-    @property
-    def device_us_min(self) -> float:
-        return min(self.device_wall_us)
-
-    @property
-    def device_us_max(self) -> float:
-        return max(self.device_wall_us)
-
-    @property
-    def device_us_median(self) -> float:
-        return statistics.median(self.device_wall_us)
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.samples)
-
-    @property
-    def min(self) -> float:
-        return min(self.samples)
-
-    @property
-    def mean(self) -> float:
-        return statistics.fmean(self.samples)
 
     def format_mean_tree(self, *, us: bool = True, pid: int | None = None, slot: int | None = None) -> str:
         """Per launch ((rank, slot): its index in the rank's round), the mean over the
