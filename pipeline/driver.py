@@ -471,7 +471,7 @@ def build(prog_name: str, source: bytes, opts: BuildOptions, output_dir: Path, *
         if served is not None:
             return served
     from pypto_pipeline.together import Item, build_many
-    return build_many([Item(prog_name, prog_name, source, opts, output_dir, from_spec)], store=store,
+    return build_many([Item(prog_name, source, opts, Path(output_dir), from_spec)], store=store,
                       jobs=jobs, progress=progress, damaged=damaged).builds[0]
 
 

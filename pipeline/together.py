@@ -18,14 +18,14 @@ from pypto_pipeline.outputs import finish, tasks_report
 from pypto_pipeline.served import Cached, program_key
 
 
-class Item:
+class Item(NamedTuple):
     """One program of a build: its label (what its task names say; unique in the build),
-    its name, input, options and output directory."""
-    __slots__ = ("label", "name", "source", "opts", "out", "from_spec")
-
-    def __init__(self, label, name, source: bytes, opts: BuildOptions, out, from_spec: bool = False):
-        self.label, self.name, self.source, self.opts = label, name, source, opts
-        self.out, self.from_spec = Path(out), from_spec
+    input, options and output directory."""
+    label: str
+    source: bytes
+    opts: BuildOptions
+    out: Path
+    from_spec: bool = False
 
 
 class Many(NamedTuple):

@@ -2,7 +2,7 @@
 of a HOST-level compile, each into its own output directory, with steps laid out from
 their results (the host plan) run last in the same build.
 
-A request is what ir.compile would build -- (name, source, options, from_spec) -- made by
+A request is what ir.compile would build -- (source, options, from_spec) -- made by
 `program_request` (a @pl.program) or `jit_request` (a @pl.jit specialization). Each is
 first served whole from the store when it can be, like any compile; the rest build
 together."""
@@ -14,7 +14,6 @@ from typing import NamedTuple
 
 
 class Request(NamedTuple):
-    name: str
     source: bytes
     opts: object                 # BuildOptions
     from_spec: bool
@@ -23,26 +22,22 @@ class Request(NamedTuple):
 def program_request(program, **options) -> Request:
     """ir.compile(program, **options) as a request (its checks run here, at once)."""
     from pypto.ir.compiling import _program_input
-    name, source, opts, from_spec = _program_input(program, **options)
-    return Request(name, source, opts, from_spec)
+    _, source, opts, from_spec = _program_input(program, **options)
+    return Request(source, opts, from_spec)
 
 
 def jit_request(spec: dict, config) -> Request:
     """A @pl.jit function's compile for this specialization (spec) and RunConfig."""
     from pypto.ir.compiling import _config_kwargs, build_options
-    return Request(spec["program"], json.dumps(spec, sort_keys=True).encode("utf-8"),
-                   build_options(**_config_kwargs(config)), True)
+    return Request(json.dumps(spec, sort_keys=True).encode("utf-8"), build_options(**_config_kwargs(config)),
+                   True)
 
 
-class Together(NamedTuple):
-    builds: list                 # pypto_pipeline Build per request
-    digests: dict                # the last steps' outputs: step -> {output: digest}
-    records: list                # every task of the build (served compiles: none)
-
-
-def build_together(requests: list[tuple[str, Path, Request]], then=None) -> Together:
+def build_together(requests: list[tuple[str, Path, Request]], then=None):
     """Build each (label, output dir, request); `then(store) -> [Step]` lays out the steps
-    run last, after every program is built (its compiled_meta.json in place)."""
+    run last, after every program is built (its compiled_meta.json in place). Returns
+    pypto_pipeline.together.Many: a Build per request (served or built), the last steps'
+    digests and the records of every task that was laid out."""
     from pypto_cache import open_store
     from pypto_pipeline.served import serve
     from pypto_pipeline.together import Item, build_many
@@ -55,8 +50,7 @@ def build_together(requests: list[tuple[str, Path, Request]], then=None) -> Toge
         if hit is not None:
             served[k] = hit
         else:
-            items.append(Item(label, r.name, r.source, r.opts, out, r.from_spec))
+            items.append(Item(label, r.source, r.opts, out, r.from_spec))
     got = build_many(items, store=store, damaged=damaged, then=(lambda: then(store)) if then else None)
     built = iter(got.builds)
-    builds = [served[k] if k in served else next(built) for k in range(len(requests))]
-    return Together(builds, got.digests, got.records)
+    return got._replace(builds=[served[k] if k in served else next(built) for k in range(len(requests))])

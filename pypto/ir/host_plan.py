@@ -39,6 +39,7 @@ def build(name: str, trace: HostTrace, values: tuple, params: list, config, out:
     program under next_levels/<name>/, the plan (the `host` stage, which reads their
     compiled_meta.json) last."""
     from pypto.ir.compile_many import build_together
+    from pypto_pipeline.outputs import write_report
     dcfg = config.distributed_config
     if not trace.launches:
         raise HostProgramError(f"{name} launched nothing: call a per-device orchestration with device=r "
@@ -79,18 +80,16 @@ def build(name: str, trace: HostTrace, values: tuple, params: list, config, out:
         metas = [store.put_bytes((out / p["dir"] / "compiled_meta.json").read_bytes()) for p in programs]
         return [host_step(name, store.put_bytes(json.dumps(draft, sort_keys=True).encode()), metas, level, out)]
     got = build_together(requests, then=host)
-    from pypto_pipeline.outputs import write_report
     (out / "report").mkdir(parents=True, exist_ok=True)
     write_report(out, got.records)            # every task of the build, the host plan's too
     return DistributedCompiledProgram(out, json.loads((out / META).read_text()))
 
 
-def complete(draft: dict, metas: list[dict]) -> dict:
-    """The host plan: the draft (what the trace said) with each device program's
-    parameters and their directions (its compiled_meta.json); a host tensor a rank writes
-    into is an output. (The `host` stage.)"""
+def complete(plan: dict, metas: list[dict]) -> dict:
+    """The host plan, from the draft (what the trace said; completed in place): each
+    device program's parameters and their directions (its compiled_meta.json); a host
+    tensor a rank writes into is an output. (The `host` stage.)"""
     from pypto.runtime.tensors import parse_params
-    plan = json.loads(json.dumps(draft))
     filename = plan.pop("filename")
     for prog, meta in zip(plan["programs"], metas):
         ps = parse_params(meta["params"], prog["dir"])
