@@ -55,7 +55,9 @@ class Pipes:
     def tpop(self, v: Var, c: Call, span) -> None:
         """... and the other half receives it, into the tile the planner gave it."""
         ins, tys, attrs = self.pipe_operands(c, c.kwargs["from"] == "cube")
-        dst = self.alloc(v, span)
+        # a lane's part of a partial tile: its valid extents, known with the lane (operands)
+        valid = tuple(self.index(a, span) for a in c.args) if c.args else None
+        dst = self.alloc(v, span, valid=valid)
         self.emit(f"pto.tpop_from_{_PEER[c.kwargs['from']]} ins({ins} : {tys}) "
                   f"outs({dst.ssa} : {dst.ty}){attrs}", span)
 

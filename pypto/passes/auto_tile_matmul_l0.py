@@ -35,6 +35,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from pypto import dtype as dt
+from pypto.ir import ops
 from pypto.ir.nodes import (DOUBLE_BUFFER_C, Assign, BinOp, Call, Const, For, Function, If, IterArg,
                             MemorySpace as M, Program, ScalarType, TileType, TupleExpr, Var, Yield)
 from pypto.ir.visit import bodies, defs, users_by_var, walk
@@ -300,21 +301,25 @@ class _Tiler:
         """The [h, w] block of the operand at its offsets (r, c) (None: 0), into L0; of a
         transposed window (a Mat tile read transposed), the [w, h] block of its source at
         (c, r), read transposed."""
-        t = TileType((h, w), W.src.type.dtype, space)
+        args, kw, t = _window_read(W, r, c, h, w, space, span)
         v = Var(self.names.fresh(W.src.name, "left" if space is M.Left else "right"), t, span)
-        if W.trans:
-            r, c, h, w = c, r, w, h
-        row = W.row if r is None else _add(W.row, r, span)
-        col = W.col if c is None else _add(W.col, c, span)
-        kw = {"target_memory": space, **({"transpose": True} if W.trans else {})}
-        return v, Assign(v, Call("tile.extract", [W.src, row, col, TupleExpr([_idx(h, span), _idx(w, span)], span)],
-                                 kw, t, {}, span), span)
+        return v, Assign(v, Call("tile.extract", args, kw, t, {}, span), span)
+
+    def block_type(self, A, B, mi, ni, bm, bn, bk, like: Var, span) -> TileType:
+        """The Acc block [bm, bn] at (mi, ni): of partial operands, the valid part of their
+        product (the same at every K step)."""
+        lt = _window_read(A, mi, _idx(0, span), bm, bk, M.Left, span)[2]
+        rt = _window_read(B, _idx(0, span), ni, bk, bn, M.Right, span)[2]
+        valid = None
+        if lt.valid is not None or rt.valid is not None:
+            valid = ops.infer_type("tile.matmul", [Var("l", lt, span), Var("r", rt, span)], {}, span).valid
+        return TileType((bm, bn), like.type.dtype, M.Acc, None, valid)
 
     def k_loop(self, A, B, mi, ni, bm, bn, bk, K, like: Var, span, init=None, first_cond=(), held=None):
         """(statements, Acc block [bm, bn]) of A[mi:, :] @ B[:, ni:] in K steps of bk (a
         pipelined loop over the whole steps, the rest peeled after it), added to the
         accumulator `init` when given. `held`: the operand already in L0 for all of K."""
-        acc_t = TileType((bm, bn), like.type.dtype, M.Acc)
+        acc_t = self.block_type(A, B, mi, ni, bm, bn, bk, like, span)
         bias = None
 
         def operands(k, kw, out):
@@ -354,10 +359,16 @@ class _Tiler:
         if nfull * bk > k0:
             start = acc
             if start is None:
-                start = Var(self.names.fresh(like.name, "l0init"), acc_t, span)
+                box_t = TileType((bm, bn), like.type.dtype, M.Acc)
+                start = Var(self.names.fresh(like.name, "l0init"), box_t, span)
                 stmts.append(Assign(start, Call("tile.create", [TupleExpr([_idx(bm, span), _idx(bn, span)], span)],
-                                                {"dtype": like.type.dtype, "target_memory": M.Acc}, acc_t, {},
+                                                {"dtype": like.type.dtype, "target_memory": M.Acc}, box_t, {},
                                                 span), span))
+                if acc_t.valid is not None:      # the carried sum holds the product's valid part
+                    box, start = start, Var(self.names.fresh(like.name, "l0init"), acc_t, span)
+                    stmts.append(Assign(start, Call("tile.set_validshape",
+                                                    [box] + [_idx(n, span) for n in acc_t.valid], {},
+                                                    acc_t, {}, span), span))
             ko = Var(self.names.fresh("ko", "blk"), ScalarType(dt.INDEX), span)
             it = Var(self.names.fresh(like.name, "kiter"), acc_t, span)
             body: list = []
@@ -422,6 +433,20 @@ class _Window(NamedTuple):
     trans: bool = False       # the source is read transposed (a tile.move(transpose=True))
 
 
+def _window_read(W: _Window, r, c, h, w, space, span):
+    """(args, kwargs, type) of the tile.extract of the [h, w] block of operand W at its
+    offsets (r, c) (None: 0); of a transposed window (a Mat tile read transposed), the
+    [w, h] block of its source at (c, r), read transposed. A window of a partial tile
+    holds its valid part."""
+    if W.trans:
+        r, c, h, w = c, r, w, h
+    row = W.row if r is None else _add(W.row, r, span)
+    col = W.col if c is None else _add(W.col, c, span)
+    kw = {"target_memory": space, **({"transpose": True} if W.trans else {})}
+    args = [W.src, row, col, TupleExpr([_idx(h, span), _idx(w, span)], span)]
+    return args, kw, ops.infer_type("tile.extract", args, kw, span)
+
+
 def _only_operand(c: Call, v) -> bool:
     """`v` is read by the matmul `c` only as its left or right matrix."""
     lo = 1 if c.op == "tile.matmul_acc" else 0
@@ -452,7 +477,9 @@ def _mat_window(operand, mv, space, uses) -> tuple:
 
 def _static_mat(v) -> bool:
     t = getattr(v, "type", None)
-    return (isinstance(v, Var) and isinstance(t, TileType) and t.memory_space is M.Mat and t.valid is None
+    # (a partial tile at static extents: its windows carry their valid parts)
+    return (isinstance(v, Var) and isinstance(t, TileType) and t.memory_space is M.Mat
+            and (t.valid is None or None not in t.valid)
             and len(t.shape) == 2 and all(isinstance(d, int) for d in t.shape))
 
 

@@ -261,7 +261,7 @@ class _Convert(Rewriter):
         if op == "slice":                       # a view: loads and stores read its window
             if not isinstance(s, Assign):
                 return []
-            base, _shape_arg, offs = call.args
+            base, _shape_arg, offs = call.args[:3]
             base = self.expr(base)
             offs = [self.expr(o) for o in offs.items]
             if id(base) in self.views:          # a slice of a slice: offsets add up

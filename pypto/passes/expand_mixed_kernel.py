@@ -11,14 +11,15 @@ tensor one core stores and the other then loads is fenced the same way (mixed_fe
 """
 from __future__ import annotations
 
+from pypto import dtype as dt
 from pypto.errors import CodegenError, NotBuiltError
-from pypto.ir.nodes import (CUBE, CUBE_SPACES, VECTOR, Assign, Call, Eval, For, Function, FunctionType,
+from pypto.ir.nodes import (CUBE, CUBE_SPACES, VECTOR, Assign, Call, Const, Eval, For, Function, FunctionType,
                             HandleType, If, IterArg, Program, PtrType, Return, TensorType, TileType, Var, While,
                             Yield, derived_level_role, side_of_space)
 from pypto.ir.ops.lanes import CROSSINGS, REGION_ATTR
 from pypto.ir.visit import Substitute, defs, stmt_exprs, vars_used, walk, walk_expr
 from pypto.passes.mixed_fence import fence
-from pypto.passes.vector_split import Halver
+from pypto.passes.vector_split import Halver, axis
 
 NAME = "ExpandMixedKernel"
 READS = ()
@@ -67,6 +68,17 @@ def _classify(f: Function) -> Function:
     elif f.attrs.get("split"):
         split_vector(out)
     return out
+
+
+def _lane_extents(sent: TileType, got: TileType, mode: int, span) -> list:
+    """The valid extents a lane pops of a partial tile the cube sends split (its part of
+    the sent valid extent on the split axis, known with the lane index): [] when static."""
+    if got.valid is None or None not in got.valid:
+        return []
+    ax = axis(mode)
+    ext = [Const(v, dt.INDEX, span) for v in sent.valid_shape]
+    ext[ax] = Halver(mode, span).localize(ext[ax], sent.shape[ax], span)
+    return ext
 
 
 def _calls(s):
@@ -182,8 +194,9 @@ class _Half:
                         return [Eval(Call("tile.tpush", [sent], {"to": dst, **pipe}, None, {},
                                           val.span), s.span)]
                     nv = self.new(v)
-                    return [Assign(nv, Call("tile.tpop", [], {"from": src, **pipe}, nv.type, {}, val.span),
-                                   s.span)]
+                    extents = _lane_extents(val.args[0].type, nv.type, mode, val.span)
+                    return [Assign(nv, Call("tile.tpop", extents, {"from": src, **pipe}, nv.type, {},
+                                            val.span), s.span)]
             if side_of_space(t.memory_space) != self.side:
                 return []
             self.check_uses([val], s)

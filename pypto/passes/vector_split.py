@@ -79,13 +79,10 @@ class Halver:
                                 "make that extent even, or drop pl.split")
         valid = t.valid
         if valid is not None:
-            v = valid[ax]
-            if v is None:              # known at run time: each AIV's part of it (localize)
-                pass
-            elif v != n:
-                raise NotBuiltError(f"pl.split({self.mode}) of a tile whose valid part along dim "
-                                    f"{ax} is not all of it", span, "drop pl.split")
-            valid = tuple((None if x is None else n // 2) if i == ax else x for i, x in enumerate(valid))
+            # known at run time, or a part of the box: each AIV's part of it is known with
+            # its index (localize) -- max(min(valid - sub * half, half), 0)
+            valid = tuple((None if x is None or x != n else n // 2) if i == ax else x
+                          for i, x in enumerate(valid))
         shape = tuple(n // 2 if i == ax else x for i, x in enumerate(t.shape))
         return TileType(shape, t.dtype, t.memory_space, t.memref, valid, t.slot)
 

@@ -42,15 +42,32 @@ def _scaled(op, t, m, factor, span):
     return tuple(shape)
 
 
+def _lane_valid(op, t, m, factor, span):
+    """The valid part of a lane's share of a partial cube result (static valid shape): on
+    the split axis each lane holds max(min(valid - lane * half, half), 0) of its half, known
+    only with the lane index (None); the other axis keeps its extent. Re-joining partial
+    lanes (a gather) would leave holes between their bands: refused."""
+    if t.valid is None:
+        return None
+    if factor > 1 or None in t.valid:
+        whole(op, t, span, "operand")
+    if not m:
+        return t.valid
+    axis = m - 1
+    valid = list(t.valid)
+    valid[axis] = None
+    return tuple(valid)
+
+
 def _crossing(op, src, dst, factor, what):
     """The type rule of a crossing from space src to dst, scaling the split axis."""
     def infer(args, kw, span):
         t = _shaped(op, args[0], span, (TileType,))
         m = _mode(op, kw, span)
-        whole(op, t, span, "operand")
+        valid = _lane_valid(op, t, m, factor, span)
         if t.memory_space not in (None, src):
             _err(f"{op}: {what}, got {_tname(t)} in {t.memory_space.name}", span)
-        return TileType(_scaled(op, t, m, factor, span), t.dtype, dst)
+        return TileType(_scaled(op, t, m, factor, span), t.dtype, dst, None, valid)
     return infer
 
 
@@ -74,8 +91,8 @@ def _tensor_crossing(op, factor):
     def infer(args, kw, span):
         t = _shaped(op, args[0], span, (TensorType,))
         m = _mode(op, kw, span)
-        whole(op, t, span, "operand")
-        return TensorType(_scaled(op, t, m, factor, span), t.dtype)
+        valid = _lane_valid(op, t, m, factor, span)
+        return TensorType(_scaled(op, t, m, factor, span), t.dtype, None, valid)
     return infer
 
 

@@ -18,7 +18,8 @@ def _matmul_acc_dtype(a, b, op, span):
 
 def _transposed(t):
     """A tensor read transposed: its last two dims swapped."""
-    return TensorType((*t.shape[:-2], t.shape[-1], t.shape[-2]), t.dtype)
+    valid = None if t.valid is None else (*t.valid[:-2], t.valid[-1], t.valid[-2])
+    return TensorType((*t.shape[:-2], t.shape[-1], t.shape[-2]), t.dtype, None, valid)
 
 
 def _matmul(args, kw, span):
@@ -38,7 +39,7 @@ def _matmul(args, kw, span):
     if type(a) is not type(b):
         _err(f"matmul: cannot mix {_tname(a)} and {_tname(b)}", span, _MIX_HINT)
     valid = None
-    if isinstance(a, TileType) and (a.valid is not None or b.valid is not None):
+    if (a.valid is not None or b.valid is not None) and len(a.shape) == len(b.shape) == 2:
         valid = _partial_product(a, b, span)     # the cube multiplies the valid parts
     else:
         whole("matmul", a, span, "left operand")
@@ -50,7 +51,7 @@ def _matmul(args, kw, span):
     acc = _matmul_acc_dtype(a, b, "matmul", span)
     if isinstance(a, TensorType):
         out = kw.get("out_dtype") or a.dtype
-        return TensorType((a.shape[0], b.shape[1]), out)
+        return TensorType((a.shape[0], b.shape[1]), out, None, valid)
     return TileType((a.shape[0], b.shape[1]), acc, MemorySpace.Acc, None, valid)
 
 

@@ -134,25 +134,30 @@ def _slice(args, kw, span):
     if len(shape) != len(t.shape) or len(offs) != len(t.shape):
         _err(f"slice: tensor has rank {len(t.shape)} but the window has {len(shape)} extents and "
              f"{len(offs)} offsets", span, "give one extent and one offset per dimension")
-    for i, (s, d) in enumerate(zip(shape, t.shape)):
+    ext = list(shape)
+    if len(args) >= 4:
+        # a view with only a corner valid: each extent a constant or, when it is known
+        # only at run time, None; the kernels that read it say which part they load
+        valid = _indices("slice", args[3], span)
+        if len(valid) != len(shape):
+            _err(f"slice: valid_shape has {len(valid)} extents for a window of rank {len(shape)}",
+                 span)
+        for i, (v, s) in enumerate(zip(valid, shape)):
+            if isinstance(v, Const):
+                if not 0 <= v.value <= (s if isinstance(s, int) else v.value):
+                    _err(f"slice: valid extent {v.value} of dim {i} lies outside the window's {s}",
+                         span)
+                ext[i] = v.value
+            else:
+                ext[i] = None
+    # only the valid part is read: a box may overhang the tensor (a 16-row tile over a
+    # 5-row tensor) when its valid extent stays inside
+    inside = [e if isinstance(e, int) else s for e, s in zip(ext, shape)]
+    for i, (s, d) in enumerate(zip(inside, t.shape)):
         if isinstance(d, int) and isinstance(s, int) and s > d:
-            _err(f"slice: extent {s} of dim {i} is larger than the tensor's {d}", span)
-    _check_window("slice", offs, shape, t.shape, span)
-    if len(args) < 4:
-        return TensorType(tuple(shape), t.dtype)
-    # an orchestration's view with only a corner valid: each extent a constant or, when
-    # it is known only at run time, None; the kernels that read it say which part they load
-    valid = _indices("slice", args[3], span)
-    if len(valid) != len(shape):
-        _err(f"slice: valid_shape has {len(valid)} extents for a window of rank {len(shape)}", span)
-    ext = []
-    for i, (v, s) in enumerate(zip(valid, shape)):
-        if isinstance(v, Const):
-            if not 0 <= v.value <= (s if isinstance(s, int) else v.value):
-                _err(f"slice: valid extent {v.value} of dim {i} lies outside the window's {s}", span)
-            ext.append(v.value)
-        else:
-            ext.append(None)
+            _err(f"slice: extent {s} of dim {i} is larger than the tensor's {d}", span,
+                 "give valid_shape= the part of the window that lies in the tensor")
+    _check_window("slice", offs, inside, t.shape, span)
     return TensorType(tuple(shape), t.dtype, None, None if tuple(ext) == tuple(shape) else tuple(ext))
 
 
@@ -261,7 +266,15 @@ def _extract(args, kw, span):
     shape = _dims("extract", args[3], span)
     if len(src.shape) != 2 or len(shape) != 2:
         _err(f"extract: a 2-D window of a 2-D tile, got {_tname(src)} and {shape}", span)
-    whole("extract", src, span)
+    valid = None
+    if src.valid is not None:     # a window of a partial tile holds what of it is valid
+        # (along a wholly valid axis at any offset; along a partial one at a known offset)
+        if any(v is None or (v != d and not isinstance(o, Const))
+               for v, d, o in zip(src.valid, src.shape, offs)):
+            whole("extract", src, span)
+        valid = tuple(s if v == d else max(0, min(s, v - o.value))
+                      for s, v, d, o in zip(shape, src.valid, src.shape, offs))
+        valid = None if valid == tuple(shape) else valid
     for i, (s, d) in enumerate(zip(shape, src.shape)):
         if s > d:
             _err(f"extract: extent {s} of dim {i} is larger than the tile's {d}", span)
@@ -276,7 +289,8 @@ def _extract(args, kw, span):
         if target not in (MemorySpace.Left, MemorySpace.Right):
             _err(f"extract(transpose=True) reads a Mat window into Left or Right, not {target.name}", span)
         shape = list(reversed(shape))
-    return TileType(tuple(shape), src.dtype, target)
+        valid = valid and tuple(reversed(valid))
+    return TileType(tuple(shape), src.dtype, target, None, valid)
 
 
 reg("tile.extract", (4, 4), _extract, ("target_memory", "transpose"),

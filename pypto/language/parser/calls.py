@@ -113,7 +113,8 @@ class CallsMixin:
     def op_call(self, node: ast.Call, name: str, ns: str | None, display: str | None = None):
         display = display or (f"pl.{ns}.{name}" if ns else f"pl.{name}")
         name = ops.keyword_form(name, {kw.arg for kw in node.keywords}, len(node.args))
-        if name == "slice" and any(kw.arg == "valid_shape" for kw in node.keywords):
+        if name == "slice" and any(kw.arg == "valid_shape" for kw in node.keywords) \
+                and not getattr(node, "pypto_view_only", False):
             view = self.valid_slice(node, ns, display)
             if view is not None:
                 return view
@@ -138,10 +139,14 @@ class CallsMixin:
                 or len(base.type.shape) != 2:
             self.error(f"{display}(..., valid_shape=[rows, cols]): a 2-D window and two extents",
                        node, "pl.slice(t, [16, 128], [r, 0], valid_shape=[n, 128])")
-        plain = ast.copy_location(ast.Call(node.func, node.args,
-                                           [k for k in node.keywords if k.arg != "valid_shape"]), node)
-        view = self.call(plain)
         valid = [self.to_expr(self.value(e), e) for e in kw.value.elts]
+        keep = [k for k in node.keywords if k.arg != "valid_shape"]
+        if all(isinstance(v, Const) for v in valid):
+            # constant extents ride on the slice too: its box may then overhang the tensor
+            keep.append(kw)
+        plain = ast.copy_location(ast.Call(node.func, node.args, keep), node)
+        plain.pypto_view_only = True      # op_call: the tensor.slice itself, not this form again
+        view = self.call(plain)
         return self.op_call_values("set_validshape", "tensor", [view] + valid, {}, node, display)
 
     def keyword_operands(self, node: ast.Call, args: list, params: tuple, display: str) -> list:

@@ -359,9 +359,11 @@ class StatementsMixin(LoopsMixin):
         for i, (ext, full) in enumerate(zip(extents, dst.type.shape)):
             if ext is None and isinstance(full, int) and isinstance(offs[i], Const):
                 ext = full - offs[i].value
-            have = st.valid_shape            # what the value holds is what is written
+            # what the value holds is what is written: the region is its valid part, or its
+            # whole box (of which the valid part is written)
+            have = st.valid_shape
             if isinstance(ext, int) and i < len(have) and len(have) == rank \
-                    and isinstance(have[i], int) and ext != have[i]:
+                    and isinstance(have[i], int) and ext not in (have[i], st.shape[i]):
                 raise TypeCheckError(
                     f"{ast.unparse(t)} selects {ext} along dim {i} but the value has shape "
                     f"{list(have)}", self.span(t),

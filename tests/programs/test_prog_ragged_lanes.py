@@ -1,0 +1,161 @@
+"""Partial cube results split between the two AIVs (issue 12.2): a kernel window whose box
+overhangs a short tensor with only its valid part read (pl.slice(a, [16, K], [0, 0],
+valid_shape=[5, K]) of a 5-row a), a tensor-level matmul of such operands (its result
+valid to 5 rows, blocked in L0 when it does not fit), and each lane's part of it --
+max(min(valid - lane * half, half), 0) rows under UP_DOWN, columns under LEFT_RIGHT --
+both from an explicit pl.split_aiv region and from pl.split. A lane with nothing valid
+stores nothing; rows outside the valid part keep what the output held."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import pypto.errors as E
+import pypto.language as pl
+from pypto import ir
+
+from prog_helpers import close, randn
+
+ROWS, COLS, K = 16, 256, 256
+FILL = 7.0
+
+REGION = """
+import pypto.language as pl
+ROWS = 16
+COLS = 256
+K = 256
+HALF = 8
+
+@pl.program
+class Ragged:
+    @pl.function(type=pl.FunctionType.Opaque)
+    def main(self, a: pl.Tensor[[{VM}, K], pl.BF16], w: pl.Tensor[[{VN}, K], pl.BF16],
+             out: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]]) -> pl.Tensor[[ROWS, COLS], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="ragged"):
+            a_t = pl.slice(a, [ROWS, K], [0, 0], valid_shape=[{VM}, K])
+            w_t = pl.slice(w, [COLS, K], [0, 0], valid_shape=[{VN}, K])
+            acc = pl.matmul(a_t, w_t, b_trans=True, out_dtype=pl.FP32)
+            for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.{MODE}):
+                shard = pl.aiv_shard(acc)
+{BODY}
+        return out
+"""
+BODIES = {
+    "UP_DOWN": "                out[aiv_id * HALF : aiv_id * HALF + HALF, 0:COLS] = shard",
+    "LEFT_RIGHT": "                out[0:ROWS, aiv_id * 128 : aiv_id * 128 + 128] = shard",
+    # a vector op between the shard and its store carries the lane's extent along
+    "exp": "                out[aiv_id * HALF : aiv_id * HALF + HALF, 0:COLS] = pl.exp(shard)",
+    # the store in a branch: only lane 0 writes
+    "if": "                if aiv_id == 0:\n                    out[0:HALF, 0:COLS] = shard",
+}
+
+
+def _run(src, vm, vn, tmp_path):
+    c = ir.compile(pl.parse(src, filename="/u/ragged.py"), output_dir=str(tmp_path / "o"), platform="a2a3sim")
+    a = (randn(vm, K, seed=1) * 0.1).to(torch.bfloat16)
+    w = (randn(vn, K, seed=2) * 0.1).to(torch.bfloat16)
+    out = torch.full((ROWS, COLS), FILL)
+    c(a, w, out)
+    return a.float() @ w.float().T, out
+
+
+@pytest.mark.parametrize("body, mode, vm, vn", [
+    ("UP_DOWN", "UP_DOWN", 5, COLS),        # 5 rows: all on lane 0, none on lane 1
+    ("UP_DOWN", "UP_DOWN", 13, COLS),       # 8 and 5
+    ("UP_DOWN", "UP_DOWN", 5, 32),          # ragged rows and a narrowed column extent
+    ("LEFT_RIGHT", "LEFT_RIGHT", ROWS, 32),  # 32 columns: lane 0 only
+    ("LEFT_RIGHT", "LEFT_RIGHT", ROWS, 200),  # 128 and 72
+    ("exp", "UP_DOWN", 5, COLS),
+    ("if", "UP_DOWN", 5, COLS),
+])
+def test_each_lane_stores_its_part_of_a_partial_cube_result(body, mode, vm, vn, tmp_path):
+    src = REGION.format(VM=vm, VN=vn, MODE=mode, BODY=BODIES[body])
+    product, out = _run(src, vm, vn, tmp_path)
+    want = torch.full((ROWS, COLS), FILL)
+    want[:vm, :vn] = torch.exp(product) if body == "exp" else product
+    close(out, want, 1e-4, 1e-4)
+
+
+SPLIT = """
+import pypto.language as pl
+ROWS = 16
+COLS = 128
+K = 128
+
+@pl.program
+class SplitTail:
+    @pl.function(type=pl.FunctionType.Opaque)
+    def main(self, a: pl.Tensor[[{VM}, K], pl.BF16], w: pl.Tensor[[COLS, K], pl.BF16],
+             extra: pl.Tensor[[ROWS, COLS], pl.FP32], out: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]],
+             out2: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)], name_hint="tail"):
+            a_t = pl.slice(a, [ROWS, K], [0, 0], valid_shape=[{VM}, K])
+            acc = pl.matmul(a_t, w[0:COLS, 0:K], b_trans=True, out_dtype=pl.FP32)
+            out[:] = pl.exp(acc)
+            out2[:] = pl.abs(extra)
+        return out, out2
+"""
+
+
+@pytest.mark.parametrize("vm", [15, 13, 3])
+def test_pl_split_halves_a_partial_tile_by_its_valid_rows(vm, tmp_path):
+    c = ir.compile(pl.parse(SPLIT.format(VM=vm), filename="/u/tail.py"), output_dir=str(tmp_path / "o"),
+                   platform="a2a3sim")
+    a = (randn(vm, 128, seed=3) * 0.1).to(torch.bfloat16)
+    w = (randn(128, 128, seed=4) * 0.1).to(torch.bfloat16)
+    extra = randn(16, 128, seed=5)
+    out, out2 = torch.full((16, 128), FILL), torch.zeros(16, 128)
+    c(a, w, extra, out, out2)
+    want = torch.full((16, 128), FILL)
+    want[:vm] = torch.exp(a.float() @ w.float().T)
+    close(out, want, 1e-4, 1e-4)
+    close(out2, extra.abs(), 0, 0)
+    pto = (tmp_path / "o" / "ptoas" / "tail.pto").read_text()
+    aiv = pto[pto.index("func.func @tail_aiv("):]
+    assert "{split = 1}" in aiv.split("pto.tpop_from_aic")[1].split("\n")[0]
+
+
+def _kernel(body: str, a_rows: int = 5) -> str:
+    return f"""
+import pypto.language as pl
+
+@pl.program
+class P:
+    @pl.function(type=pl.FunctionType.Opaque)
+    def main(self, a: pl.Tensor[[{a_rows}, 64], pl.FP32], q: pl.Tensor[[16, 64], pl.FP32],
+             out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="k"):
+{body}
+        return out
+"""
+
+
+def test_an_overhanging_window_needs_its_valid_part_inside_the_tensor():
+    with pytest.raises(E.TypeCheckError, match=r"extent 16 of dim 0 is larger than the tensor's 5") as e:
+        pl.parse(_kernel("            t = pl.slice(a, [16, 64], [0, 0])"), filename="/u/over.py")
+    assert e.value.span.line == 10 and "valid_shape=" in str(e.value)
+    with pytest.raises(E.TypeCheckError, match=r"extent 6 of dim 0 is larger than the tensor's 5"):
+        pl.parse(_kernel("            t = pl.slice(a, [16, 64], [0, 0], valid_shape=[6, 64])"), filename="/u/over.py")
+    with pytest.raises(E.TypeCheckError, match=r"window \[2, 7\) of dim 0 lies outside"):
+        pl.parse(_kernel("            t = pl.slice(a, [16, 64], [2, 0], valid_shape=[5, 64])"), filename="/u/over.py")
+
+
+def test_a_matmul_of_partial_tensors_writes_the_product_of_their_valid_parts(tmp_path):
+    src = _kernel("            t = pl.slice(a, [16, 64], [0, 0], valid_shape=[5, 64])\n"
+                  "            out[0:16, 0:16] = pl.matmul(t, q, b_trans=True)")
+    c = ir.compile(pl.parse(src, filename="/u/mm.py"), output_dir=str(tmp_path / "o"), platform="a2a3sim")
+    a, q, out = randn(5, 64, seed=6), randn(16, 64, seed=7), torch.full((16, 16), FILL)
+    c(a, q, out)
+    want = torch.full((16, 16), FILL)
+    want[:5] = a @ q.T
+    close(out, want, 1e-4, 1e-4)
+
+
+def test_partial_lanes_do_not_rejoin_for_the_cube():
+    body = """            for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
+                lane = pl.slice(q, [8, 64], [aiv_id * 8, 0], valid_shape=[5, 64])
+                g = pl.aic_gather(lane)
+            out[0:16, 0:16] = pl.matmul(q, g, b_trans=True)"""
+    with pytest.raises(E.NotBuiltError, match=r"aic_gather: a tensor with a valid shape smaller") as e:
+        pl.parse(_kernel(body), filename="/u/gather.py")
+    assert "pl.fillpad" in str(e.value)
