@@ -6,6 +6,7 @@ from __future__ import annotations
 from pypto import dtype as dt
 from pypto.codegen.common import fail
 from pypto.codegen.values import _Tensor, _const_int, _mlir_name, _numel
+from pypto.ir.ops.memory import row_block
 from pypto.ir.nodes import AtomicType, BinOp, Call, Const, MemorySpace as _M, TensorType, TileType, TupleExpr, Var
 
 
@@ -65,15 +66,18 @@ class GmAccess:
         if any(s is None for s in sizes):
             fail("tile.load: window shapes must be integer constants", span)
         t: TileType = v.type
-        valid = list(t.valid_shape) if t.valid is not None else sizes
-        dyn = None
+        flat = len(sizes) != len(t.shape)           # an N-D window into a 2-D tile
+        req = c.args[3].items if len(c.args) > 3 else [Const(n, dt.INDEX, span) for n in sizes]
+        nd_valid = [_const_int(x) for x in req] if flat else (list(t.valid) if t.valid else sizes)
+        valid = nd_valid if flat else (list(t.valid_shape) if t.valid is not None else sizes)
+        dyn = tile_valid = None
         if t.valid is not None and None in t.valid:      # known when the kernel runs
-            req = c.args[3].items if len(c.args) > 3 else [Const(n, dt.INDEX, span) for n in sizes]
             clamp = [self.clamp_extent(c.args[0].type.shape[i], c.args[1].items[i], req[i], span)
-                     if c.kwargs.get("clamp") and t.valid[i] is None else None
+                     if c.kwargs.get("clamp") and nd_valid[i] is None else None
                      for i in range(len(sizes))]
             dyn = [cl or (self.index(x, span) if x_static is None else self.const(x_static, "index"))
-                   for x, x_static, cl in zip(req, t.valid, clamp)]
+                   for x, x_static, cl in zip(req, nd_valid, clamp)]
+            tile_valid = self.merged_rows(sizes, nd_valid, dyn, span) if flat else tuple(dyn)
         if t.memory_space not in (_M.Vec, _M.Mat):
             fail(f"tile.load lands in Vec or Mat, not {t.memory_space.name if t.memory_space else None}",
                  span)
@@ -82,11 +86,41 @@ class GmAccess:
             n *= s
         if n != _numel(t.shape):
             fail(f"tile.load: window {sizes} does not match tile shape {list(t.shape)}", span)
-        dst = self.alloc(v, span, valid=tuple(dyn) if dyn else None)
+        dst = self.alloc(v, span, valid=tile_valid)
         # only the valid region is read from GM; the rest of the tile is padding
         pview, pty = self.partition(src, c.args[1].items, dyn or valid, span,
                                     bool(c.kwargs.get("transpose")))
         self.emit(f"pto.tload ins({pview} : {pty}) outs({dst.ssa} : {dst.ty})", span)
+
+    def merged_rows(self, sizes, nd_valid, dyn, span) -> tuple:
+        """The (rows, cols) valid extents of a 2-D tile holding an N-D window whose one
+        partial leading dim (flat_valid) is known at run time: its extent times the whole
+        dims after it."""
+        i = next(i for i, (v, n) in enumerate(zip(nd_valid[:-1], sizes)) if v != n)
+        after = _numel(sizes[i + 1:-1])
+        if after == 1:
+            return dyn[i], dyn[-1]
+        rows = self.tmp()
+        self.emit(f"{rows} = arith.muli {dyn[i]}, {self.const(after, 'index')} : index", span)
+        return rows, dyn[-1]
+
+    def unmerged_rows(self, window, src, span) -> list:
+        """The N-D window of the valid part of a tile flattened from `window`: its valid
+        rows are one leading dim's extent times the whole dims after it (row_block)."""
+        i, after = row_block(window)
+        rows, cols = src.tile.valid_shape
+        if rows is None:                     # known when the kernel runs
+            rows = src.valid[0]
+            if after != 1:
+                q = self.tmp()
+                self.emit(f"{q} = arith.divsi {rows}, {self.const(after, 'index')} : index", span)
+                rows = q
+        else:
+            rows //= after
+        out = [1] * i + [rows] + window[i + 1:-1] + [src.valid[1] if cols is None else cols]
+        if all(isinstance(x, int) for x in out):
+            return out
+        return [self.const(x, "index") if isinstance(x, int) else x for x in out]
 
     def clamp_extent(self, dim, off, req, span) -> str:
         """A clamped load's valid extent when the kernel runs: min(req, max(dim - off, 0))."""
@@ -108,6 +142,8 @@ class GmAccess:
                   if c.kwargs.get("atomic") is AtomicType.Add else "")
         if len(c.args) == 4:     # a flattened N-D tile: its window in the tensor's rank
             window = [_const_int(x) for x in c.args[3].items]
+            if src.tile.valid is not None:       # of a partial tile, the valid part's
+                window = self.unmerged_rows(window, src, span)
             pview, pty = self.partition(dst, c.args[1].items, window, span)
             self.emit(f"pto.tstore ins({src.ssa} : {src.ty}) outs({pview} : {pty}){atomic}", span)
             return dst

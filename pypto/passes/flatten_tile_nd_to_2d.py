@@ -22,6 +22,7 @@ from __future__ import annotations
 from pypto import dtype as dt
 from pypto.errors import CodegenError
 from pypto.ir import ops
+from pypto.ir.ops.memory import flat_valid
 from pypto.ir.nodes import (While, Assign, Call, Const, Eval, For, Function, If, IterArg, MemorySpace,
                             Program, TileType, TupleExpr, Var)
 from pypto.ir.visit import Rewriter, walk
@@ -73,8 +74,9 @@ def flat_shape(shape) -> tuple:
 
 
 def _flat(t: TileType) -> TileType:
-    # valid shapes exist on 2-D tiles only (the load refuses others), which stay as they are
-    return TileType(flat_shape(t.shape), t.dtype, t.memory_space, t.memref, t.valid, t.slot)
+    # an N-D valid part is a block of whole rows (the load refuses others)
+    valid = t.valid if t.valid is None or len(t.shape) <= 2 else flat_valid(t.shape, t.valid)
+    return TileType(flat_shape(t.shape), t.dtype, t.memory_space, t.memref, valid, t.slot)
 
 
 def _ints(shape, span):

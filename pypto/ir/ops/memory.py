@@ -52,6 +52,35 @@ def _clamped(op, t, offs, valid, span):
     return out
 
 
+def flat_valid(shape, valid):
+    """The valid part of an N-D window once its leading dims merge into rows (a tile is
+    2-D): (rows, cols), rows None when known only at run time; None when it is no 2-D
+    rectangle -- the leading dims must be whole but one, with only 1s before it."""
+    lead, lv = shape[:-1], valid[:-1]
+    partial = [i for i, (d, v) in enumerate(zip(lead, lv)) if v != d]
+    after = 1
+    for d in lead[(partial[0] + 1 if partial else 0):]:
+        after *= d
+    if not partial:
+        return (after, valid[-1])
+    i = partial[0]
+    if len(partial) > 1 or any(d != 1 for d in lead[:i]):
+        return None
+    return (None if lv[i] is None else lv[i] * after, valid[-1])
+
+
+def row_block(window) -> tuple[int, int]:
+    """(i, after): the rows of a flattened N-D window's valid part (flat_valid) are dim i's
+    valid extent times `after`, the whole dims after it; i is its first leading dim
+    that is not 1."""
+    lead = list(window[:-1])
+    i = next((j for j, w in enumerate(lead) if w != 1), len(lead) - 1)
+    after = 1
+    for w in lead[i + 1:]:
+        after *= w
+    return i, after
+
+
 def _load(args, kw, span):
     t = _shaped("load", args[0], span, (TensorType,))
     offs = _indices("load", args[1], span)
@@ -65,10 +94,12 @@ def _load(args, kw, span):
             _err(f"load: transpose=True reads a static 2-D tensor, got {_tname(t)}", span)
         t = TensorType(tuple(reversed(t.shape)), t.dtype)
     partial = None if valid == list(shapes) else tuple(valid)
-    if partial is not None and len(shapes) != 2:
+    if partial is not None and len(shapes) > 2 and flat_valid(shapes, valid) is None:
         from pypto.errors import NotBuiltError
-        raise NotBuiltError(f"load: a valid_shape on a rank-{len(shapes)} window is not supported "
-                            f"by this pypto yet", span, "load 2-D windows when a valid shape is needed")
+        raise NotBuiltError(f"load: valid_shape {['?' if v is None else v for v in valid]} of a "
+                            f"{list(shapes)} window is not a block of whole rows once its leading "
+                            f"dims merge (a tile is 2-D); this pypto does not build it", span,
+                            "narrow one leading dim (with only 1s before it) and the last")
     space = kw.get("target_memory", MemorySpace.Vec)
     if space not in (MemorySpace.Vec, MemorySpace.Mat):
         _err(f"load: a load from DDR lands in Vec or Mat, not {space.name}", span,
@@ -93,7 +124,9 @@ def _load(args, kw, span):
         lead = 1
         for s in shapes[:-1]:
             lead *= s
-        return TileType((lead, shapes[-1]), t.dtype, space)
+        merged = None if partial is None else flat_valid(shapes, valid)
+        return TileType((lead, shapes[-1]), t.dtype, space, None,
+                        None if merged == (lead, shapes[-1]) else merged)
     return TileType(tuple(shapes), t.dtype, space, None, partial)
 
 
@@ -128,7 +161,10 @@ def _store(args, kw, span):
         n = 1
         for w in window:
             n *= w
-        whole("store", tile, span, "flattened tile")
+        rows = tile.valid_shape[0]
+        if rows is not None and rows % row_block(window)[1]:
+            _err(f"store: {rows} valid rows of a tile flattened from a {window} window are no "
+                 f"block of its leading dims", span)
         if len(window) != len(out.shape) or n != tile.nbytes() // tile.dtype.nbytes:
             _err(f"store: window {window} does not hold tile {list(tile.shape)} in a rank-"
                  f"{len(out.shape)} tensor", span)
