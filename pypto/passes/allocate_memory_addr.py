@@ -11,8 +11,8 @@ How addresses are chosen depends on the planner:
   allocations are placed largest first (then earliest), each at the lowest aligned
   address where it overlaps no already placed allocation whose lifetime overlaps its
   own: buffers live at the same time never share bytes, buffers that are not may.
-A hand-written group's pipe buffers (pl.reserve_buffer) go at the top of their space
-(pipe_buffers). (PTOAS skips this pass: our ptoas plans memory.)
+A hand-written group's pipe buffers (pl.reserve_buffer) go at the top of their space,
+and a Group half's automatic pipe ring must fit beside its tiles (pipe_buffers). (PTOAS skips this pass: our ptoas plans memory.)
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from pypto.errors import MemoryOverflowError
 from pypto.ir.nodes import Assign, Call, Function, MemRef, Program, PtrType, Var, plan_pool
 from pypto.ir.visit import defs, walk
 from pypto.passes.memory_reuse import lifetimes
-from pypto.passes.pipe_buffers import reserve as reserve_pipe_buffers
+from pypto.passes.pipe_buffers import auto_ring, reserve as reserve_pipe_buffers
 
 NAME = "AllocateMemoryAddr"
 READS = ("backend_type", "memory_planner")
@@ -34,6 +34,7 @@ def run(prog: Program, opts) -> Program:
             else:
                 top = assign_addresses(f, opts.chip)
             reserve_pipe_buffers(f, opts.chip, top)
+            auto_ring(f, opts.chip, top, {id(p): size for p, _, size in _allocs(f)})
     return prog
 
 

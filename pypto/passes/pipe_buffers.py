@@ -7,7 +7,7 @@ call, so the `.pto` and the peer's import name one address."""
 from __future__ import annotations
 
 from pypto.errors import MemoryOverflowError
-from pypto.ir.nodes import Assign, Call, Function, FunctionType, MemorySpace
+from pypto.ir.nodes import CUBE, Assign, Call, Function, FunctionType, MemorySpace, TileType, side_of_space
 from pypto.ir.ops.cross_core import AUTO
 from pypto.ir.visit import walk
 
@@ -46,3 +46,41 @@ def reserve(f: Function, chip, top: dict) -> None:
         raise MemoryOverflowError(f"kernel {f.name!r}: its tiles use {top[space]} bytes of {space.name} and "
                                   f"its pipe buffers start at {low} ({cap} bytes on {chip.arch})", f.span,
                                   "use smaller tiles, or fewer / smaller pipe slots")
+
+
+AUTO_RING_SLOTS = 2     # a Group's pipe depth unless pl.cross_core_slot(slot_num=N) says
+
+
+def auto_ring(f: Function, chip, top: dict, sizes: dict) -> None:
+    """A Group's automatic pipes (its crossings between cube and vector tiles, which
+    ExpandMixedKernel makes pushes and pops) are rings of slot_num slots in the receiving
+    core's space (Mat on the cube, Vec on the vector core), each slot as large as the
+    largest tile it receives -- under pl.split each AIV receives half; the received
+    tiles live in the slots. Each ring and the kernel's other tiles must fit together.
+    sizes: id(alloc pointer) -> bytes."""
+    if f.func_type is not FunctionType.Group:
+        return
+    slots = int(f.attrs.get("slot_num") or AUTO_RING_SLOTS)
+    received: dict = {}
+    for s in walk(f.body):
+        c = s.value if isinstance(s, Assign) else None
+        if not (isinstance(c, Call) and c.args and isinstance(s.var.type, TileType)):
+            continue
+        src = getattr(c.args[0].type, "memory_space", None)
+        dst = s.var.type.memory_space
+        if src is None or dst is None or side_of_space(src) == side_of_space(dst):
+            continue
+        received.setdefault(MemorySpace.Mat if side_of_space(dst) == CUBE else MemorySpace.Vec, []).append(s.var)
+    for space, tiles in received.items():
+        halves = 2 if space is MemorySpace.Vec and f.attrs.get("split") else 1
+        slot = max(v.type.nbytes() for v in tiles) // halves
+        in_ring = {id(m.base): sizes.get(id(m.base), 0) for m in (v.type.memref for v in tiles) if m is not None}
+        others = max(0, top.get(space, 0) - sum(in_ring.values()))
+        ring, cap = slots * slot, chip.capacity[space]
+        if others + ring > cap:
+            raise MemoryOverflowError(
+                f"kernel {f.name!r} needs {others + ring} bytes of {space.name} but {chip.arch} has "
+                f"{cap}: its cross-core pipe ring takes {ring} of them ({slots} slots of {slot} bytes, "
+                f"the largest tile it receives) and its other tiles {others}", f.span,
+                "give the region a shallower ring with pl.cross_core_slot(slot_num=N), or move "
+                "smaller tiles across the cores")
