@@ -304,6 +304,12 @@ def _copy_outside_yields(s: If, branch: list, names: Namer) -> None:
             and isinstance(x.value, Call) and (x.value.op not in _SAME_BUFFER or x.value.op in _ACCUMULATE)}
     # a loop's or an inner if's results are computed in the branch too
     made |= {id(r) for x in walk(branch) if isinstance(x, (For, While, If)) for r in x.return_vars}
+    # and a tile accumulated into through windows of it (a flattened batch_matmul_acc)
+    window_of = {id(x.var): x.value.args[0] for x in walk(branch) if isinstance(x, Assign)
+                 and isinstance(x.value, Call) and x.value.op == "tile.slice"}
+    made |= {id(window_of[id(x.value.args[0])]) for x in walk(branch) if isinstance(x, Assign)
+             and isinstance(x.value, Call) and x.value.op in _ACCUMULATE and x.value.args
+             and id(x.value.args[0]) in window_of}
     for i, (r, v) in enumerate(zip(s.return_vars, y.values)):
         t = getattr(v, "type", None)
         if not isinstance(t, TileType) or not isinstance(r.type, TileType) or id(v) in made:

@@ -133,3 +133,45 @@ def test_tensor_matmul_with_a_3d_operand(b, g, g0, m, k, n, shared, body, tmp_pa
     run(a, w, c)
     want = torch.bmm(a.expand(b, m, k), w[g0:g0 + b].transpose(1, 2))
     assert torch.allclose(c, want, rtol=1e-4, atol=1e-3)
+
+
+PIPELINED = """
+import pypto.language as pl
+T = 32
+K = 1024
+N = 64
+KC = 256
+
+@pl.program
+class KLoop:
+    @pl.function(type=pl.FunctionType.Opaque)
+    def main(self, x: pl.Tensor[[{B}, T, K], pl.INT8], w: pl.Tensor[[{B}, N, K], pl.INT8],
+             out: pl.Out[pl.Tensor[[{B}, T, N], pl.INT32]]):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="kloop"):
+            acc = pl.create_tensor([{B}, T, N], dtype=pl.INT32)
+            for kb in pl.pipeline(0, K // KC, stage=2):
+                k0 = kb * KC
+                x_k = x[:, :, k0 : k0 + KC]
+                w_k = w[:, :, k0 : k0 + KC]
+                if kb == 0:
+                    acc = pl.matmul(x_k, w_k, b_trans=True, out_dtype=pl.INT32)
+                else:
+                    acc = pl.matmul_acc(acc, x_k, w_k, b_trans=True)
+        out[:, :, :] = acc
+        return out
+"""
+
+
+@pytest.mark.parametrize("b", [1, 2])
+def test_a_3d_matmul_started_in_one_branch_and_accumulated_in_the_other(b, tmp_path, monkeypatch):
+    """The if's result is one Acc buffer: the first K step writes a fresh product, the
+    others add into the carried accumulator's batch windows in place."""
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    run = ir.compile(pl.parse(PIPELINED.format(B=b), filename="/u/kloop.py"), output_dir=tmp_path / "out",
+                     platform="a2a3sim")
+    g = torch.Generator().manual_seed(b)
+    x = torch.randint(-8, 8, (b, 32, 1024), generator=g, dtype=torch.int8)
+    w = torch.randint(-8, 8, (b, 64, 1024), generator=g, dtype=torch.int8)
+    out = torch.zeros(b, 32, 64, dtype=torch.int32)
+    run(x, w, out)
+    assert torch.equal(out, torch.bmm(x.int(), w.int().transpose(1, 2)))
