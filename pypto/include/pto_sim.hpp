@@ -8,6 +8,9 @@
 #pragma once
 #include <limits>
 #include <vector>
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+#endif
 #include "pto_sim_base.hpp"
 #include "pto_sim_gm.hpp"
 
@@ -458,11 +461,70 @@ template <class T> struct Scratch {                 // one row or column of a re
     Scratch(const Scratch&) = delete;
     Scratch& operator=(const Scratch&) = delete;
 };
-template <class T, class F> inline void rowreduce(const Tile<T>& d, const Tile<T>& s, F f, const char* site) {
+enum RedOp { RED_SUM, RED_MAX, RED_MIN, RED_PROD };
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define PTO_ROWS8 1
+// Eight f32 rows reduced side by side, row r in lane r, in tree_reduce's order with the
+// same roundings (each step one IEEE op; max_ / min_ as blends): each 8x8 block of the
+// rows is transposed and its first three levels -- the tree of each row's 8 values --
+// added in registers; the remaining levels run down the block results. n is a multiple
+// of 8, so those first levels pair exactly the values tree_reduce pairs.
+__attribute__((target("avx2"))) inline __m256 red8(__m256 a, __m256 b, int op) {
+    switch (op) {
+    case RED_SUM: return _mm256_add_ps(a, b);
+    case RED_PROD: return _mm256_mul_ps(a, b);
+    case RED_MAX: return _mm256_blendv_ps(a, b, _mm256_cmp_ps(a, b, _CMP_LT_OQ));   // a < b ? b : a
+    default: return _mm256_blendv_ps(a, b, _mm256_cmp_ps(b, a, _CMP_LT_OQ));        // b < a ? b : a
+    }
+}
+__attribute__((target("avx2"))) inline void tree_rows8_f32(float* out, int64_t ostride, const float* s,
+                                                          int64_t stride, int64_t n, float* buf, int op) {
+    for (int64_t k = 0; k < n; k += 8) {
+        __m256 r[8];
+        for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(s + i * stride + k);
+        const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+        const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+        const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+        const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+        const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+        const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+        const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+        const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+        // column c of the block (value k + c of every row)
+        const __m256 c0 = _mm256_permute2f128_ps(u0, u4, 0x20), c1 = _mm256_permute2f128_ps(u1, u5, 0x20);
+        const __m256 c2 = _mm256_permute2f128_ps(u2, u6, 0x20), c3 = _mm256_permute2f128_ps(u3, u7, 0x20);
+        const __m256 c4 = _mm256_permute2f128_ps(u0, u4, 0x31), c5 = _mm256_permute2f128_ps(u1, u5, 0x31);
+        const __m256 c6 = _mm256_permute2f128_ps(u2, u6, 0x31), c7 = _mm256_permute2f128_ps(u3, u7, 0x31);
+        const __m256 lo = red8(red8(c0, c1, op), red8(c2, c3, op), op);
+        const __m256 hi = red8(red8(c4, c5, op), red8(c6, c7, op), op);
+        _mm256_storeu_ps(buf + k, red8(lo, hi, op));
+    }
+    for (int64_t cnt = n / 8; cnt > 1; cnt /= 2) {      // in place: slot i is read before written
+        const int64_t half = cnt / 2;
+        for (int64_t i = 0; i < half; ++i)
+            _mm256_storeu_ps(buf + 8 * i, red8(_mm256_loadu_ps(buf + 16 * i), _mm256_loadu_ps(buf + 16 * i + 8), op));
+        if (cnt % 2)
+            _mm256_storeu_ps(buf, red8(_mm256_loadu_ps(buf), _mm256_loadu_ps(buf + 8 * (cnt - 1)), op));
+    }
+    for (int i = 0; i < 8; ++i) out[i * ostride] = buf[i];
+}
+inline bool has_avx2() {
+    static const bool yes = __builtin_cpu_supports("avx2");
+    return yes;
+}
+#endif
+template <class T, class F> inline void rowreduce(const Tile<T>& d, const Tile<T>& s, F f, int op, const char* site) {
     if (d.vr != s.vr || d.vc != 1) fail(site, "row reduction of %dx%d needs a %dx1 result, got %dx%d", s.vr, s.vc, s.vr, d.vr, d.vc);
     if (s.vc < 1) fail(site, "row reduction over an empty row");
     Scratch<T> buf(s.vc);                               // two halves: a level's in and out
-    for (int64_t i = 0; i < s.vr; ++i)
+    int64_t i = 0;
+#ifdef PTO_ROWS8
+    if constexpr (is_same<T, float>::value) {
+        if (s.vc % 8 == 0 && has_avx2())
+            for (; i + 8 <= s.vr; i += 8) tree_rows8_f32(d.row(i), d.stride, s.row(i), s.stride, s.vc, buf.p, op);
+    }
+#endif
+    for (; i < s.vr; ++i)
         d.row(i)[0] = tree_reduce(s.row(i), buf.p, buf.p + s.vc / 2, s.vc, f);
 }
 template <class T, class F> inline void colreduce(const Tile<T>& d, const Tile<T>& s, F f, bool tree, const char* site) {
@@ -479,18 +541,18 @@ template <class T, class F> inline void colreduce(const Tile<T>& d, const Tile<T
         d.p[j] = acc;
     }
 }
-#define PTO_ROWREDUCE(NAME, EXPR)                                                     \
+#define PTO_ROWREDUCE(NAME, OP, EXPR)                                                 \
     template <class T> inline void NAME(const Tile<T>& d, const Tile<T>& s, const char* site) { \
-        rowreduce(d, s, [](auto a, auto b) { return EXPR; }, site);                   \
+        rowreduce(d, s, [](auto a, auto b) { return EXPR; }, OP, site);               \
     }
 #define PTO_COLREDUCE(NAME, EXPR)                                                     \
     template <class T> inline void NAME(const Tile<T>& d, const Tile<T>& s, int tree, const char* site) { \
         colreduce(d, s, [](auto a, auto b) { return EXPR; }, tree != 0, site);        \
     }
-PTO_ROWREDUCE(trowsum, a + b)
-PTO_ROWREDUCE(trowmax, max_(a, b))
-PTO_ROWREDUCE(trowmin, min_(a, b))
-PTO_ROWREDUCE(trowprod, a * b)
+PTO_ROWREDUCE(trowsum, RED_SUM, a + b)
+PTO_ROWREDUCE(trowmax, RED_MAX, max_(a, b))
+PTO_ROWREDUCE(trowmin, RED_MIN, min_(a, b))
+PTO_ROWREDUCE(trowprod, RED_PROD, a * b)
 PTO_COLREDUCE(tcolsum, a + b)
 PTO_COLREDUCE(tcolmax, max_(a, b))
 PTO_COLREDUCE(tcolmin, min_(a, b))
