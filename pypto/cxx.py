@@ -25,8 +25,11 @@ EXTERNAL_INCLUDE_DIR = INCLUDE_DIR / "external"   # what hand-written kernels in
 # -O3 vectorises the tile library's row loops; -fno-math-errno lets sqrt be one instruction
 # (errno is never read) and -fno-trapping-math lets a loop with a select vectorise (no FP
 # exception is ever unmasked). No -march: the bytes must not depend on the building machine, and
-# no -ffast-math: results stay those of IEEE arithmetic in program order.
-BASE_FLAGS = ("-std=c++17", "-O3", "-fno-math-errno", "-fno-trapping-math", "-fPIC", "-shared")
+# no -ffast-math: results stay those of IEEE arithmetic in program order. -ffp-contract=off: GCC
+# would otherwise fuse a*b+c into one FMA in the AVX-512 clones only, and a result would depend
+# on the machine that runs it.
+BASE_FLAGS = ("-std=c++17", "-O3", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off", "-fPIC",
+              "-shared")
 CORE_DEFINES = {"aiv": "-D__DAV_VEC__", "vector": "-D__DAV_VEC__",
                 "aic": "-D__DAV_CUBE__", "cube": "-D__DAV_CUBE__",
                 "mix": "-D__DAV_MIX__"}     # a Group: its cube and vector halves in one .so

@@ -1404,7 +1404,8 @@ inline void mscatter(const GmPart<G>& p, const Tile<T>& s, const Tile<I>& idx, c
 // fp32 x fp32 -> fp32: R x Cn blocks of the result held in registers across all of K. Each
 // element is still acc + a*b in k order (no FMA, no reordering), so every block shape gives
 // the same bits; AVX-512 machines take 6 x 32 blocks (12 of its 32 vector registers), the
-// others 4 x 16.
+// others 4 x 24 (what GCC keeps in AVX2's 16 registers: 2.5x the speed of 4 x 16 there),
+// and 8-wide blocks for the columns past them.
 template <int R, int Cn>
 __attribute__((always_inline)) inline void mac_f32_block(float* const* cr, const float* const* ar,
                                                          const float* b0, int64_t bstride, int64_t k,
@@ -1428,7 +1429,7 @@ __attribute__((always_inline)) inline int64_t mac_f32_rows(const Tile<float>& c,
                                                            const Tile<float>& b, int64_t m, int64_t k,
                                                            int64_t n, bool accumulate) {
     const int64_t nb = n - n % Cn;
-    const int64_t m0 = nb ? m - m % R : 0;
+    const int64_t m0 = n >= 8 ? m - m % R : 0;
     for (int64_t i = 0; i < m0; i += R) {
         const float* ar[R];
         float* crow[R];
@@ -1438,9 +1439,15 @@ __attribute__((always_inline)) inline int64_t mac_f32_rows(const Tile<float>& c,
             for (int r = 0; r < R; ++r) cj[r] = crow[r] + j;
             mac_f32_block<R, Cn>(cj, ar, b.p + j, b.stride, k, accumulate);
         }
-        for (int r = 0; r < R; ++r) {                        // the columns past the blocks
+        int64_t j8 = nb;                                     // the columns past them: 8 at a time,
+        for (; j8 + 8 <= n; j8 += 8) {                       // then one by one
+            float* cj[R];
+            for (int r = 0; r < R; ++r) cj[r] = crow[r] + j8;
+            mac_f32_block<R, 8>(cj, ar, b.p + j8, b.stride, k, accumulate);
+        }
+        for (int r = 0; r < R; ++r) {
             float* cr = crow[r];
-            for (int64_t j = nb; j < n; ++j) {
+            for (int64_t j = j8; j < n; ++j) {
                 float v = accumulate ? cr[j] : 0.0f;
                 for (int64_t kk = 0; kk < k; ++kk) v = v + ar[r][kk] * b.row(kk)[j];
                 cr[j] = v;
@@ -1462,7 +1469,7 @@ inline bool has_avx512() {
 #endif
 PTO_VEC_CLONES inline int64_t mac_f32_rows_narrow(const Tile<float>& c, const Tile<float>& a, const Tile<float>& b,
                                                   int64_t m, int64_t k, int64_t n, bool accumulate) {
-    return mac_f32_rows<4, 16>(c, a, b, m, k, n, accumulate);
+    return mac_f32_rows<4, 24>(c, a, b, m, k, n, accumulate);
 }
 template <class C, class A, class B>
 inline void mac_rows(const Tile<C>& c, const Tile<A>& a, const Tile<B>& b, int64_t m, int64_t k, int64_t n,
