@@ -134,10 +134,27 @@ def run_pass(p: Pass, prog, opts: PassOptions, verify: bool = True, done: list |
     """Run one pass on a private copy (passes may rewrite their input in place);
     `private=True` when the caller's program is its own (just parsed) and needs none."""
     out = p(prog if private else copy.deepcopy(prog), opts)
+    _if_results_as_printed(out)
     if verify:
         from pypto.passes.verify import verify as check
         check(out, p.name, (done or []) + [p.name])
     return out
+
+
+def _if_results_as_printed(prog) -> None:
+    """An if's results are printed as the names its branches yield (no annotation): read
+    back, each has the type of the value the then-branch yields. Give them that type here
+    too, so the program a step hands on in memory is the one its text parses to (a later
+    step may read either, as the store has it)."""
+    from pypto.ir.nodes import If, Yield
+    from pypto.ir.visit import walk
+    for f in prog.functions:
+        for s in walk(f.body):
+            if isinstance(s, If) and s.return_vars and s.then_body and isinstance(s.then_body[-1], Yield):
+                for r, v in zip(s.return_vars, s.then_body[-1].values):
+                    t = getattr(v, "type", None)
+                    if t is not None and r.type != t:
+                        r.type = t
 
 
 def run_pipeline(prog, opts: PassOptions, verify: bool = True):

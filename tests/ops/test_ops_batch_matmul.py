@@ -168,7 +168,7 @@ def test_a_3d_matmul_started_in_one_branch_and_accumulated_in_the_other(b, tmp_p
     others add into the carried accumulator's batch windows in place."""
     monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
     run = ir.compile(pl.parse(PIPELINED.format(B=b), filename="/u/kloop.py"), output_dir=tmp_path / "out",
-                     platform="a2a3sim")
+                     platform="a2a3sim", verification_level="roundtrip")
     g = torch.Generator().manual_seed(b)
     x = torch.randint(-8, 8, (b, 32, 1024), generator=g, dtype=torch.int8)
     w = torch.randint(-8, 8, (b, 64, 1024), generator=g, dtype=torch.int8)

@@ -94,7 +94,7 @@ def test_a_3d_window_with_a_run_time_tail_reads_and_writes_its_valid_rows(s, tmp
     flattening to a [16, 64] tile (n rows valid, known when the kernel runs)."""
     monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
     run = ir.compile(pl.parse(CHUNKED, filename="/u/chunked.py"), output_dir=tmp_path / "out",
-                     platform="a2a3sim")
+                     platform="a2a3sim", verification_level="roundtrip")
     x = torch.randn(2, s, 64, generator=torch.Generator().manual_seed(s)).to(torch.bfloat16)
     out = torch.full((2, s, 64), 7.0)
     run(x, out)
@@ -119,7 +119,7 @@ class Static:
 def test_a_static_3d_valid_part_of_whole_rows_flattens(valid, tmp_path, monkeypatch):
     monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
     run = ir.compile(pl.parse(STATIC.format(V=valid), filename="/u/static.py"), output_dir=tmp_path / "out",
-                     platform="a2a3sim")
+                     platform="a2a3sim", verification_level="roundtrip")
     x, out = torch.randn(2, 16, 64), torch.full((2, 16, 64), 7.0)
     run(x, out)
     want = torch.full((2, 16, 64), 7.0)

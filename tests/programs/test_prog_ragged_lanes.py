@@ -51,7 +51,10 @@ BODIES = {
 
 
 def _run(src, vm, vn, tmp_path):
-    c = ir.compile(pl.parse(src, filename="/u/ragged.py"), output_dir=str(tmp_path / "o"), platform="a2a3sim")
+    # (roundtrip: each pass's printed IR parses back to the program it hands on, as a
+    # step served from the store hands it to the next)
+    c = ir.compile(pl.parse(src, filename="/u/ragged.py"), output_dir=str(tmp_path / "o"), platform="a2a3sim",
+                   verification_level="roundtrip")
     a = (randn(vm, K, seed=1) * 0.1).to(torch.bfloat16)
     w = (randn(vn, K, seed=2) * 0.1).to(torch.bfloat16)
     out = torch.full((ROWS, COLS), FILL)
@@ -100,7 +103,7 @@ class SplitTail:
 @pytest.mark.parametrize("vm", [15, 13, 3])
 def test_pl_split_halves_a_partial_tile_by_its_valid_rows(vm, tmp_path):
     c = ir.compile(pl.parse(SPLIT.format(VM=vm), filename="/u/tail.py"), output_dir=str(tmp_path / "o"),
-                   platform="a2a3sim")
+                   platform="a2a3sim", verification_level="roundtrip")
     a = (randn(vm, 128, seed=3) * 0.1).to(torch.bfloat16)
     w = (randn(128, 128, seed=4) * 0.1).to(torch.bfloat16)
     extra = randn(16, 128, seed=5)
@@ -143,7 +146,8 @@ def test_an_overhanging_window_needs_its_valid_part_inside_the_tensor():
 def test_a_matmul_of_partial_tensors_writes_the_product_of_their_valid_parts(tmp_path):
     src = _kernel("            t = pl.slice(a, [16, 64], [0, 0], valid_shape=[5, 64])\n"
                   "            out[0:16, 0:16] = pl.matmul(t, q, b_trans=True)")
-    c = ir.compile(pl.parse(src, filename="/u/mm.py"), output_dir=str(tmp_path / "o"), platform="a2a3sim")
+    c = ir.compile(pl.parse(src, filename="/u/mm.py"), output_dir=str(tmp_path / "o"), platform="a2a3sim",
+                   verification_level="roundtrip")
     a, q, out = randn(5, 64, seed=6), randn(16, 64, seed=7), torch.full((16, 16), FILL)
     c(a, q, out)
     want = torch.full((16, 16), FILL)
@@ -159,3 +163,18 @@ def test_partial_lanes_do_not_rejoin_for_the_cube():
     with pytest.raises(E.NotBuiltError, match=r"aic_gather: a tensor with a valid shape smaller") as e:
         pl.parse(_kernel(body), filename="/u/gather.py")
     assert "pl.fillpad" in str(e.value)
+
+
+def test_matmul_acc_accumulates_the_valid_part_of_partial_operands():
+    """(the K-blocked loop AutoTileMatmulL0 writes for a partial left operand reads back
+    from its text: its accumulator is valid to the product's part)"""
+    from pypto import dtype as dt
+    from pypto.ir import ops
+    from pypto.ir.nodes import MemorySpace as M, TileType, Var
+    left = Var("l", TileType((16, 128), dt.BF16, M.Left, None, (5, 128)), None)
+    right = Var("r", TileType((128, 256), dt.BF16, M.Right), None)
+    acc = Var("acc", TileType((16, 256), dt.FP32, M.Acc, None, (5, 256)), None)
+    assert ops.infer_type("tile.matmul_acc", [acc, left, right], {}, None).valid == (5, 256)
+    whole = Var("w", TileType((16, 256), dt.FP32, M.Acc), None)
+    with pytest.raises(E.TypeCheckError, match=r"valid part \[16, 256\] is not that of"):
+        ops.infer_type("tile.matmul_acc", [whole, left, right], {}, None)

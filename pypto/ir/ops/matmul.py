@@ -100,10 +100,17 @@ def _matmul_acc(args, kw, span):
     if kw.get("a_trans") or kw.get("b_trans"):
         _err("matmul_acc: a_trans / b_trans read tensors transposed; these are tiles", span,
              "pl.tile.transpose_view the Mat tile before pl.move")
-    for x, what in ((acc, "accumulator"), (a, "left operand"), (b, "right operand")):
-        whole("matmul_acc", x, span, what)
     if a.shape[1] != b.shape[0] or (acc.shape[0], acc.shape[1]) != (a.shape[0], b.shape[1]):
         _err(f"matmul_acc: {list(acc.shape)} += {list(a.shape)} x {list(b.shape)} does not chain", span)
+    if any(x.valid is not None for x in (acc, a, b)):
+        # partial operands (static): the accumulator holds the valid part of their product
+        if any(x.valid is not None and None in x.valid for x in (acc, a, b)):
+            for x, what in ((acc, "accumulator"), (a, "left operand"), (b, "right operand")):
+                whole("matmul_acc", x, span, what)
+        part = _partial_product(a, b, span) or tuple(acc.shape)
+        if tuple(acc.valid_shape) != tuple(part):
+            _err(f"matmul_acc: the accumulator's valid part {list(acc.valid_shape)} is not that of "
+                 f"{list(a.valid_shape)} x {list(b.valid_shape)}, {list(part)}", span)
     if len(args) > 3:                  # init_cond: where it holds, acc = lhs @ rhs afresh
         c = getattr(args[3], "type", None)
         if not (isinstance(c, ScalarType) and (c.dtype == dt.BOOL or not c.dtype.is_float)):
