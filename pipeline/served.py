@@ -17,9 +17,10 @@ from pypto_pipeline.digest import impl_digest
 from pypto_pipeline.options import Build, BuildOptions
 from pypto_pipeline.outputs import finish
 
-# the stages every compile's key covers (each pass is added by its module)
-_KEYED_STAGES = ("specialize", "frontend", "layout", "pto", "ptoas", "kernel", "orchestration",
-                 "config")
+# the stages every compile's key covers (each pass is added by its module): every stage
+# of a device program's graph (graph.STAGES but the HOST plan's, a step of its own build)
+_KEYED_STAGES = ("specialize", "frontend", "layout", "pto", "ptoas", "kernel", "extern",
+                 "orchestration", "config")
 
 
 def program_key(source_digest: str, opts: BuildOptions, from_spec: bool) -> str:
