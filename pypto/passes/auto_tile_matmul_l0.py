@@ -35,6 +35,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from pypto import dtype as dt
+from pypto.errors import NotBuiltError
 from pypto.ir import ops
 from pypto.ir.nodes import (DOUBLE_BUFFER_C, Assign, BinOp, Call, Const, For, Function, If, IterArg,
                             MemorySpace as M, Program, ScalarType, TileType, TupleExpr, Var, Yield)
@@ -168,6 +169,9 @@ class _Tiler:
         nb = A.src.type.dtype.nbytes
         if nb < 1 or not isinstance(nb, int):        # sub-byte operands: the cube path has none
             return None
+        if (A.src.type.valid is not None or B.src.type.valid is not None) and Mm * K * nb <= self.cap[M.Left] \
+                and K * N * nb <= self.cap[M.Right] and Mm * N * s.var.type.dtype.nbytes <= self.cap[M.Acc]:
+            return None       # partial operands that fit L0 whole: their windows need no blocking
         users = uses.get(id(s.var), [])
         placement = None if accumulate else _placement(s, users, uses)
         choice = choose(Mm, N, K, nb, self.cap, acc_dtype=s.var.type.dtype, bias=bias is not None,
@@ -444,7 +448,14 @@ def _window_read(W: _Window, r, c, h, w, space, span):
     col = W.col if c is None else _add(W.col, c, span)
     kw = {"target_memory": space, **({"transpose": True} if W.trans else {})}
     args = [W.src, row, col, TupleExpr([_idx(h, span), _idx(w, span)], span)]
-    return args, kw, ops.infer_type("tile.extract", args, kw, span)
+    try:
+        return args, kw, ops.infer_type("tile.extract", args, kw, span)
+    except NotBuiltError:
+        t = W.src.type
+        raise NotBuiltError(f"matmul: blocking a {list(t.shape)} operand valid to {list(t.valid)} for "
+                            f"L0 at offsets known only in the loop is not supported by this pypto yet",
+                            span, "use extents that are whole 16 x 16 fractals (multiples of 16) where "
+                                  "the operands need L0 blocking") from None
 
 
 def _only_operand(c: Call, v) -> bool:

@@ -76,6 +76,8 @@ class _Convert(Rewriter):
         self.fresh: set[int] = set()          # tiles of pl.create_tensor nothing has written yet
 
     def new(self, base, op, args, kwargs, span, tag="tile"):
+        if op == "tile.load":
+            args = _on_fractals(args, kwargs, span)
         t = ops.infer_type(op, args, kwargs, span)
         v = Var(self.namer.fresh(base, tag), t, span)
         self.emit.append(Assign(v, Call(op, args, kwargs, t, {}, span), span))
@@ -119,6 +121,14 @@ class _Convert(Rewriter):
         if not isinstance(getattr(v, "type", None), TensorType):
             return v
         have = None if transpose else self.tiles.get(id(v))
+        if have is not None and space is MemorySpace.Vec and _on_a_larger_box(have, v):
+            # a cube result on fractals larger than the tensor (_on_fractals): the vector
+            # ops work on the tensor's shape, a window of it
+            if (id(v), "box") not in self.tiles:
+                vec = self.new(v.name, "tile.move", [have], {"target_memory": MemorySpace.Vec}, span)
+                self.tiles[(id(v), "box")] = self.new(v.name, "tile.slice", [vec, _shape(v.type.shape, span),
+                                                                             _zeros(2, span)], {}, span)
+            have = self.tiles[(id(v), "box")]
         have = have or self.tiles.get((id(v), space, transpose))
         if have is not None:
             return have
@@ -346,9 +356,13 @@ class _Convert(Rewriter):
             return out
         if op == "assemble":
             dst, src, offs = call.args
-            tile = self.tile_of(src, span)
             dst = self.expr(dst)
-            if id(dst) in self.tiles and isinstance(s, Assign) and "atomic" not in call.kwargs:
+            local = id(dst) in self.tiles and isinstance(s, Assign) and "atomic" not in call.kwargs
+            raw = self.tiles.get(id(self.expr(src)))
+            # a cube result on a larger box is stored from Acc as it is (its valid part)
+            tile = raw if raw is not None and not local and _on_a_larger_box(raw, self.expr(src)) \
+                else self.tile_of(src, span)
+            if local:
                 # into a kernel-local tensor (a tile): the window written on chip
                 self.tiles[id(s.var)] = self.new(s.var.name, "tile.assemble", [self.tiles[id(dst)], tile,
                                                                                self.expr(offs)], {}, span)
@@ -602,3 +616,25 @@ def _tile_type(t: TensorType) -> TileType:
 
 
 # ============================================================================ tiling
+
+
+def _on_fractals(args: list, kwargs: dict, span) -> list:
+    """A Mat tile is whole 16 x 16 fractals: a 2-D window whose extents are not (the one
+    row of a decode step, 17 rows) is loaded into the next box that is, with only the
+    window valid -- the cube multiplies the valid parts."""
+    if kwargs.get("target_memory") is not MemorySpace.Mat or len(args[2].items) != 2:
+        return args
+    shape = [getattr(c, "value", None) for c in args[2].items]
+    if not all(isinstance(d, int) for d in shape):
+        return args
+    box = [-(-d // 16) * 16 for d in shape]
+    if box == shape:
+        return args
+    valid = args[3] if len(args) > 3 else _shape(tuple(shape), span)
+    return [args[0], args[1], _shape(tuple(box), span), valid]
+
+
+def _on_a_larger_box(tile, v) -> bool:
+    t = getattr(v, "type", None)
+    return (isinstance(t, TensorType) and len(t.shape) == 2 and tile.type.memory_space is MemorySpace.Acc
+            and tuple(tile.type.shape) != tuple(t.shape) and all(isinstance(d, int) for d in t.shape))
