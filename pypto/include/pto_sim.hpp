@@ -8,9 +8,6 @@
 #pragma once
 #include <limits>
 #include <vector>
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#include <immintrin.h>
-#endif
 #include "pto_sim_base.hpp"
 #include "pto_sim_gm.hpp"
 
@@ -465,52 +462,66 @@ enum RedOp { RED_SUM, RED_MAX, RED_MIN, RED_PROD };
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define PTO_ROWS8 1
 // Eight f32 rows reduced side by side, row r in lane r, in tree_reduce's order with the
-// same roundings (each step one IEEE op; max_ / min_ as blends): each 8x8 block of the
+// same roundings (each step one IEEE op; max_ / min_ as selects): each 8x8 block of the
 // rows is transposed and its first three levels -- the tree of each row's 8 values --
-// added in registers; the remaining levels run down the block results. n is a multiple
-// of 8, so those first levels pair exactly the values tree_reduce pairs.
-__attribute__((target("avx2"))) inline __m256 red8(__m256 a, __m256 b, int op) {
-    switch (op) {
-    case RED_SUM: return _mm256_add_ps(a, b);
-    case RED_PROD: return _mm256_mul_ps(a, b);
-    case RED_MAX: return _mm256_blendv_ps(a, b, _mm256_cmp_ps(a, b, _CMP_LT_OQ));   // a < b ? b : a
-    default: return _mm256_blendv_ps(a, b, _mm256_cmp_ps(b, a, _CMP_LT_OQ));        // b < a ? b : a
-    }
+// combined in registers; the remaining levels run down the block results. n is a multiple
+// of 8, so those first levels pair exactly the values tree_reduce pairs. GCC's vector
+// types, not <immintrin.h> (whose parsing alone doubled a kernel's compile time).
+typedef float v8f __attribute__((vector_size(32)));
+typedef float v8f_u __attribute__((vector_size(32), aligned(4), __may_alias__));   // unaligned loads, stores
+template <int OP> __attribute__((target("avx2"), always_inline)) inline v8f red8(v8f a, v8f b) {
+    if constexpr (OP == RED_SUM) return a + b;
+    else if constexpr (OP == RED_PROD) return a * b;
+    else if constexpr (OP == RED_MAX) return a < b ? b : a;
+    else return b < a ? b : a;
 }
-__attribute__((target("avx2"))) inline void tree_rows8_f32(float* out, int64_t ostride, const float* s,
-                                                          int64_t stride, int64_t n, float* buf, int op) {
+template <int OP>
+__attribute__((target("avx2"))) void tree_rows8_f32(float* out, int64_t ostride, const float* s, int64_t stride,
+                                                   int64_t n, float* buf) {
     for (int64_t k = 0; k < n; k += 8) {
-        __m256 r[8];
-        for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(s + i * stride + k);
-        const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
-        const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
-        const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
-        const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
-        const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-        const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-        const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-        const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+        const v8f r[8] = {*(const v8f_u*)(s + k), *(const v8f_u*)(s + stride + k),
+                          *(const v8f_u*)(s + 2 * stride + k), *(const v8f_u*)(s + 3 * stride + k),
+                          *(const v8f_u*)(s + 4 * stride + k), *(const v8f_u*)(s + 5 * stride + k),
+                          *(const v8f_u*)(s + 6 * stride + k), *(const v8f_u*)(s + 7 * stride + k)};
+        // the 8x8 transpose: pairs interleaved, then quads, then the 128-bit halves (GCC's
+        // builtins behind _mm256_unpacklo_ps / _mm256_shuffle_ps / _mm256_permute2f128_ps)
+        const v8f t0 = __builtin_ia32_unpcklps256(r[0], r[1]), t1 = __builtin_ia32_unpckhps256(r[0], r[1]);
+        const v8f t2 = __builtin_ia32_unpcklps256(r[2], r[3]), t3 = __builtin_ia32_unpckhps256(r[2], r[3]);
+        const v8f t4 = __builtin_ia32_unpcklps256(r[4], r[5]), t5 = __builtin_ia32_unpckhps256(r[4], r[5]);
+        const v8f t6 = __builtin_ia32_unpcklps256(r[6], r[7]), t7 = __builtin_ia32_unpckhps256(r[6], r[7]);
+        const v8f u0 = __builtin_ia32_shufps256(t0, t2, 0x44), u1 = __builtin_ia32_shufps256(t0, t2, 0xEE);
+        const v8f u2 = __builtin_ia32_shufps256(t1, t3, 0x44), u3 = __builtin_ia32_shufps256(t1, t3, 0xEE);
+        const v8f u4 = __builtin_ia32_shufps256(t4, t6, 0x44), u5 = __builtin_ia32_shufps256(t4, t6, 0xEE);
+        const v8f u6 = __builtin_ia32_shufps256(t5, t7, 0x44), u7 = __builtin_ia32_shufps256(t5, t7, 0xEE);
         // column c of the block (value k + c of every row)
-        const __m256 c0 = _mm256_permute2f128_ps(u0, u4, 0x20), c1 = _mm256_permute2f128_ps(u1, u5, 0x20);
-        const __m256 c2 = _mm256_permute2f128_ps(u2, u6, 0x20), c3 = _mm256_permute2f128_ps(u3, u7, 0x20);
-        const __m256 c4 = _mm256_permute2f128_ps(u0, u4, 0x31), c5 = _mm256_permute2f128_ps(u1, u5, 0x31);
-        const __m256 c6 = _mm256_permute2f128_ps(u2, u6, 0x31), c7 = _mm256_permute2f128_ps(u3, u7, 0x31);
-        const __m256 lo = red8(red8(c0, c1, op), red8(c2, c3, op), op);
-        const __m256 hi = red8(red8(c4, c5, op), red8(c6, c7, op), op);
-        _mm256_storeu_ps(buf + k, red8(lo, hi, op));
+        const v8f c0 = __builtin_ia32_vperm2f128_ps256(u0, u4, 0x20), c1 = __builtin_ia32_vperm2f128_ps256(u1, u5, 0x20);
+        const v8f c2 = __builtin_ia32_vperm2f128_ps256(u2, u6, 0x20), c3 = __builtin_ia32_vperm2f128_ps256(u3, u7, 0x20);
+        const v8f c4 = __builtin_ia32_vperm2f128_ps256(u0, u4, 0x31), c5 = __builtin_ia32_vperm2f128_ps256(u1, u5, 0x31);
+        const v8f c6 = __builtin_ia32_vperm2f128_ps256(u2, u6, 0x31), c7 = __builtin_ia32_vperm2f128_ps256(u3, u7, 0x31);
+        const v8f left = red8<OP>(red8<OP>(c0, c1), red8<OP>(c2, c3));
+        const v8f right = red8<OP>(red8<OP>(c4, c5), red8<OP>(c6, c7));
+        *(v8f_u*)(buf + k) = red8<OP>(left, right);
     }
     for (int64_t cnt = n / 8; cnt > 1; cnt /= 2) {      // in place: slot i is read before written
         const int64_t half = cnt / 2;
         for (int64_t i = 0; i < half; ++i)
-            _mm256_storeu_ps(buf + 8 * i, red8(_mm256_loadu_ps(buf + 16 * i), _mm256_loadu_ps(buf + 16 * i + 8), op));
+            *(v8f_u*)(buf + 8 * i) = red8<OP>(*(const v8f_u*)(buf + 16 * i), *(const v8f_u*)(buf + 16 * i + 8));
         if (cnt % 2)
-            _mm256_storeu_ps(buf, red8(_mm256_loadu_ps(buf), _mm256_loadu_ps(buf + 8 * (cnt - 1)), op));
+            *(v8f_u*)buf = red8<OP>(*(const v8f_u*)buf, *(const v8f_u*)(buf + 8 * (cnt - 1)));
     }
     for (int i = 0; i < 8; ++i) out[i * ostride] = buf[i];
 }
 inline bool has_avx2() {
     static const bool yes = __builtin_cpu_supports("avx2");
     return yes;
+}
+inline void tree_rows8(float* out, int64_t ostride, const float* s, int64_t stride, int64_t n, float* buf, int op) {
+    switch (op) {
+    case RED_SUM: return tree_rows8_f32<RED_SUM>(out, ostride, s, stride, n, buf);
+    case RED_PROD: return tree_rows8_f32<RED_PROD>(out, ostride, s, stride, n, buf);
+    case RED_MAX: return tree_rows8_f32<RED_MAX>(out, ostride, s, stride, n, buf);
+    default: return tree_rows8_f32<RED_MIN>(out, ostride, s, stride, n, buf);
+    }
 }
 #endif
 template <class T, class F> inline void rowreduce(const Tile<T>& d, const Tile<T>& s, F f, int op, const char* site) {
@@ -521,7 +532,7 @@ template <class T, class F> inline void rowreduce(const Tile<T>& d, const Tile<T
 #ifdef PTO_ROWS8
     if constexpr (is_same<T, float>::value) {
         if (s.vc % 8 == 0 && has_avx2())
-            for (; i + 8 <= s.vr; i += 8) tree_rows8_f32(d.row(i), d.stride, s.row(i), s.stride, s.vc, buf.p, op);
+            for (; i + 8 <= s.vr; i += 8) tree_rows8(d.row(i), d.stride, s.row(i), s.stride, s.vc, buf.p, op);
     }
 #endif
     for (; i < s.vr; ++i)
