@@ -88,7 +88,7 @@ class Chunked:
 """
 
 
-@pytest.mark.parametrize("s", [40, 16, 7])
+@pytest.mark.parametrize("s", [40, 7])
 def test_a_3d_window_with_a_run_time_tail_reads_and_writes_its_valid_rows(s, tmp_path, monkeypatch):
     """One artifact for every S: the last chunk's [1, n, 64] valid part survives the
     flattening to a [16, 64] tile (n rows valid, known when the kernel runs)."""
@@ -115,7 +115,7 @@ class Static:
 """
 
 
-@pytest.mark.parametrize("valid", [[1, 16, 64], [1, 16, 32], [2, 16, 64]])
+@pytest.mark.parametrize("valid", [[1, 16, 64], [1, 16, 32]])
 def test_a_static_3d_valid_part_of_whole_rows_flattens(valid, tmp_path, monkeypatch):
     monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
     run = ir.compile(pl.parse(STATIC.format(V=valid), filename="/u/static.py"), output_dir=tmp_path / "out",

