@@ -161,6 +161,17 @@ def _slice(args, kw, span):
     return TensorType(tuple(shape), t.dtype, None, None if tuple(ext) == tuple(shape) else tuple(ext))
 
 
+def _window_valid(op, t, shape, offs, span):
+    """What of a window of a partial tile is valid (None: all of it): along a wholly valid
+    axis the window, at any offset; along a partial one, at a known offset, the part left."""
+    if t.valid is None:
+        return None
+    if any(v is None or (v != d and not isinstance(o, Const)) for v, d, o in zip(t.valid, t.shape, offs)):
+        whole(op, t, span)
+    valid = tuple(s if v == d else max(0, min(s, v - o.value)) for s, v, d, o in zip(shape, t.valid, t.shape, offs))
+    return None if valid == tuple(shape) else valid
+
+
 def _tile_slice(args, kw, span):
     """A window of a tile (a view over its bytes): its shape (static), at offsets."""
     t = _shaped("slice", args[0], span, (TileType,))
@@ -172,12 +183,7 @@ def _tile_slice(args, kw, span):
     if t.memory_space not in (None, MemorySpace.Vec, MemorySpace.Mat, MemorySpace.Acc):
         _err(f"slice: a window of a {t.memory_space.name} tile is not addressable (Vec, Mat and "
              f"Acc tiles are)", span)
-    valid = None
-    if t.valid is not None:       # a window of a partial tile holds what of it is valid
-        if None in t.valid or not all(isinstance(o, Const) for o in offs):
-            whole("slice", t, span)
-        valid = tuple(max(0, min(s, v - o.value)) for s, v, o in zip(shape, t.valid, offs))
-        valid = None if valid == tuple(shape) else valid
+    valid = _window_valid("slice", t, shape, offs, span)
     for i, (s, d) in enumerate(zip(shape, t.shape)):
         if s > d:
             _err(f"slice: extent {s} of dim {i} is larger than the tile's {d}", span)
@@ -266,15 +272,7 @@ def _extract(args, kw, span):
     shape = _dims("extract", args[3], span)
     if len(src.shape) != 2 or len(shape) != 2:
         _err(f"extract: a 2-D window of a 2-D tile, got {_tname(src)} and {shape}", span)
-    valid = None
-    if src.valid is not None:     # a window of a partial tile holds what of it is valid
-        # (along a wholly valid axis at any offset; along a partial one at a known offset)
-        if any(v is None or (v != d and not isinstance(o, Const))
-               for v, d, o in zip(src.valid, src.shape, offs)):
-            whole("extract", src, span)
-        valid = tuple(s if v == d else max(0, min(s, v - o.value))
-                      for s, v, d, o in zip(shape, src.valid, src.shape, offs))
-        valid = None if valid == tuple(shape) else valid
+    valid = _window_valid("extract", src, shape, offs, span)
     for i, (s, d) in enumerate(zip(shape, src.shape)):
         if s > d:
             _err(f"extract: extent {s} of dim {i} is larger than the tile's {d}", span)
