@@ -67,8 +67,12 @@ def flags(arch: str, core_type: str) -> list[str]:
 
 
 def build_kernel(cpp: str, *, arch: str, core_type: str, cxx: str | None = None) -> bytes:
-    """Compile one kernel's C++ and return the shared object's bytes."""
-    return compile_shared(cpp, flags(arch, core_type), "kernel", cxx)
+    """Compile one kernel's C++ and return the shared object's bytes (the tile library
+    precompiled when the compiler can: the same bytes, sooner)."""
+    from pypto import pch
+    args = flags(arch, core_type)
+    args = pch.include_args(_resolve(cxx), toolchain_id(cxx), INCLUDE_DIR, args) + args
+    return compile_shared(cpp, args, "kernel", cxx)
 
 
 def compile_shared(cpp: str, args, stem: str, cxx: str | None = None) -> bytes:
