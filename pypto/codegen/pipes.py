@@ -69,7 +69,9 @@ class Pipes:
         slots = int(self.f.attrs.get("slot_num", 0))      # pl.cross_core_slot: the pipe's depth
         # both AIVs running, unsplit (a NONE region): each lane gets, and sends, the whole tile
         both = not split and self.f.attrs.get("aiv_lanes") == 2
-        attrs = ", ".join(([f"split = {split}"] if split else []) + (["lanes = 2"] if both else [])
+        half = c.kwargs.get("half")      # a split point other than the box's middle
+        attrs = ", ".join(([f"split = {split}"] if split else []) + ([f"half = {int(half)}"] if half else [])
+                          + (["lanes = 2"] if both else [])
                           + ([f"slot_num = {slots}"] if slots else []))
         attrs = f" {{{attrs}}}" if attrs else ""
         if not ((split or both or lane) and vector_half):

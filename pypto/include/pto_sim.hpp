@@ -778,14 +778,23 @@ template <class T> inline Tile<T> pipe_half(const Tile<T>& t, int split, int whi
     return h;
 }
 // what a split group's cube sends each AIV of a tile narrower than its box (a valid part
-// set with set_validshape): the valid part of that AIV's half of the box -- each AIV pops
+// set with set_validshape), or split at a point other than the box's middle (`half`: a
+// tensor's split point on the larger fractal box of its tile, or an odd box's ceil half):
+// the valid part of that AIV's band [which * half, which * half + half) -- each AIV pops
 // its localized extent, max(min(valid - which * half, half), 0)
-template <class T> inline Tile<T> pipe_box_half(const Tile<T>& t, int split, int which, const char* site) {
+template <class T> inline Tile<T> pipe_box_half(const Tile<T>& t, int split, int which, int32_t half,
+                                                const char* site) {
     const bool by_rows = split == 1;
     const int32_t box = by_rows ? t.rows : t.cols, valid = by_rows ? t.vr : t.vc;
-    if (valid == box) return pipe_half(t, split, which, site);
-    if (box % 2) fail(site, "a %s split of a %dx%d tile", by_rows ? "up-down" : "left-right", t.rows, t.cols);
-    const int32_t half = box / 2, rest = valid - which * half;
+    if (half == 0 && valid == box) return pipe_half(t, split, which, site);
+    if (half == 0) {
+        if (box % 2) fail(site, "a %s split of a %dx%d tile", by_rows ? "up-down" : "left-right", t.rows, t.cols);
+        half = box / 2;
+    }
+    if (half < 0 || half > box || valid > 2 * half)
+        fail(site, "a %s split at %d of a %dx%d tile with %d valid", by_rows ? "up-down" : "left-right", half,
+             t.rows, t.cols, valid);
+    const int32_t rest = valid - which * half;
     Tile<T> h = t;
     const int32_t mine = rest < 0 ? 0 : (rest > half ? half : rest);
     if (by_rows) {
@@ -842,7 +851,8 @@ inline void pipe_free(int64_t* w, int ch, const char* site) {
 // run unsplit (3: each gets it, and of what both send the cube keeps the last); otherwise
 // the whole tile on the caller's channel
 template <class T, class F>
-inline void pipe_each(int64_t* w, int id, int dir, int split, int32_t who, const Tile<T>& t, const char* site, F move) {
+inline void pipe_each(int64_t* w, int id, int dir, int split, int32_t who, const Tile<T>& t, const char* site, F move,
+                      int32_t half = 0) {
     if (split == 3 && who < 0) {
         for (int h = 0; h < 2; ++h) move(channel_of(w, id, dir, h, site), t);
     } else if (split == 3) {
@@ -850,16 +860,18 @@ inline void pipe_each(int64_t* w, int id, int dir, int split, int32_t who, const
     } else if (split && who < 0) {
         for (int h = 0; h < 2; ++h)
             move(channel_of(w, id, dir, h, site),
-                 dir == TO_AIV ? pipe_box_half(t, split, h, site) : pipe_half(t, split, h, site));
+                 dir == TO_AIV ? pipe_box_half(t, split, h, half, site) : pipe_half(t, split, h, site));
     } else {
         move(channel_of(w, id, dir, who < 0 ? 0 : who, site), t);
     }
 }
 template <class T>
-inline void tpush(int64_t pipe, int dir, int split, int32_t who, const Tile<T>& t, const char* site, int id = 0) {
+inline void tpush(int64_t pipe, int dir, int split, int32_t who, const Tile<T>& t, const char* site, int id = 0,
+                  int32_t half = 0) {
     MoveTimer moving;
     int64_t* w = pipe_words(pipe, site);
-    pipe_each(w, id, dir, split, who, t, site, [&](int ch, const Tile<T>& part) { pipe_send(w, ch, part, site); });
+    pipe_each(w, id, dir, split, who, t, site, [&](int ch, const Tile<T>& part) { pipe_send(w, ch, part, site); },
+              half);
 }
 template <class T>
 inline void tpop(int64_t pipe, int dir, int split, int32_t who, const Tile<T>& d, const char* site, int id = 0,

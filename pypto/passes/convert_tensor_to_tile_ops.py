@@ -29,6 +29,7 @@ import itertools
 from pypto import dtype as dt
 from pypto.errors import CodegenError
 from pypto.ir import ops
+from pypto.ir.ops.lanes import split_point
 from pypto.ir.nodes import (While, Assign, Call, Const, Eval, For, If, IterArg, MemorySpace,
                             Program, TensorType, TileType, TupleExpr, Var, Yield)
 from pypto.ir.visit import Rewriter, bodies, stmt_uses, walk
@@ -422,11 +423,25 @@ class _Convert(Rewriter):
             scratch = self.new(base, "tile.create", [_shape(t.shape, span)],
                                {"dtype": t.dtype, "target_memory": MemorySpace.Vec}, span, "scratch")
             args.append(scratch)
+        if op == "aiv_shard":
+            args[0] = self.shard_source(call, args[0], kwargs)
         tile_op = "tile." + op
         if tile_op not in ops.OPS:
             raise CodegenError(f"{call.op} has no tile form", span)
         self.tiles[id(s.var)] = self.new(base, tile_op, args, kwargs, span)
         return []
+
+    def shard_source(self, call, tile, kwargs):
+        """What pl.aiv_shard sends: a cube result's Acc tile itself, also when it lies on
+        a larger fractal box than its tensor -- the lanes then divide the tensor's extent
+        (its split point goes along as `half`)."""
+        raw = self.tiles.get(id(self.expr(call.args[0])))
+        if raw is None or not _on_a_larger_box(raw, self.expr(call.args[0])):
+            return tile
+        m = kwargs.get("split")
+        if m and "half" not in kwargs:
+            kwargs["half"] = split_point(call.args[0].type, m, kwargs)
+        return raw
 
     def gather(self, base, call, span):
         """A mask gather is tile.gather_mask; torch.gather along a dim is tile.gather at

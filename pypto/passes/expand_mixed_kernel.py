@@ -16,7 +16,7 @@ from pypto.errors import CodegenError, NotBuiltError
 from pypto.ir.nodes import (CUBE, CUBE_SPACES, VECTOR, Assign, Call, Const, Eval, For, Function, FunctionType,
                             HandleType, If, IterArg, Program, PtrType, Return, TensorType, TileType, Var, While,
                             Yield, derived_level_role, side_of_space)
-from pypto.ir.ops.lanes import CROSSINGS, REGION_ATTR
+from pypto.ir.ops.lanes import CROSSINGS, REGION_ATTR, split_point
 from pypto.ir.visit import Substitute, defs, stmt_exprs, vars_used, walk, walk_expr
 from pypto.passes.mixed_fence import fence
 from pypto.passes.vector_split import Halver, axis
@@ -70,14 +70,15 @@ def _classify(f: Function) -> Function:
     return out
 
 
-def _lane_extents(sent: TileType, got: TileType, mode: int, span) -> list:
+def _lane_extents(sent: TileType, got: TileType, mode: int, span, half: int | None = None) -> list:
     """The valid extents a lane pops of a partial tile the cube sends split (its part of
-    the sent valid extent on the split axis, known with the lane index): [] when static."""
+    the sent valid extent on the split axis, from the split point `half` -- the box's
+    middle by default -- known with the lane index): [] when static."""
     if got.valid is None or None not in got.valid:
         return []
     ax = axis(mode)
     ext = [Const(v, dt.INDEX, span) for v in sent.valid_shape]
-    ext[ax] = Halver(mode, span).localize(ext[ax], sent.shape[ax], span)
+    ext[ax] = Halver(mode, span).localize(ext[ax], sent.shape[ax], span, half)
     return ext
 
 
@@ -185,6 +186,11 @@ class _Half:
                     # (a region's crossing: its own mode; a split kernel's move: the kernel's)
                     mode = int(val.kwargs.get("split", self.split))
                     pipe = {"split": mode} if mode else {}
+                    h = val.kwargs.get("half")
+                    if h is None and mode and val.op in CROSSINGS and "aiv_shard" in val.op:
+                        h = split_point(val.args[0].type, mode, val.kwargs)
+                    if mode and h is not None and 2 * h != val.args[0].type.shape[axis(mode)]:
+                        pipe["half"] = h         # the lanes' split point is not the box's middle
                     if self.side == src:
                         sent = self.e(val.args[0])
                         if self.halver and sent.type == val.args[0].type:
@@ -194,7 +200,7 @@ class _Half:
                         return [Eval(Call("tile.tpush", [sent], {"to": dst, **pipe}, None, {},
                                           val.span), s.span)]
                     nv = self.new(v)
-                    extents = _lane_extents(val.args[0].type, nv.type, mode, val.span)
+                    extents = _lane_extents(val.args[0].type, nv.type, mode, val.span, pipe.get("half"))
                     return [Assign(nv, Call("tile.tpop", extents, {"from": src, **pipe}, nv.type, {},
                                             val.span), s.span)]
             if side_of_space(t.memory_space) != self.side:

@@ -161,10 +161,11 @@ class Halver:
             args[shape_at] = TupleExpr(shape, c.span)
         return Call(c.op, args, dict(c.kwargs), c.type, dict(c.attrs), c.span)
 
-    def localize(self, extent, full: int, span):
+    def localize(self, extent, full: int, span, half: int | None = None):
         """This AIV's part of a valid extent along the halved axis, as the reference's
-        SplitVectorKernel has it: max(min(extent - sub * half, half), 0)."""
-        half = Const(full // 2, dt.INDEX, span)
+        SplitVectorKernel has it: max(min(extent - sub * half, half), 0); half is the
+        box's middle unless given."""
+        half = Const(full // 2 if half is None else half, dt.INDEX, span)
         mine = BinOp("-", extent, BinOp("*", self.sub, half, dt.INDEX, span), dt.INDEX, span)
         return BinOp("max", BinOp("min", mine, half, dt.INDEX, span), Const(0, dt.INDEX, span), dt.INDEX, span)
 

@@ -281,6 +281,8 @@ class FuncEmitter:
             extra = f", {pid}" if pid else ""
             if what == "pop" and (direction, pid) in self.held:
                 extra = f", {pid}, true"                  # its slot stays taken until the tfree
+            if what == "push" and op.attrs.get("half"):    # the split point, when not the box's middle
+                extra = f", {pid}, {int(op.attrs['half'])}"
             self.emit(ind, f"pto::t{what}({self.n(pipe)}, {direction}, {split}, {who}, {self.n(tile)}, "
                            f"{self.site(op)}{extra});")
         elif name in group_pipes.GROUP_PIPE_OPS:

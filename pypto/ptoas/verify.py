@@ -246,6 +246,10 @@ class Verifier(OpChecks, TileChecks):
         split = op.attrs.get("split", "0")
         if split not in ("0", "1", "2"):
             raise self.error(op, f"{op.name}: split is 0 (none), 1 (up-down) or 2 (left-right), not {split}")
+        half = op.attrs.get("half")
+        if half is not None and (split == "0" or not half.isdigit() or int(half) <= 0):
+            raise self.error(op, f"{op.name}: half is the positive split point of an up-down or left-right "
+                                 f"split, not {half} (split = {split})")
         slots = op.attrs.get("slot_num", "2")
         if not slots.isdigit() or int(slots) <= 0:
             raise self.error(op, f"{op.name}: slot_num is the pipe's positive depth, not {slots}")

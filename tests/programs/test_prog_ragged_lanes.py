@@ -177,3 +177,54 @@ def test_matmul_acc_accumulates_the_valid_part_of_partial_operands():
     whole = Var("w", TileType((16, 256), dt.FP32, M.Acc), None)
     with pytest.raises(E.TypeCheckError, match=r"valid part \[16, 256\] is not that of"):
         ops.infer_type("tile.matmul_acc", [whole, left, right], {}, None)
+
+
+ODD = """
+import pypto.language as pl
+
+@pl.program
+class OddBox:
+    @pl.function(type=pl.FunctionType.Opaque)
+    def main(self, a: pl.Tensor[[{M}, 64], pl.BF16], w: pl.Tensor[[128, 64], pl.BF16],
+             out: pl.Out[pl.Tensor[[{M}, 128], pl.FP32]]) -> pl.Tensor[[{M}, 128], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="odd_box"):
+            acc = pl.matmul(a[0:{M}, 0:64], w[0:128, 0:64], b_trans=True, out_dtype=pl.FP32)
+            for lane in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
+                mine = pl.aiv_shard(acc)
+                out[lane * {H} : lane * {H} + {H}, 0:128] = {EXPR}
+        return out
+"""
+
+
+@pytest.mark.parametrize("m, expr", [(17, "mine"), (18, "pl.exp(mine)"), (3, "mine")])
+def test_a_cube_result_splits_at_the_ceil_half_of_its_rows(m, expr, tmp_path):
+    """17 rows split 9 / 8 (the tensor's ceil half, though its tile is a 32-row fractal
+    box); 18 rows 9 / 9; 3 rows 2 / 1. Lane 1's window overhangs an odd tensor by a row
+    it does not hold."""
+    h = (m + 1) // 2
+    src = ODD.format(M=m, H=h, EXPR=expr)
+    c = ir.compile(pl.parse(src, filename="/u/odd.py"), output_dir=str(tmp_path / "o"), platform="a2a3sim",
+                   verification_level="roundtrip")
+    a = (randn(m, 64, seed=3) * 0.1).to(torch.bfloat16)
+    w = (randn(128, 64, seed=4) * 0.1).to(torch.bfloat16)
+    out = torch.full((m, 128), FILL)
+    c(a, w, out)
+    want = a.float() @ w.float().T
+    close(out, torch.exp(want) if "exp" in expr else want, 1e-4, 1e-4)
+
+
+def test_the_lanes_share_of_an_odd_or_larger_box():
+    """The type rule: lane shares of h = ceil(n / 2), valid per lane unless both are full;
+    a tile on a larger fractal box takes the tensor's split point as `half`."""
+    from pypto import dtype as dt
+    from pypto.ir import ops
+    from pypto.ir.nodes import MemorySpace as M, TensorType, TileType, Var
+    shard = lambda t, **kw: ops.infer_type(t[0], [Var("x", t[1], None)], {"split": 1, **kw}, None)  # noqa: E731
+    odd = shard(("tensor.aiv_shard", TensorType((17, 128), dt.FP32)))
+    assert (odd.shape, odd.valid) == ((9, 128), (None, 128))
+    assert shard(("tensor.aiv_shard", TensorType((18, 128), dt.FP32))).shape == (9, 128)
+    boxed = shard(("tile.aiv_shard", TileType((32, 128), dt.FP32, M.Acc, None, (17, 128))), half=9)
+    assert (boxed.shape, boxed.valid) == ((9, 128), (None, 128))
+    assert shard(("tile.aiv_shard", TileType((32, 128), dt.FP32, M.Acc, None, (18, 128))), half=9).valid is None
+    with pytest.raises(E.TypeCheckError, match=r"two lanes of 9 do not hold the 20 valid rows"):
+        shard(("tile.aiv_shard", TileType((32, 128), dt.FP32, M.Acc, None, (20, 128))), half=9)

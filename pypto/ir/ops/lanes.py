@@ -28,35 +28,55 @@ def _mode(op, kw, span) -> int:
     return m
 
 
-def _scaled(op, t, m, factor, span):
-    """t's shape with the split axis halved (factor 1/2) or doubled (factor 2)."""
+def split_point(t, m, kw) -> int | None:
+    """Where a shard divides the split axis: lane 0 takes [0, h), lane 1 [h, 2h) of it.
+    ceil(n / 2) of the extent n -- an odd box gives lanes of h and h - 1 -- unless the
+    crossing names it (`half`: a tensor's split point kept on the larger fractal box its
+    tile lives in)."""
+    if not m:
+        return None
+    n = t.shape[m - 1]
+    return int(kw["half"]) if kw.get("half") is not None else (n + 1) // 2 if isinstance(n, int) else None
+
+
+def _scaled(op, t, m, factor, span, h=None):
+    """t's shape with the split axis halved (factor 1/2: to the split point h) or doubled
+    (factor 2)."""
     if len(t.shape) != 2:
         _err(f"{op}: a 2-D tile, got {_tname(t)}", span)
     shape = list(t.shape)
     if m:
         axis = m - 1
-        if factor < 1 and shape[axis] % 2:
-            _err(f"{op}: {('rows', 'columns')[axis]} of {_tname(t)} do not halve evenly over the two "
-                 f"lanes", span, "use a tile with an even extent on the split axis")
-        shape[axis] = shape[axis] // 2 if factor < 1 else shape[axis] * 2
+        if factor < 1 and not isinstance(h, int):
+            _err(f"{op}: a {('row', 'column')[axis]} extent known at run time does not split over "
+                 f"the two lanes", span, "shard a tile of static shape")
+        if factor < 1 and not 0 < h <= shape[axis]:
+            _err(f"{op}: a split point of {h} does not divide {_tname(t)} into two lanes", span)
+        shape[axis] = h if factor < 1 else shape[axis] * 2
     return tuple(shape)
 
 
-def _lane_valid(op, t, m, factor, span):
-    """The valid part of a lane's share of a partial cube result (static valid shape): on
-    the split axis each lane holds max(min(valid - lane * half, half), 0) of its half, known
-    only with the lane index (None); the other axis keeps its extent. Re-joining partial
-    lanes (a gather) would leave holes between their bands: refused."""
-    if t.valid is None:
+def _lane_valid(op, t, m, factor, span, h=None):
+    """The valid part of a lane's share: on the split axis lane i holds
+    max(min(valid - i * h, h), 0) of its h -- the same for both lanes only when the valid
+    extent covers both shares (then whole), else known with the lane index (None); the
+    other axis keeps its extent. Re-joining partial lanes (a gather) would leave holes
+    between their bands: refused."""
+    if factor > 1:
+        if t.valid is not None:
+            whole(op, t, span, "operand")
         return None
-    if factor > 1 or None in t.valid:
-        whole(op, t, span, "operand")
     if not m:
         return t.valid
+    if t.valid is not None and None in t.valid:
+        whole(op, t, span, "operand")
     axis = m - 1
-    valid = list(t.valid)
-    valid[axis] = None
-    return tuple(valid)
+    valid = list(t.valid or t.shape)
+    if valid[axis] > 2 * h:
+        _err(f"{op}: two lanes of {h} do not hold the {valid[axis]} valid "
+             f"{('rows', 'columns')[axis]} of {_tname(t)}", span)
+    valid[axis] = h if valid[axis] >= 2 * h else None
+    return None if tuple(valid) == _scaled(op, t, m, factor, span, h) else tuple(valid)
 
 
 def _crossing(op, src, dst, factor, what):
@@ -64,10 +84,11 @@ def _crossing(op, src, dst, factor, what):
     def infer(args, kw, span):
         t = _shaped(op, args[0], span, (TileType,))
         m = _mode(op, kw, span)
-        valid = _lane_valid(op, t, m, factor, span)
+        h = split_point(t, m, kw) if factor < 1 else None
+        valid = _lane_valid(op, t, m, factor, span, h)
         if t.memory_space not in (None, src):
             _err(f"{op}: {what}, got {_tname(t)} in {t.memory_space.name}", span)
-        return TileType(_scaled(op, t, m, factor, span), t.dtype, dst, None, valid)
+        return TileType(_scaled(op, t, m, factor, span, h), t.dtype, dst, None, valid)
     return infer
 
 
@@ -77,9 +98,10 @@ _aic_gather = _crossing("aic_gather", MemorySpace.Vec, MemorySpace.Mat, 2,
                         "hands a vector lane's tile to the cube")
 
 
-reg("tile.aiv_shard", (1, 1), _aiv_shard, ("split",), params=("x",),
+reg("tile.aiv_shard", (1, 1), _aiv_shard, ("split", "half"), params=("x",),
     sig="pl.aiv_shard(x)  (in a pl.split_aiv region: this lane's part of a cube result, in Vec -- "
-        "its half on the split axis, the whole under SplitMode.NONE)")
+        "its half on the split axis, of an odd extent n ceil(n/2) on lane 0 and the rest on lane 1; "
+        "the whole under SplitMode.NONE)")
 reg("tile.aic_gather", (1, 1), _aic_gather, ("split",), params=("x",),
     sig="pl.aic_gather(x)  (in a pl.split_aiv region: the lanes' parts rejoined for the cube, in "
         "Mat; under SplitMode.NONE both lanes send the whole, which must agree)")
@@ -91,13 +113,15 @@ def _tensor_crossing(op, factor):
     def infer(args, kw, span):
         t = _shaped(op, args[0], span, (TensorType,))
         m = _mode(op, kw, span)
-        valid = _lane_valid(op, t, m, factor, span)
-        return TensorType(_scaled(op, t, m, factor, span), t.dtype, None, valid)
+        h = split_point(t, m, kw) if factor < 1 else None
+        valid = _lane_valid(op, t, m, factor, span, h)
+        return TensorType(_scaled(op, t, m, factor, span, h), t.dtype, None, valid)
     return infer
 
 
 reg("tensor.aiv_shard", (1, 1), _tensor_crossing("aiv_shard", 0.5), ("split",), params=("x",),
     sig="pl.aiv_shard(x)  (in a pl.split_aiv region: this lane's part of a cube result -- its half "
-        "on the split axis, the whole under SplitMode.NONE)")
+        "on the split axis, of an odd extent n ceil(n/2) on lane 0 and the rest on lane 1; the whole "
+        "under SplitMode.NONE)")
 reg("tensor.aic_gather", (1, 1), _tensor_crossing("aic_gather", 2), ("split",), params=("x",),
     sig="pl.aic_gather(x)  (in a pl.split_aiv region: the lanes' parts rejoined for the cube)")
