@@ -26,6 +26,11 @@ in Mat (or moved whole from Mat into Left / Right) then becomes:
         converts), which the next matmul reads (and is itself tiled if it has to be).
     A result used any other way is left whole (InitMemRef's overflow error names it).
 
+Partial operands (a fractal box valid to fewer rows or columns, _on_fractals): the loops
+walk only the blocks wholly inside the valid part -- extracted from a window of the operand
+trimmed to them, so each block's type is whole -- and the blocks at the edge, at offsets
+known here, are peeled with their valid parts; blocks of padding only are not computed.
+
 A split-K loop whose accumulator does not fit L0C runs once per block of the result
 (carried_acc_blocks.py). Matmuls that fit, or for which the chooser finds no tile, are
 left alone.
@@ -113,12 +118,16 @@ class _Plan(NamedTuple):
     placement: tuple | None     # ("store" | "mat", the using statement), None: result whole
     moves: tuple                # the statements moving A and B into L0 (replaced)
     bias: Assign | None
+    valid: tuple                # (M, N, K) of the product that is valid (partial operands)
 
 
 class _Tiler:
     def __init__(self, cap: dict, names: Namer, dbc: bool = False, wide_int_rows: bool = False):
         self.cap, self.names, self.dbc, self.wide_int_rows = cap, names, dbc, wide_int_rows
         self.bias = None          # the bias of the matmul being tiled (a Bias or a Mat tile)
+        self.plan_now = None      # the plan being rewritten, and the views made for it
+        self.views: dict = {}
+        self.pre: list = []
 
     def body(self, stmts: list) -> list:
         for s in stmts:
@@ -169,11 +178,19 @@ class _Tiler:
         nb = A.src.type.dtype.nbytes
         if nb < 1 or not isinstance(nb, int):        # sub-byte operands: the cube path has none
             return None
-        if (A.src.type.valid is not None or B.src.type.valid is not None) and Mm * K * nb <= self.cap[M.Left] \
+        partial = A.src.type.valid is not None or B.src.type.valid is not None
+        if partial and Mm * K * nb <= self.cap[M.Left] \
                 and K * N * nb <= self.cap[M.Right] and Mm * N * s.var.type.dtype.nbytes <= self.cap[M.Acc]:
             return None       # partial operands that fit L0 whole: their windows need no blocking
+        (mv, ka), (kb, nv) = _operand_valid(A), _operand_valid(B)
+        valid = (mv, nv, min(ka, kb))
         users = uses.get(id(s.var), [])
         placement = None if accumulate else _placement(s, users, uses)
+        if partial and placement is not None and placement[0] == "mat":
+            raise NotBuiltError(f"matmul: a product of partial operands ({list(A.shape)} valid to "
+                                f"{[mv, ka]}, {list(B.shape)} valid to {[kb, nv]}) blocked for L0 and "
+                                f"cast for the next matmul is not supported by this pypto yet", s.span,
+                                "store the product to a tensor and load it for the next matmul")
         choice = choose(Mm, N, K, nb, self.cap, acc_dtype=s.var.type.dtype, bias=bias is not None,
                         accumulate=accumulate, dbc=self.dbc and placement is not None,
                         hold=placement is None or placement[0] == "store" or self.dbc,
@@ -195,9 +212,14 @@ class _Tiler:
                       or choice.stationarity is l0.Stationarity.OutputStationary and choice.os_holds_a)
         dbc = choice.double_buffer_c and tile[2] == K and (tile[0], tile[1]) != (Mm, N)
         return _Plan(A, B, Mm, N, K, tile, rows_outer, dbc, placement if (tile[0], tile[1]) != (Mm, N) else None,
-                     (mv_a, mv_b), bias)
+                     (mv_a, mv_b), bias, valid)
 
     def rewrite(self, s: Assign, plan: _Plan):
+        self.plan_now, self.views, self.pre = plan, {}, []
+        stmts, dropped = self._rewrite(s, plan)
+        return self.pre + stmts, dropped
+
+    def _rewrite(self, s: Assign, plan: _Plan):
         A, B, Mm, N, K = plan.A, plan.B, plan.M, plan.N, plan.K
         bm, bn, bk = plan.tile
         span = s.span
@@ -273,14 +295,26 @@ class _Tiler:
         """The [bm, bn] tiles of the [Mm, N] result, `carried` threaded through them and
         bound to `final`: the whole tiles as a loop nest (outer over the held axis, the
         inner loop pipelined), then the partial tiles of the boundary one by one."""
-        Mi, Ni = Mm - Mm % bm, N - N % bn
+        # the loops cover the blocks wholly inside the valid part (all of them, of whole
+        # operands); the rest, at offsets known here, are peeled -- those with nothing valid
+        # are not computed
+        Mv, Nv = self.plan_now.valid[:2] if self.plan_now else (Mm, N)
+        Mi, Ni = Mv - Mv % bm, Nv - Nv % bn
         o_stop, o_step, i_stop, i_step = (Mi, bm, Ni, bn) if rows_outer else (Ni, bn, Mi, bm)
         ov = Var(self.names.fresh("mi" if rows_outer else "ni", "blk"), ScalarType(dt.INDEX), span)
         iv = Var(self.names.fresh("ni" if rows_outer else "mi", "blk"), ScalarType(dt.INDEX), span)
         outer_it = Var(self.names.fresh(final.name, "iter"), carried.type, span)
         inner_it = Var(self.names.fresh(final.name, "iter"), carried.type, span)
         inner_out = Var(self.names.fresh(final.name, "row"), carried.type, span)
-        peel = [(mi, ni) for mi in range(0, Mm, bm) for ni in range(0, N, bn) if mi >= Mi or ni >= Ni]
+        peel = [(mi, ni) for mi in range(0, Mv, bm) for ni in range(0, Nv, bn) if mi >= Mi or ni >= Ni]
+        if not Mi or not Ni:                       # no block is wholly valid: all are peeled
+            cur = carried
+            out = []
+            for n_, (pm, pn) in enumerate(peel):
+                stmts, cur = place(_idx(pm, span), _idx(pn, span), min(bm, Mm - pm), min(bn, N - pn), cur, None,
+                                   final if n_ == len(peel) - 1 else None)
+                out += stmts
+            return out
         loop_out = Var(self.names.fresh(final.name, "grid"), carried.type, span) if peel else final
         outer_body, panel = [], None
         if held is not None:
@@ -301,19 +335,47 @@ class _Tiler:
             out += stmts
         return out
 
+    def view(self, W, r, c, span):
+        """W, or a window of it trimmed to the blocks the loops walk (whole ones) along each
+        partial axis that a block offset known only in a loop (r, c) walks: the type of a
+        window at a loop offset is then whole there."""
+        plan = self.plan_now
+        if plan is None or W.src.type.valid is None or W not in (plan.A, plan.B):
+            return W
+        Mv, Nv, Kv = plan.valid
+        bm, bn, bk = plan.tile
+        k_stop = Kv - Kv % bk
+        rows, cols = ((Mv - Mv % bm, k_stop) if W is plan.A else (k_stop, Nv - Nv % bn))
+        valid = _operand_valid(W)
+        trim = tuple(n if off is not None and not isinstance(off, Const) and v < full else None
+                     for n, off, v, full in zip((rows, cols), (r, c), valid, W.shape))
+        if trim == (None, None):
+            return W
+        key = (id(W), trim)
+        if key not in self.views:
+            shape = tuple(t if t is not None else full for t, full in zip(trim, W.shape))
+            src_shape = tuple(reversed(shape)) if W.trans else shape
+            args = [W.src, TupleExpr([_idx(n, span) for n in src_shape], span), TupleExpr([W.row, W.col], span)]
+            t = ops.infer_type("tile.slice", args, {}, span)
+            v = Var(self.names.fresh(W.src.name, "whole"), t, span)
+            self.pre.append(Assign(v, Call("tile.slice", args, {}, t, {}, span), span))
+            self.views[key] = _Window(v, _idx(0, span), _idx(0, span), shape, W.trans)
+        return self.views[key]
+
     def extract(self, W, r, c, h, w, space, span):
         """The [h, w] block of the operand at its offsets (r, c) (None: 0), into L0; of a
         transposed window (a Mat tile read transposed), the [w, h] block of its source at
         (c, r), read transposed."""
-        args, kw, t = _window_read(W, r, c, h, w, space, span)
+        args, kw, t = _window_read(self.view(W, r, c, span), r, c, h, w, space, span)
         v = Var(self.names.fresh(W.src.name, "left" if space is M.Left else "right"), t, span)
         return v, Assign(v, Call("tile.extract", args, kw, t, {}, span), span)
 
     def block_type(self, A, B, mi, ni, bm, bn, bk, like: Var, span) -> TileType:
         """The Acc block [bm, bn] at (mi, ni): of partial operands, the valid part of their
         product (the same at every K step)."""
-        lt = _window_read(A, mi, _idx(0, span), bm, bk, M.Left, span)[2]
-        rt = _window_read(B, _idx(0, span), ni, bk, bn, M.Right, span)[2]
+        zero = _idx(0, span)
+        lt = _window_read(self.view(A, mi, zero, span), mi, zero, bm, bk, M.Left, span)[2]
+        rt = _window_read(self.view(B, zero, ni, span), zero, ni, bk, bn, M.Right, span)[2]
         valid = None
         if lt.valid is not None or rt.valid is not None:
             valid = ops.infer_type("tile.matmul", [Var("l", lt, span), Var("r", rt, span)], {}, span).valid
@@ -353,7 +415,13 @@ class _Tiler:
 
         stmts: list = []
         bias = self.bias_block(ni, bn, stmts, span)
-        nfull, tail = K // bk, K % bk
+        # whole steps over the valid part of K, then one step to the end of the box (its
+        # valid part: a partial operand's padding is never read)
+        Kv = self.plan_now.valid[2] if self.plan_now else K
+        nfull = Kv // bk
+        tail = K - nfull * bk
+        if nfull == 0:
+            bk, nfull, tail = K, 1, 0
         acc, k0 = init, 0
         if nfull < 2 or first_cond:
             # one step, or matmul_acc's conditional first step (ahead of the loop: its branches
@@ -456,6 +524,19 @@ def _window_read(W: _Window, r, c, h, w, space, span):
                             f"L0 at offsets known only in the loop is not supported by this pypto yet",
                             span, "use extents that are whole 16 x 16 fractals (multiples of 16) where "
                                   "the operands need L0 blocking") from None
+
+
+def _operand_valid(W: _Window) -> tuple:
+    """The valid extents of operand W, in its own axes (its whole shape when whole)."""
+    t = W.src.type
+    if t.valid is None:
+        return tuple(W.shape)
+    offs = (W.row, W.col)
+    if not all(isinstance(o, Const) for o in offs):
+        return tuple(W.shape)            # (_window_read refuses what it cannot place)
+    src = tuple(max(0, min(s, v - o.value)) for s, v, o in zip(reversed(W.shape) if W.trans else W.shape,
+                                                               t.valid, offs))
+    return tuple(reversed(src)) if W.trans else src
 
 
 def _only_operand(c: Call, v) -> bool:

@@ -1,8 +1,9 @@
 """Tensor-level matmuls whose extents are not whole 16 x 16 fractals (the one row of a
 decode step, 17 rows, K = 100): the operands are loaded into the next fractal box with
 only their window valid, the cube multiplies the valid parts, a store writes the valid
-part and the vector ops work on the tensor's own shape. A shape that would need L0
-blocking across a partial axis is a clear NotBuiltError at the user's line."""
+part and the vector ops work on the tensor's own shape. Operands too large for L0 are
+blocked over the valid part: the loops walk the whole blocks inside it, the block at its
+edge is peeled with its valid part, blocks of padding only are not computed."""
 from __future__ import annotations
 
 import pytest
@@ -72,8 +73,16 @@ def test_vector_ops_on_such_a_result_take_the_tensors_shape(m, tmp_path):
     close(out, torch.exp(a.float() @ w.float().T) + bias, 1e-4, 1e-4)
 
 
-def test_blocking_across_a_partial_axis_is_refused_at_the_users_line(tmp_path):
-    src = STORE.format(M=16, K=1000, N=512, W=[1000, 512], T=False, D="FP32")
-    with pytest.raises(E.NotBuiltError, match=r"blocking a \[16, 1008\] operand valid to \[16, 1000\]") as e:
-        _compile(src, tmp_path)
-    assert e.value.span.line == 10 and "multiples of 16" in e.value.hint
+@pytest.mark.parametrize("m, k, n, trans", [
+    (17, 1000, 64, False),     # K steps over 1000 of a 1008 box: the last one valid to 232
+    (100, 256, 300, False),    # a grid of result blocks, partial along both M and N
+    (33, 500, 120, True),      # the right operand read transposed
+])
+def test_l0_blocks_walk_the_valid_part_of_partial_operands(m, k, n, trans, tmp_path):
+    w_shape = [n, k] if trans else [k, n]
+    c = _compile(STORE.format(M=m, K=k, N=n, W=w_shape, T=trans, D="FP32"), tmp_path)
+    a, w, out = randn(m, k, seed=k), randn(*w_shape, seed=n), torch.full((m, n), 7.0)
+    c(a, w, out)
+    close(out, a @ (w.T if trans else w), 1e-4, 1e-4)
+    pto = next((tmp_path / "o").rglob("*.pto")).read_text()
+    assert "scf.for" in pto and "pto.textract" in pto          # (blocked for L0 indeed)
