@@ -82,6 +82,17 @@ def _lane_extents(sent: TileType, got: TileType, mode: int, span, half: int | No
     return ext
 
 
+def crossing(s) -> tuple | None:
+    """(from side, to side) of a statement that moves a tile between the cube and the
+    vector cores of a Group -- a tile.move or a lane crossing, which become a push and a
+    pop; None for anything else."""
+    if not (isinstance(s, Assign) and isinstance(s.var.type, TileType) and isinstance(s.value, Call)
+            and s.value.op in ("tile.move",) + CROSSINGS):
+        return None
+    src, dst = _side(s.value.args[0]), side_of_space(s.var.type.memory_space)
+    return (src, dst) if src is not None and src != dst else None
+
+
 def _calls(s):
     for e in stmt_exprs(s):
         yield from (x for x in walk_expr(e) if isinstance(x, Call))
@@ -179,30 +190,29 @@ class _Half:
         v, val = s.var, s.value
         t = v.type
         if isinstance(t, TileType):
-            if isinstance(val, Call) and val.op in ("tile.move",) + CROSSINGS:
-                src = _side(val.args[0])
-                dst = side_of_space(t.memory_space)
-                if src is not None and src != dst:
-                    # (a region's crossing: its own mode; a split kernel's move: the kernel's)
-                    mode = int(val.kwargs.get("split", self.split))
-                    pipe = {"split": mode} if mode else {}
-                    h = val.kwargs.get("half")
-                    if h is None and mode and val.op in CROSSINGS and "aiv_shard" in val.op:
-                        h = split_point(val.args[0].type, mode, val.kwargs)
-                    if mode and h is not None and 2 * h != val.args[0].type.shape[axis(mode)]:
-                        pipe["half"] = h         # the lanes' split point is not the box's middle
-                    if self.side == src:
-                        sent = self.e(val.args[0])
-                        if self.halver and sent.type == val.args[0].type:
-                            raise NotBuiltError(f"{val.args[0].name!r} crosses to the cube whole, but "
-                                                f"under pl.split each AIV holds half of it", s.span,
-                                                "drop pl.split")
-                        return [Eval(Call("tile.tpush", [sent], {"to": dst, **pipe}, None, {},
-                                          val.span), s.span)]
-                    nv = self.new(v)
-                    extents = _lane_extents(val.args[0].type, nv.type, mode, val.span, pipe.get("half"))
-                    return [Assign(nv, Call("tile.tpop", extents, {"from": src, **pipe}, nv.type, {},
-                                            val.span), s.span)]
+            sides = crossing(s)
+            if sides is not None:
+                src, dst = sides
+                # (a region's crossing: its own mode; a split kernel's move: the kernel's)
+                mode = int(val.kwargs.get("split", self.split))
+                pipe = {"split": mode} if mode else {}
+                h = val.kwargs.get("half")
+                if h is None and mode and val.op in CROSSINGS and "aiv_shard" in val.op:
+                    h = split_point(val.args[0].type, mode, val.kwargs)
+                if mode and h is not None and 2 * h != val.args[0].type.shape[axis(mode)]:
+                    pipe["half"] = h         # the lanes' split point is not the box's middle
+                if self.side == src:
+                    sent = self.e(val.args[0])
+                    if self.halver and sent.type == val.args[0].type:
+                        raise NotBuiltError(f"{val.args[0].name!r} crosses to the cube whole, but "
+                                            f"under pl.split each AIV holds half of it", s.span,
+                                            "drop pl.split")
+                    return [Eval(Call("tile.tpush", [sent], {"to": dst, **pipe}, None, {},
+                                      val.span), s.span)]
+                nv = self.new(v)
+                extents = _lane_extents(val.args[0].type, nv.type, mode, val.span, pipe.get("half"))
+                return [Assign(nv, Call("tile.tpop", extents, {"from": src, **pipe}, nv.type, {},
+                                        val.span), s.span)]
             if side_of_space(t.memory_space) != self.side:
                 return []
             self.check_uses([val], s)

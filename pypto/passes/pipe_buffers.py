@@ -7,7 +7,7 @@ call, so the `.pto` and the peer's import name one address."""
 from __future__ import annotations
 
 from pypto.errors import MemoryOverflowError
-from pypto.ir.nodes import CUBE, Assign, Call, Function, FunctionType, MemorySpace, TileType, side_of_space
+from pypto.ir.nodes import CUBE, Assign, Call, Function, FunctionType, MemorySpace
 from pypto.ir.ops.cross_core import AUTO
 from pypto.ir.visit import walk
 
@@ -62,15 +62,11 @@ def auto_ring(f: Function, chip, top: dict, sizes: dict) -> None:
         return
     slots = int(f.attrs.get("slot_num") or AUTO_RING_SLOTS)
     received: dict = {}
+    from pypto.passes.expand_mixed_kernel import crossing
     for s in walk(f.body):
-        c = s.value if isinstance(s, Assign) else None
-        if not (isinstance(c, Call) and c.args and isinstance(s.var.type, TileType)):
-            continue
-        src = getattr(c.args[0].type, "memory_space", None)
-        dst = s.var.type.memory_space
-        if src is None or dst is None or side_of_space(src) == side_of_space(dst):
-            continue
-        received.setdefault(MemorySpace.Mat if side_of_space(dst) == CUBE else MemorySpace.Vec, []).append(s.var)
+        sides = crossing(s)
+        if sides is not None:
+            received.setdefault(MemorySpace.Mat if sides[1] == CUBE else MemorySpace.Vec, []).append(s.var)
     for space, tiles in received.items():
         halves = 2 if space is MemorySpace.Vec and f.attrs.get("split") else 1
         slot = max(v.type.nbytes() for v in tiles) // halves
