@@ -6,7 +6,7 @@ from __future__ import annotations
 from pypto import dtype as dt
 from pypto.codegen.common import fail
 from pypto.codegen.values import _Tensor, _const_int, _mlir_name, _numel
-from pypto.ir.ops.memory import row_block
+from pypto.ir.ops.memory import partial_lead, row_block
 from pypto.ir.nodes import AtomicType, BinOp, Call, Const, MemorySpace as _M, TensorType, TileType, TupleExpr, Var
 
 
@@ -96,8 +96,7 @@ class GmAccess:
         """The (rows, cols) valid extents of a 2-D tile holding an N-D window whose one
         partial leading dim (flat_valid) is known at run time: its extent times the whole
         dims after it."""
-        i = next(i for i, (v, n) in enumerate(zip(nd_valid[:-1], sizes)) if v != n)
-        after = _numel(sizes[i + 1:-1])
+        i, after = partial_lead(sizes, nd_valid)
         if after == 1:
             return dyn[i], dyn[-1]
         rows = self.tmp()

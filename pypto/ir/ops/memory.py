@@ -52,21 +52,29 @@ def _clamped(op, t, offs, valid, span):
     return out
 
 
+def partial_lead(shape, valid) -> tuple:
+    """(i, after): the first leading dim of an N-D window whose valid extent is not the
+    window's (None: all whole) and the product of the window's leading dims after it (all
+    of them when whole) -- the valid rows, once the leading dims merge, are dim i's valid
+    extent times `after`."""
+    lead = shape[:-1]
+    i = next((j for j, (d, v) in enumerate(zip(lead, valid[:-1])) if v != d), None)
+    after = 1
+    for d in lead[(0 if i is None else i + 1):]:
+        after *= d
+    return i, after
+
+
 def flat_valid(shape, valid):
     """The valid part of an N-D window once its leading dims merge into rows (a tile is
     2-D): (rows, cols), rows None when known only at run time; None when it is no 2-D
     rectangle -- the leading dims must be whole but one, with only 1s before it."""
-    lead, lv = shape[:-1], valid[:-1]
-    partial = [i for i, (d, v) in enumerate(zip(lead, lv)) if v != d]
-    after = 1
-    for d in lead[(partial[0] + 1 if partial else 0):]:
-        after *= d
-    if not partial:
+    i, after = partial_lead(shape, valid)
+    if i is None:
         return (after, valid[-1])
-    i = partial[0]
-    if len(partial) > 1 or any(d != 1 for d in lead[:i]):
+    if any(v != d for d, v in zip(shape[i + 1:-1], valid[i + 1:-1])) or any(d != 1 for d in shape[:i]):
         return None
-    return (None if lv[i] is None else lv[i] * after, valid[-1])
+    return (None if valid[i] is None else valid[i] * after, valid[-1])
 
 
 def row_block(window) -> tuple[int, int]:
