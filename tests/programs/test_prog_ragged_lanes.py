@@ -185,29 +185,32 @@ import pypto.language as pl
 @pl.program
 class OddBox:
     @pl.function(type=pl.FunctionType.Opaque)
-    def main(self, a: pl.Tensor[[{M}, 64], pl.BF16], w: pl.Tensor[[128, 64], pl.BF16],
-             out: pl.Out[pl.Tensor[[{M}, 128], pl.FP32]]) -> pl.Tensor[[{M}, 128], pl.FP32]:
+    def main(self, a: pl.Tensor[[{M}, 64], pl.BF16], w: pl.Tensor[[{N}, 64], pl.BF16],
+             out: pl.Out[pl.Tensor[[{M}, {N}], pl.FP32]]) -> pl.Tensor[[{M}, {N}], pl.FP32]:
         with pl.at(level=pl.Level.CORE_GROUP, name_hint="odd_box"):
-            acc = pl.matmul(a[0:{M}, 0:64], w[0:128, 0:64], b_trans=True, out_dtype=pl.FP32)
-            for lane in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
+            acc = pl.matmul(a[0:{M}, 0:64], w[0:{N}, 0:64], b_trans=True, out_dtype=pl.FP32)
+            for lane in pl.split_aiv(2, mode=pl.SplitMode.{MODE}):
                 mine = pl.aiv_shard(acc)
-                out[lane * {H} : lane * {H} + {H}, 0:128] = {EXPR}
+                out[{WINDOW}] = {EXPR}
         return out
 """
 
 
-@pytest.mark.parametrize("m, expr", [(17, "mine"), (18, "pl.exp(mine)"), (3, "mine")])
-def test_a_cube_result_splits_at_the_ceil_half_of_its_rows(m, expr, tmp_path):
+@pytest.mark.parametrize("m, n, mode, expr", [
+    (17, 128, "UP_DOWN", "mine"), (18, 128, "UP_DOWN", "pl.exp(mine)"), (3, 128, "UP_DOWN", "mine"),
+    (16, 40, "LEFT_RIGHT", "mine")])
+def test_a_cube_result_splits_at_the_ceil_half_of_its_extent(m, n, mode, expr, tmp_path):
     """17 rows split 9 / 8 (the tensor's ceil half, though its tile is a 32-row fractal
-    box); 18 rows 9 / 9; 3 rows 2 / 1. Lane 1's window overhangs an odd tensor by a row
-    it does not hold."""
-    h = (m + 1) // 2
-    src = ODD.format(M=m, H=h, EXPR=expr)
+    box); 18 rows 9 / 9; 3 rows 2 / 1; 40 columns (a 48-column box) 20 / 20. Lane 1's
+    window overhangs an odd tensor by a row it does not hold."""
+    h = ((m if mode == "UP_DOWN" else n) + 1) // 2
+    window = f"lane * {h} : lane * {h} + {h}, 0:{n}" if mode == "UP_DOWN" else f"0:{m}, lane * {h} : lane * {h} + {h}"
+    src = ODD.format(M=m, N=n, MODE=mode, WINDOW=window, EXPR=expr)
     c = ir.compile(pl.parse(src, filename="/u/odd.py"), output_dir=str(tmp_path / "o"), platform="a2a3sim",
                    verification_level="roundtrip")
     a = (randn(m, 64, seed=3) * 0.1).to(torch.bfloat16)
-    w = (randn(128, 64, seed=4) * 0.1).to(torch.bfloat16)
-    out = torch.full((m, 128), FILL)
+    w = (randn(n, 64, seed=4) * 0.1).to(torch.bfloat16)
+    out = torch.full((m, n), FILL)
     c(a, w, out)
     want = a.float() @ w.float().T
     close(out, torch.exp(want) if "exp" in expr else want, 1e-4, 1e-4)
