@@ -33,6 +33,7 @@ SWIMLANE_RECORDS = "chip_swimlane_records.json"
 SWIMLANE_TRACE = "chip_swimlane_trace.json"
 SWIMLANE_SVG = "chip_swimlane.svg"
 DEPS = "deps.json"
+NAME_MAP = "name_map_program.json"     # (the profiling tools find name_map_*.json beside the records)
 
 # the clock the reference runtime reports cycles in (a2a3: 50 MHz system counter, a5: 1 GHz)
 CLOCK_FREQ_HZ = {"a2a3": 50_000_000, "a5": 1_000_000_000}
@@ -86,6 +87,8 @@ def write_outputs(record, compiled, config, out_dir=None) -> dict:
         written[SWIMLANE_RECORDS] = _write_json(out / SWIMLANE_RECORDS, swimlane_records(record, level))
         written[SWIMLANE_TRACE] = _write_json(out / SWIMLANE_TRACE, chrome_trace(record))
         written[SWIMLANE_SVG] = _write_text(out / SWIMLANE_SVG, swimlane_svg(record, _title(compiled)))
+        names = {str(t.func_id): t.kernel for t in sorted(record.tasks, key=lambda t: t.func_id)}
+        written[NAME_MAP] = _write_json(out / NAME_MAP, {"callable_id_to_name": names})
     if dep_gen:
         written[DEPS] = _write_json(out / DEPS, deps_graph(record))
     if dump_args:
@@ -213,7 +216,33 @@ def swimlane_records(record, level: int = 1) -> dict:
             row["data_movement_ns"] = t.move_ns
             row["compute_ns"] = max(0, _kernel_ns(t) - t.move_ns)
         rows.append(row)
-    return {"version": 1, "metadata": meta, "records": rows}
+    return {"version": 1, "metadata": meta, "records": rows,
+            "chip_swimlane_level": level, "tasks": device_tasks(record, t0, meta["core_types"])}
+
+
+def device_tasks(record, t0: int, slots: dict) -> list:
+    """The tasks in the field names the device runtime's swimlane records use (the
+    reference's profiling tools read them): microseconds from the launch start, one core
+    id across the chip (the AICs first, then the AIVs), the consumers each task fed
+    (`fanout`: from the tasks' waits and the recorded edges)."""
+    fanout: dict = {}
+    for t in record.tasks:
+        for d in t.deps:
+            fanout.setdefault(d, set()).add(t.task_id)
+    for a, b in record.edges:
+        fanout.setdefault(a, set()).add(b)
+    us = lambda ns: (ns - t0) / 1000.0          # noqa: E731
+    out = []
+    for t in record.tasks:
+        core = t.core_index + (slots.get("aic", 0) if t.core_type == "aiv" else 0)
+        outs = sorted(fanout.get(t.task_id, ()))
+        out.append({"task_id": t.task_id, "func_id": t.func_id, "core_id": core,
+                    "core_type": "aiv" if t.core_type == "aiv" else "aic", "ring_id": 0,
+                    "start_time_us": us(t.start_ns), "end_time_us": us(t.end_ns),
+                    "duration_us": (t.end_ns - t.start_ns) / 1000.0,
+                    "dispatch_time_us": us(t.start_ns), "finish_time_us": us(t.end_ns),
+                    "fanout": outs, "fanout_count": len(outs)})
+    return out
 
 
 # -- Chrome trace -------------------------------------------------------------------------

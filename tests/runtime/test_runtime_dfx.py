@@ -16,7 +16,7 @@ from runtime_helpers import isolated_compiler, tensor
 
 LOOPS = 200      # enough work per independent kernel (tens of ms) to see them run together
 SVG = "{http://www.w3.org/2000/svg}"
-FILES = ("chip_swimlane_records.json", "chip_swimlane_trace.json", "chip_swimlane.svg")
+FILES = ("chip_swimlane_records.json", "chip_swimlane_trace.json", "chip_swimlane.svg", "name_map_program.json")
 
 
 @pl.program
@@ -124,6 +124,10 @@ def test_swimlane_outputs_one_record_per_task(pipelines, runtime):
         assert r["start_cycle"] == r["start_ns"] // 20          # 50 MHz
         assert "ready_ns" not in r                              # level 2 and up
     assert meta["device_wall_ns"] == (max(r["end_ns"] for r in rows) - min(r["start_ns"] for r in rows))
+
+    # func_id -> kernel name, as the device runtime's profiling tools look it up
+    names = json.loads((dfx_dir(c) / FILES[3]).read_text())["callable_id_to_name"]
+    assert names == {str(t.func_id): t.kernel for t in rec.tasks}
 
     # Chrome trace: an X event per task, pid per core type, tid per core index
     trace = json.loads((dfx_dir(c) / FILES[1]).read_text())
@@ -282,6 +286,13 @@ def test_writers_on_a_synthetic_record():
     assert [(r["start_ns"], r["end_ns"]) for r in rows["records"]] == [(4_000, 24_000), (25_000, 25_400)]
     assert rows["records"][1]["dispatch_wait_ns"] == 500
     assert rows["metadata"]["device_wall_ns"] == 21_400
+    # the same tasks in the device runtime's field names: us from the launch start, one core
+    # id across the chip (a5: 36 AICs before the AIVs), the consumers each task fed
+    dev = rows["tasks"]
+    assert rows["chip_swimlane_level"] == 2
+    assert [(d["task_id"], d["core_type"], d["core_id"], d["start_time_us"], d["end_time_us"], d["duration_us"])
+            for d in dev] == [(0, "aic", 3, 4.0, 24.0, 20.0), (1, "aiv", 36 + 7, 25.0, 25.4, 0.4)]
+    assert [(d["fanout"], d["fanout_count"]) for d in dev] == [([1], 1), ([], 0)]
     trace = chrome_trace(rec)
     json.dumps(trace)
     x = [e for e in trace["traceEvents"] if e["ph"] == "X"]

@@ -230,7 +230,7 @@ def test_benchmark_one_shot_worker_and_dfx_after_timing(quick):
     assert len(stats.samples) == 3
     # DFX files come from one extra, untimed launch
     assert set(stats.dfx_outputs) == {"chip_swimlane_records.json", "chip_swimlane_trace.json",
-                                      "chip_swimlane.svg"}
+                                      "chip_swimlane.svg", "name_map_program.json"}
     assert all(p.is_file() for p in stats.dfx_outputs.values())
 
 
