@@ -216,8 +216,11 @@ class _Tiler:
 
     def rewrite(self, s: Assign, plan: _Plan):
         self.plan_now, self.views, self.pre = plan, {}, []
-        stmts, dropped = self._rewrite(s, plan)
-        return self.pre + stmts, dropped
+        try:
+            stmts, dropped = self._rewrite(s, plan)
+            return self.pre + stmts, dropped
+        finally:            # (grid() also serves carried_acc_blocks, which has no plan)
+            self.plan_now = None
 
     def _rewrite(self, s: Assign, plan: _Plan):
         A, B, Mm, N, K = plan.A, plan.B, plan.M, plan.N, plan.K
@@ -307,14 +310,16 @@ class _Tiler:
         inner_it = Var(self.names.fresh(final.name, "iter"), carried.type, span)
         inner_out = Var(self.names.fresh(final.name, "row"), carried.type, span)
         peel = [(mi, ni) for mi in range(0, Mv, bm) for ni in range(0, Nv, bn) if mi >= Mi or ni >= Ni]
-        if not Mi or not Ni:                       # no block is wholly valid: all are peeled
-            cur = carried
-            out = []
+
+        def peeled(cur, out):
             for n_, (pm, pn) in enumerate(peel):
                 stmts, cur = place(_idx(pm, span), _idx(pn, span), min(bm, Mm - pm), min(bn, N - pn), cur, None,
                                    final if n_ == len(peel) - 1 else None)
                 out += stmts
             return out
+
+        if not Mi or not Ni:                       # no block is wholly valid: all are peeled
+            return peeled(carried, [])
         loop_out = Var(self.names.fresh(final.name, "grid"), carried.type, span) if peel else final
         outer_body, panel = [], None
         if held is not None:
@@ -328,12 +333,7 @@ class _Tiler:
         outer_body += [inner, Yield([inner_out], span)]
         out = [For(ov, _idx(0, span), _idx(o_stop, span), _idx(o_step, span), outer_body,
                    [IterArg(outer_it, carried)], [loop_out], span=span)]
-        cur = loop_out
-        for n_, (pm, pn) in enumerate(peel):
-            stmts, cur = place(_idx(pm, span), _idx(pn, span), min(bm, Mm - pm), min(bn, N - pn), cur, None,
-                               final if n_ == len(peel) - 1 else None)
-            out += stmts
-        return out
+        return peeled(loop_out, out)
 
     def view(self, W, r, c, span):
         """W, or a window of it trimmed to the blocks the loops walk (whole ones) along each
