@@ -407,7 +407,9 @@ class _Convert(Rewriter):
                                    "start the accumulation with pl.matmul in the same kernel")
             self.tiles[id(s.var)] = self.cube(base, have, a, b, call.kwargs, span)
             return []
-        args = [self.tile_of(a, span) for a in call.args]
+        # (pl.aiv_shard of a cube result crosses as its Acc tile itself, not a re-boxed Vec copy)
+        shard = op == "aiv_shard" and id(self.expr(call.args[0])) in self.tiles
+        args = [self.tile_of(a, span, MemorySpace.Acc if shard else MemorySpace.Vec) for a in call.args]
         if op in ops.BINARY and len(args) == 2 and args[0].type.dtype != args[1].type.dtype:
             # tensor ops promote float dtypes; tile ops compute in one: cast the narrower
             want = s.var.type.dtype
@@ -423,25 +425,15 @@ class _Convert(Rewriter):
             scratch = self.new(base, "tile.create", [_shape(t.shape, span)],
                                {"dtype": t.dtype, "target_memory": MemorySpace.Vec}, span, "scratch")
             args.append(scratch)
-        if op == "aiv_shard":
-            args[0] = self.shard_source(call, args[0], kwargs)
+        v = self.expr(call.args[0]) if shard else None
+        if shard and kwargs.get("split") and "half" not in kwargs and _on_a_larger_box(args[0], v):
+            # on a larger fractal box than its tensor: the lanes divide the tensor's extent
+            kwargs["half"] = split_point(v.type, kwargs["split"], kwargs)
         tile_op = "tile." + op
         if tile_op not in ops.OPS:
             raise CodegenError(f"{call.op} has no tile form", span)
         self.tiles[id(s.var)] = self.new(base, tile_op, args, kwargs, span)
         return []
-
-    def shard_source(self, call, tile, kwargs):
-        """What pl.aiv_shard sends: a cube result's Acc tile itself, also when it lies on
-        a larger fractal box than its tensor -- the lanes then divide the tensor's extent
-        (its split point goes along as `half`)."""
-        raw = self.tiles.get(id(self.expr(call.args[0])))
-        if raw is None or not _on_a_larger_box(raw, self.expr(call.args[0])):
-            return tile
-        m = kwargs.get("split")
-        if m and "half" not in kwargs:
-            kwargs["half"] = split_point(call.args[0].type, m, kwargs)
-        return raw
 
     def gather(self, base, call, span):
         """A mask gather is tile.gather_mask; torch.gather along a dim is tile.gather at

@@ -196,10 +196,8 @@ class _Half:
                 # (a region's crossing: its own mode; a split kernel's move: the kernel's)
                 mode = int(val.kwargs.get("split", self.split))
                 pipe = {"split": mode} if mode else {}
-                h = val.kwargs.get("half")
-                if h is None and mode and val.op in CROSSINGS and "aiv_shard" in val.op:
-                    h = split_point(val.args[0].type, mode, val.kwargs)
-                if mode and h is not None and 2 * h != val.args[0].type.shape[axis(mode)]:
+                h = split_point(val.args[0].type, mode, val.kwargs) if val.op == "tile.aiv_shard" else None
+                if h is not None and 2 * h != val.args[0].type.shape[axis(mode)]:
                     pipe["half"] = h         # the lanes' split point is not the box's middle
                 if self.side == src:
                     sent = self.e(val.args[0])

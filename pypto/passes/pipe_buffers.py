@@ -10,6 +10,7 @@ from pypto.errors import MemoryOverflowError
 from pypto.ir.nodes import CUBE, Assign, Call, Function, FunctionType, MemorySpace
 from pypto.ir.ops.cross_core import AUTO
 from pypto.ir.visit import walk
+from pypto.passes.expand_mixed_kernel import crossing
 
 
 def consumer_space(f: Function) -> MemorySpace:
@@ -62,7 +63,6 @@ def auto_ring(f: Function, chip, top: dict, sizes: dict) -> None:
         return
     slots = int(f.attrs.get("slot_num") or AUTO_RING_SLOTS)
     received: dict = {}
-    from pypto.passes.expand_mixed_kernel import crossing
     for s in walk(f.body):
         sides = crossing(s)
         if sides is not None:

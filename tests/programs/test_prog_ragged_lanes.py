@@ -214,6 +214,8 @@ def test_a_cube_result_splits_at_the_ceil_half_of_its_extent(m, n, mode, expr, t
     c(a, w, out)
     want = a.float() @ w.float().T
     close(out, torch.exp(want) if "exp" in expr else want, 1e-4, 1e-4)
+    pto = "".join(p.read_text() for p in (tmp_path / "o").rglob("*.pto"))
+    assert pto.count("pto.tpush") == 1          # the cube result crosses once (no re-boxed copy)
 
 
 def test_the_lanes_share_of_an_odd_or_larger_box():
