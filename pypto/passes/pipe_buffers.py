@@ -10,7 +10,6 @@ from pypto.errors import MemoryOverflowError
 from pypto.ir.nodes import CUBE, Assign, Call, Function, FunctionType, MemorySpace
 from pypto.ir.ops.cross_core import AUTO
 from pypto.ir.visit import walk
-from pypto.passes.expand_mixed_kernel import crossing
 
 
 def consumer_space(f: Function) -> MemorySpace:
@@ -63,6 +62,9 @@ def auto_ring(f: Function, chip, top: dict, sizes: dict) -> None:
         return
     slots = int(f.attrs.get("slot_num") or AUTO_RING_SLOTS)
     received: dict = {}
+    # (imported here: only a Group needs it; a step of AllocateMemoryAddr loads no more of
+    # the passes than it uses -- tests/graph/test_impl_closure.py)
+    from pypto.passes.expand_mixed_kernel import crossing
     for s in walk(f.body):
         sides = crossing(s)
         if sides is not None:
