@@ -5,6 +5,7 @@ inexact result takes the neighbour whose last bit is odd). The expected codes co
 searching every code of the target type, sorted by value, for the two around each input."""
 from __future__ import annotations
 
+import bisect
 import math
 
 import pytest
@@ -62,7 +63,7 @@ def _expect(x: float, mode: str, table) -> int:
         toward_inf = mode == ("ceil" if x > 0 else "floor") or (mode in ("rint", "round") and
                                                                 a >= vals[-1] + (vals[-1] - vals[-2]) / 2)
         return sign | (codes[-1] + 1 if toward_inf else codes[-1])     # (the code after it: infinity)
-    i = max(k for k in range(len(vals)) if vals[k] <= a)
+    i = bisect.bisect_right(vals, a) - 1        # the largest value <= a (vals are sorted)
     if vals[i] == a:
         return sign | codes[i]
     lo, hi = codes[i], codes[i + 1]
