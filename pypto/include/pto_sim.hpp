@@ -1446,22 +1446,55 @@ __attribute__((always_inline)) inline void mac_f32_block(float* const* cr, const
     for (int r = 0; r < R; ++r)
         for (int j = 0; j < Cn; ++j) cr[r][j] = acc[r][j];
 }
+// A thread's scratch for one packed panel of the right operand (the simulator's own memory,
+// not an on-chip buffer): grown on demand, kept for the thread's later matmuls.
+struct PanelScratch {
+    float* p = nullptr;
+    int64_t floats = 0;
+    ~PanelScratch() { delete[] p; }
+};
+inline float* panel_scratch(int64_t floats) {
+    static thread_local PanelScratch s;
+    if (floats > s.floats) {
+        delete[] s.p;
+        s.p = new float[size_t(floats)];
+        s.floats = floats;
+    }
+    return s.p;
+}
 // Rows [0, m0) of c in whole R x Cn blocks (the columns past the last block too); returns m0.
+// Column panels outermost: a panel's Cn columns of b over all of K are packed once into
+// contiguous scratch (k x Cn floats, L1-resident for the usual K) and every R-row block of a
+// runs over it -- read in place, b's rows are a stride apart and each block walked all of b
+// through L2. The sums are those of the row loop (k order), whatever the traversal.
 template <int R, int Cn>
 __attribute__((always_inline)) inline int64_t mac_f32_rows(const Tile<float>& c, const Tile<float>& a,
                                                            const Tile<float>& b, int64_t m, int64_t k,
                                                            int64_t n, bool accumulate) {
     const int64_t nb = n - n % Cn;
     const int64_t m0 = n >= 8 ? m - m % R : 0;
+    const bool pack = m0 >= 2 * R;          // a panel packed for one block would not pay
+    float* panel = pack && nb ? panel_scratch(k * Cn) : nullptr;
+    for (int64_t j = 0; j < nb; j += Cn) {
+        const float* bj = b.p + j;
+        int64_t bstride = b.stride;
+        if (pack) {
+            for (int64_t kk = 0; kk < k; ++kk)
+                std::memcpy(panel + kk * Cn, b.p + kk * b.stride + j, sizeof(float) * Cn);
+            bj = panel;
+            bstride = Cn;
+        }
+        for (int64_t i = 0; i < m0; i += R) {
+            const float* ar[R];
+            float* cj[R];
+            for (int r = 0; r < R; ++r) { ar[r] = a.row(i + r); cj[r] = c.row(i + r) + j; }
+            mac_f32_block<R, Cn>(cj, ar, bj, bstride, k, accumulate);
+        }
+    }
     for (int64_t i = 0; i < m0; i += R) {
         const float* ar[R];
         float* crow[R];
         for (int r = 0; r < R; ++r) { ar[r] = a.row(i + r); crow[r] = c.row(i + r); }
-        for (int64_t j = 0; j < nb; j += Cn) {
-            float* cj[R];
-            for (int r = 0; r < R; ++r) cj[r] = crow[r] + j;
-            mac_f32_block<R, Cn>(cj, ar, b.p + j, b.stride, k, accumulate);
-        }
         int64_t j8 = nb;                                     // the columns past them: 8 at a time,
         for (; j8 + 8 <= n; j8 += 8) {                       // then one by one
             float* cj[R];

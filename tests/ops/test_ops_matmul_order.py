@@ -38,7 +38,7 @@ def k_order(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return acc
 
 
-@pytest.mark.parametrize("m, k, n", [(16, 32, 16), (16, 64, 80), (64, 32, 128)])
+@pytest.mark.parametrize("m, k, n", [(16, 32, 16), (16, 64, 80), (64, 32, 128), (48, 48, 80)])
 def test_fp32_products_sum_in_k_order_bit_for_bit(m, k, n, tmp_path, monkeypatch):
     monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
     run = ir.compile(pl.parse(SRC.format(M=m, K=k, N=n), filename="/u/mm.py"), output_dir=tmp_path / "out",
