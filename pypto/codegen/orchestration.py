@@ -207,9 +207,6 @@ class _Orch(HostValues, TaskGraph):
                 "#include <stdint.h>",
                 "#include <string.h>",
                 "",
-                "#include <array>",
-                "#include <vector>",
-                "",
                 '#include "pypto_abi.h"']
         used = _used_vars(f.body)
         self.lines = []
@@ -245,6 +242,11 @@ class _Orch(HostValues, TaskGraph):
         body = self.lines
         sig = (f'extern "C" int32_t {ENTRY}(const PyptoRuntimeApi* api, const int64_t* tensors,\n'
                f"{' ' * (len(ENTRY) + 19)}const uint64_t* scalars) {{")
+        # the C++ headers only when the body uses them: parsing <vector> is most of the
+        # build of a small orchestration
+        std = [f"#include <{h}>" for h in ("array", "vector") if any(f"std::{h}<" in ln for ln in body)]
+        if std:
+            head[6:6] = [*std, ""]
         return "\n".join(head) + "\n" + PRELUDE + "\n" + sig + "\n" + "\n".join(body) + "\n}\n"
 
     def block(self, stmts) -> bool:
