@@ -246,7 +246,8 @@ class _Orch(HostValues, TaskGraph):
         # build of a small orchestration
         std = [f"#include <{h}>" for h in ("array", "vector") if any(f"std::{h}<" in ln for ln in body)]
         if std:
-            head[6:6] = [*std, ""]
+            at = head.index('#include "pypto_abi.h"')
+            head[at:at] = [*std, ""]
         return "\n".join(head) + "\n" + PRELUDE + "\n" + sig + "\n" + "\n".join(body) + "\n}\n"
 
     def block(self, stmts) -> bool:
