@@ -1448,19 +1448,10 @@ __attribute__((always_inline)) inline void mac_f32_block(float* const* cr, const
 }
 // A thread's scratch for one packed panel of the right operand (the simulator's own memory,
 // not an on-chip buffer): grown on demand, kept for the thread's later matmuls.
-struct PanelScratch {
-    float* p = nullptr;
-    int64_t floats = 0;
-    ~PanelScratch() { delete[] p; }
-};
 inline float* panel_scratch(int64_t floats) {
-    static thread_local PanelScratch s;
-    if (floats > s.floats) {
-        delete[] s.p;
-        s.p = new float[size_t(floats)];
-        s.floats = floats;
-    }
-    return s.p;
+    static thread_local std::vector<float> buf;
+    if (int64_t(buf.size()) < floats) buf.resize(size_t(floats));
+    return buf.data();
 }
 // Rows [0, m0) of c in whole R x Cn blocks (the columns past the last block too); returns m0.
 // Column panels outermost: a panel's Cn columns of b over all of K are packed once into

@@ -408,7 +408,8 @@ class _Convert(Rewriter):
             self.tiles[id(s.var)] = self.cube(base, have, a, b, call.kwargs, span)
             return []
         # (pl.aiv_shard of a cube result crosses as its Acc tile itself, not a re-boxed Vec copy)
-        shard = op == "aiv_shard" and id(self.expr(call.args[0])) in self.tiles
+        src = self.expr(call.args[0]) if op == "aiv_shard" else None
+        shard = src is not None and id(src) in self.tiles
         args = [self.tile_of(a, span, MemorySpace.Acc if shard else MemorySpace.Vec) for a in call.args]
         if op in ops.BINARY and len(args) == 2 and args[0].type.dtype != args[1].type.dtype:
             # tensor ops promote float dtypes; tile ops compute in one: cast the narrower
@@ -425,10 +426,9 @@ class _Convert(Rewriter):
             scratch = self.new(base, "tile.create", [_shape(t.shape, span)],
                                {"dtype": t.dtype, "target_memory": MemorySpace.Vec}, span, "scratch")
             args.append(scratch)
-        v = self.expr(call.args[0]) if shard else None
-        if shard and kwargs.get("split") and "half" not in kwargs and _on_a_larger_box(args[0], v):
+        if shard and kwargs.get("split") and "half" not in kwargs and _on_a_larger_box(args[0], src):
             # on a larger fractal box than its tensor: the lanes divide the tensor's extent
-            kwargs["half"] = split_point(v.type, kwargs["split"], kwargs)
+            kwargs["half"] = split_point(src.type, kwargs["split"], kwargs)
         tile_op = "tile." + op
         if tile_op not in ops.OPS:
             raise CodegenError(f"{call.op} has no tile form", span)

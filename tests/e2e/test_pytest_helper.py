@@ -2,6 +2,7 @@
 against one store, and each task is built once across the workers."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -85,7 +86,6 @@ def test_xdist_workers_share_one_store_and_build_each_task_once(tmp_path):
 def test_store_option_and_no_xdist(tmp_path):
     """Without xdist the store is in the run's base temp; --pypto-store puts it anywhere
     (a copy of that store there: the run builds nothing)."""
-    import shutil
     proj = _project(tmp_path, 1)
     r = _run(proj, "--basetemp", str(tmp_path / "bt"))
     assert r.returncode == 0, r.stdout + r.stderr
