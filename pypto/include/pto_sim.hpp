@@ -999,6 +999,48 @@ template <class G, class T> inline void tstore(const GmPart<G>& p, const Tile<T>
     }
 }
 
+// GM forwarding (ptoas's forward.py): a loaded tile that only the next few ops read, with
+// nothing writing GM meanwhile, reads the partition in place; a tile computed only for the
+// tstore after it is computed into the partition. Both need a window: a row-major partition
+// (unit column step, its rows at one stride) in bounds and of the tile's valid shape. Without
+// one the copy is made as written (and reports what is wrong with it).
+constexpr int64_t kGmWindow = -1;                  // the addr of a tile that is a window onto GM
+template <class T> inline bool gm_window(const Tile<T>& t, const GmPart<T>& p, Tile<T>& w) {
+    if (p.layout != GM_STRIDED || p.rank < 1 || p.col_stride() != 1 || t.vr < 1 || t.vc < 1) return false;
+    if (p.rows() != t.vr || p.cols() != t.vc) return false;
+    for (int i = 0; i < p.rank; ++i)
+        if (p.offset[i] < 0 || p.offset[i] + p.size[i] > p.extent[i]) return false;
+    const int64_t stride = t.vr > 1 ? p.row_offset(1) : t.vc;
+    if (stride < t.vc || stride > std::numeric_limits<int32_t>::max()) return false;
+    if (p.rank > 2)
+        for (int64_t i = 2; i < t.vr; ++i)
+            if (p.row_offset(i) != i * stride) return false;
+    w = t;
+    w.p = p.base;
+    w.stride = int32_t(stride);
+    w.addr = kGmWindow;
+    return true;
+}
+template <class T> inline Tile<T> tload_view(const Tile<T>& d, const GmPart<T>& p, const char* site) {
+    Tile<T> w;
+    if ((d.space == VEC || d.space == MAT) && gm_window(d, p, w)) return w;
+    tload(d, p, site);
+    return d;
+}
+template <class S> inline bool gm_disjoint(const Tile<S>& s, uintptr_t lo, uintptr_t hi) {
+    if (s.addr != kGmWindow) return true;
+    const uintptr_t a = reinterpret_cast<uintptr_t>(s.p), b = reinterpret_cast<uintptr_t>(s.row(s.vr - 1) + s.vc);
+    return b <= lo || hi <= a;
+}
+// The tile an op computing t for tstore(p, t) writes: the partition when the op reads no GM
+// it would write, else t (and the tstore copies it).
+template <class T, class... S> inline Tile<T> store_target(const GmPart<T>& p, const Tile<T>& t, const S&... srcs) {
+    Tile<T> w;
+    if (t.space != VEC || !gm_window(t, p, w)) return t;
+    const uintptr_t lo = reinterpret_cast<uintptr_t>(w.p), hi = reinterpret_cast<uintptr_t>(w.row(w.vr - 1) + w.vc);
+    return (gm_disjoint(srcs, lo, hi) && ...) ? w : t;
+}
+
 // tstore with atomicType = atomic_add: each element is added into GM in the GM dtype
 // (from acc, after the fix-pipe conversion). Kernels of a parallel loop run on several
 // threads and may add into one window: every element is a compare-and-swap on its bits,

@@ -13,7 +13,7 @@ import struct
 from ..dtype import BY_MLIR
 from .arch import CXX_SPACE, Arch
 from .analysis import defining_ops, slot_bytes
-from . import comm, events, group_pipes, prefetch
+from . import comm, events, forward, group_pipes, prefetch
 from .errors import op_error
 from .ir import (Func, Module, Op, PartitionType, PtrType, ScalarType, TensorViewType, TileType,
                  Value, walk)
@@ -116,6 +116,10 @@ class FuncEmitter:
         self.taken: set[str] = set()
         self.lines: list[str] = []
         self.yield_targets: list[list[str]] = []
+        self.fwd = forward.analyse(f)
+        self.loaded = {op.group("outs")[0] for op in self.fwd.loads}     # tiles that may read GM
+        self.hoisted = {op for ops in self.fwd.hoisted.values() for op in ops}
+        self.gm_target: dict[Op, str] = {}     # a forwarded tstore -> the tile its op wrote
 
     # ------------------------------------------------------------ names
     def fresh(self, base: str) -> str:
@@ -164,7 +168,8 @@ class FuncEmitter:
 
     def region(self, ops: list[Op], indent: str) -> None:
         for op in ops:
-            self.op(op, indent)
+            if op not in self.hoisted:
+                self.op(op, indent)
 
     # ------------------------------------------------------------ ops
     def op(self, op: Op, ind: str) -> None:
@@ -312,7 +317,8 @@ class FuncEmitter:
                 valid.append(self.n(at.operands[key][0]))
             else:
                 valid.append(str(static if static is not None else full))
-        self.emit(ind, f"const {cxx_type(t)} {self.n(r)} = pto::alloc_tile<{_elem_cxx(t.dtype)}>("
+        const = "" if r in self.loaded else "const "      # a forwarded load may make it a window
+        self.emit(ind, f"{const}{cxx_type(t)} {self.n(r)} = pto::alloc_tile<{_elem_cxx(t.dtype)}>("
                        f"{CXX_SPACE[t.loc]}, {addr}, {t.rows}, {t.cols}, "
                        f"{valid[0]}, {valid[1]}, {self.site(op)});")
 
@@ -427,6 +433,21 @@ class FuncEmitter:
         ins = [self.n(v) for v in op.group("ins")]
         d = self.n(op.group("outs")[0])
         s = self.site(op)
+        if op in self.fwd.loads:               # (forward.py: the tile reads GM in place)
+            self.emit(ind, f"{d} = pto::tload_view({d}, {ins[0]}, {s});")
+            return
+        if op in self.fwd.stores:              # computed into the partition its tstore names
+            for h in self.fwd.hoisted[op]:
+                self.op(h, ind)
+            store = self.fwd.stores[op]
+            tiles = [self.n(v) for v in op.group("ins") if isinstance(v.type, TileType)]
+            gm = self.fresh(f"{d[2:]}_gm")
+            self.gm_target[store] = gm
+            self.emit(ind, f"const {cxx_type(op.group('outs')[0].type)} {gm} = pto::store_target("
+                           f"{self.n(store.group('outs')[0])}, {', '.join([d] + tiles)});")
+            d = gm
+        if op in self.gm_target:
+            ind += f"if ({self.gm_target[op]}.addr != pto::kGmWindow) "
         k = kind_of(op)
         fn = "pto::tmrgsort_runs" if k == "mrgsort1" else f"pto::{spec.cxx}"
         args = _CALL_ARGS.get(k)
