@@ -44,26 +44,34 @@ def include_args(compiler: str, toolchain: str, include_dir: Path, args: list[st
 
 
 def _find_or_build(key: str, compiler: str, include_dir: Path, args: list[str]) -> str | None:
+    def command(tmp: Path) -> list[str]:
+        return [compiler, *(a for a in args if a != "-shared"), "-x", "c++-header",
+                str(include_dir / HEADER), "-o", str(tmp / (HEADER + ".gch"))]
+    found = built_once(key, HEADER + ".gch", command)
+    return str(found.parent) if found else None
+
+
+def built_once(key: str, product: str, command) -> Path | None:
+    """<root>/<key>/<product>, made by the command(tmp_dir) on its first request on this
+    machine (in a hidden directory, published by an atomic rename); None when it fails."""
     home = root()
     final = home / key
-    if (final / (HEADER + ".gch")).is_file():
-        return str(final)
+    if (final / product).is_file():
+        return final / product
     try:
         home.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=home))
     except OSError:
         return None
     try:
-        cmd = [compiler, *(a for a in args if a != "-shared"), "-x", "c++-header",
-               str(include_dir / HEADER), "-o", str(tmp / (HEADER + ".gch"))]
-        if subprocess.run(cmd, capture_output=True, timeout=300).returncode != 0:
+        if subprocess.run(command(tmp), capture_output=True, timeout=300).returncode != 0:
             return None
         try:
             os.rename(tmp, final)         # atomic; another process may have won the race
         except OSError:
             pass
         _prune(home, keep=final)
-        return str(final) if (final / (HEADER + ".gch")).is_file() else None
+        return final / product if (final / product).is_file() else None
     except (OSError, subprocess.TimeoutExpired):
         return None
     finally:

@@ -19,7 +19,7 @@ import functools
 import sys
 import time
 
-from . import abi
+from . import abi, lanes
 from .device import _HELPERS
 from .errors import KernelExecutionError
 from .records import RunRecord, TaskRecord
@@ -49,7 +49,7 @@ def identity(args: tuple):
 
 
 class Plan:
-    __slots__ = ("identity", "kernel", "spec", "args", "barrier", "errs", "scopes", "n_threads")
+    __slots__ = ("identity", "kernel", "spec", "args", "barrier", "errs", "scopes", "n_threads", "lanes")
 
     def __init__(self, ident, kernel, spec, args, barrier, scopes, n_threads):
         self.identity, self.kernel, self.spec = ident, kernel, spec
@@ -57,6 +57,7 @@ class Plan:
         self.n_threads = n_threads
         self.errs = [ctypes.create_string_buffer(abi.ERR_LEN)
                      for _ in range(min(n_threads, spec.blocks))]
+        self.lanes = lanes.make(kernel.entry, args, len(self.errs)) if spec.blocks > 1 else None
 
 
 def make_plan(args: tuple, graph, n_threads: int) -> Plan | None:
@@ -107,10 +108,14 @@ def launch(worker, plan: Plan, program: str, call_ns: int):
         times = ()
         message = err.value.decode("utf-8", "replace") if status else ""
     else:
-        times, failed = [None] * spec.blocks, []
-        _HELPERS.run_all([functools.partial(_lane, plan, i, times, failed)
-                          for i in range(len(plan.errs))])
-        start, end = min(t[0] for t in times), max(t[1] for t in times)
+        ran = lanes.run(plan.lanes) if plan.lanes is not None else None
+        if ran is not None:
+            times, failed = ran
+        else:
+            times, failed = [(0, 0)] * spec.blocks, []
+            _HELPERS.run_all([functools.partial(_lane, plan, i, times, failed)
+                              for i in range(len(plan.errs))])
+        start, end = min(t[0] for t in times if t[0]), max(t[1] for t in times)
         failed.sort()                    # the block that failed first is the task's failure
         status, message = (failed[0][2], failed[0][3]) if failed else (0, "")
         times = tuple(times)

@@ -5,7 +5,7 @@ split adds up."""
 import pytest
 import torch
 
-from pypto.runtime import ChipWorker, RunConfig, current_worker, shared
+from pypto.runtime import ChipWorker, RunConfig, current_worker, lanes, shared
 from pypto.runtime.dfx import time_split
 
 from runtime_helpers import tensor
@@ -131,6 +131,7 @@ def test_an_spmd_replay_spreads_its_blocks_over_the_lanes(tmp_path):
             _, rec = h.launch(x, y)
             torch.testing.assert_close(y, 3 * x)
         assert h.plan is not None and rec.replayed
+        assert (h.plan.lanes is not None) == lanes.available()      # the C lanes when built
         (task,) = rec.tasks
         assert len(task.blocks) == 3 and task.start_ns == min(s for s, _ in task.blocks)
         assert task.end_ns == max(e for _, e in task.blocks)

@@ -1,0 +1,127 @@
+// The blocks of one SPMD kernel call spread over lanes (host threads), for the simulator's
+// shortest launch (fastpath.py): lane L runs blocks L, L + n, ... one after another; lane 0
+// is the calling thread. The other lanes are threads kept for the process that spin a while
+// after a job before they sleep, so a launch hands its blocks over in about a microsecond
+// where a Python thread took tens (a futex wake, the GIL, the bookkeeping). One launch at a
+// time: pypto_lanes_run returns -1 when another is running (the caller runs its lanes itself).
+#include <atomic>
+#include <cstdint>
+#include <ctime>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace {
+typedef int (*Entry)(const int64_t*, char*, int32_t);
+
+struct Job {
+    Entry entry;
+    const int64_t* const* args;    // one argument array per block
+    int32_t blocks, lanes, errlen;
+    int64_t* times;                // start, end per block (CLOCK_MONOTONIC ns)
+    int32_t* status;               // per block
+    char* errs;                    // errlen bytes per lane
+};
+
+constexpr int kMaxLanes = 64;
+constexpr int64_t kSpinNs = 3000000;  // a waiting thread spins this long, then sleeps (futex)
+Job job;                              // written only while no helper lane runs
+// Each helper has its own word: the launch bumps it to hand the helper a lane, so a helper
+// never sees a job it has no lane in. `asleep` flags who waits in the kernel for a wake.
+struct alignas(64) Slot {
+    std::atomic<uint32_t> go{0};
+    std::atomic<int> asleep{0};
+};
+Slot slots[kMaxLanes];
+struct alignas(64) Done {
+    std::atomic<uint32_t> pending{0};  // helper lanes of the current job still running
+    std::atomic<int> asleep{0};
+} done;
+std::atomic<bool> busy{false};
+pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+int started = 0;                      // helper threads made so far (lanes 1..started)
+
+int64_t now_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+long futex(std::atomic<uint32_t>& word, int op, uint32_t value) {
+    return syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), op, value, nullptr, nullptr, 0);
+}
+
+// Wait until word != seen: spin, then sleep (asleep set first, so a waker sees it).
+uint32_t await_change(std::atomic<uint32_t>& word, uint32_t seen, std::atomic<int>& asleep) {
+    const int64_t until = now_ns() + kSpinNs;
+    uint32_t v;
+    for (int spins = 1; (v = word.load(std::memory_order_seq_cst)) == seen; ++spins) {
+        __builtin_ia32_pause();
+        if (spins % 256 == 0 && now_ns() > until) {
+            asleep.store(1, std::memory_order_seq_cst);
+            if (word.load(std::memory_order_seq_cst) == seen) futex(word, FUTEX_WAIT_PRIVATE, seen);
+            asleep.store(0, std::memory_order_seq_cst);
+        }
+    }
+    return v;
+}
+
+void wake(std::atomic<uint32_t>& word, std::atomic<int>& asleep) {
+    if (asleep.load(std::memory_order_seq_cst)) futex(word, FUTEX_WAKE_PRIVATE, 1);
+}
+
+void run_lane(int lane) {
+    char* err = job.errs + int64_t(lane) * job.errlen;
+    for (int32_t b = lane; b < job.blocks; b += job.lanes) {
+        err[0] = 0;
+        job.times[2 * b] = now_ns();
+        const int32_t status = job.entry(job.args[b], err, job.errlen);
+        job.times[2 * b + 1] = now_ns();
+        job.status[b] = status;
+        if (status != 0) break;                 // the lane's buffer keeps its failure
+    }
+}
+
+void* helper(void* arg) {
+    const int lane = int(reinterpret_cast<intptr_t>(arg));
+    Slot& slot = slots[lane];
+    uint32_t seen = 0;                        // (go starts at 0; the first job may be in already)
+    for (;;) {
+        seen = await_change(slot.go, seen, slot.asleep);
+        run_lane(lane);
+        if (done.pending.fetch_sub(1, std::memory_order_seq_cst) == 1) wake(done.pending, done.asleep);
+    }
+    return nullptr;
+}
+}  // namespace
+
+extern "C" int pypto_lanes_run(void* entry, const int64_t* const* args, int32_t blocks, int32_t lanes,
+                               int64_t* times, int32_t* status, char* errs, int32_t errlen) {
+    if (lanes < 1 || lanes > kMaxLanes || blocks < 1) return -2;
+    if (busy.exchange(true, std::memory_order_acquire)) return -1;
+    pthread_mutex_lock(&start_lock);
+    for (; started < lanes - 1; ++started) {
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        const int ok = pthread_create(&t, &attr, helper, reinterpret_cast<void*>(intptr_t(started + 1)));
+        pthread_attr_destroy(&attr);
+        if (ok != 0) break;
+    }
+    const int helpers = started < lanes - 1 ? started : lanes - 1;
+    pthread_mutex_unlock(&start_lock);
+    job = Job{reinterpret_cast<Entry>(entry), args, blocks, helpers + 1, errlen, times, status, errs};
+    for (int32_t b = 0; b < blocks; ++b) status[b] = 0, times[2 * b] = times[2 * b + 1] = 0;
+    done.pending.store(uint32_t(helpers), std::memory_order_seq_cst);
+    for (int lane = 1; lane <= helpers; ++lane) {
+        slots[lane].go.fetch_add(1, std::memory_order_seq_cst);
+        wake(slots[lane].go, slots[lane].asleep);
+    }
+    run_lane(0);
+    for (uint32_t left; (left = done.pending.load(std::memory_order_seq_cst)) != 0;)
+        await_change(done.pending, left, done.asleep);
+    busy.store(false, std::memory_order_release);
+    return helpers + 1;
+}

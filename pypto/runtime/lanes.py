@@ -1,0 +1,88 @@
+"""The blocks of a fast-path launch on lanes run in C (lanes.cpp): threads that wait for the
+next launch spinning, then sleeping, so a launch hands its blocks over in a microsecond
+instead of waking Python threads. Built once per machine with the system compiler, beside
+the tile library's PCH (pch.built_once); when it cannot be built or loaded, or another
+launch holds it, the caller runs its lanes on Python threads as before."""
+from __future__ import annotations
+
+import ctypes
+import threading
+from pathlib import Path
+
+from . import abi
+
+SOURCE = Path(__file__).with_name("lanes.cpp")
+_lib = None
+_loaded = False
+_lock = threading.Lock()
+
+
+def _load():
+    global _lib, _loaded
+    with _lock:
+        if _loaded:
+            return _lib
+        _loaded = True
+        try:
+            import xxhash
+            from pypto import pch
+            from pypto.cxx import _resolve
+            from pypto.toolchain import compiler_id
+            import os
+            cxx = _resolve(None)
+            text = SOURCE.read_bytes()
+            key = "lanes-" + xxhash.xxh3_128_hexdigest(compiler_id(os.path.realpath(cxx)).encode() + b"\0" + text)
+            so = pch.built_once(key, "lanes.so", lambda tmp: [
+                cxx, "-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", str(SOURCE), "-o", str(tmp / "lanes.so")])
+            if so is None:
+                return None
+            lib = ctypes.CDLL(str(so))
+            fn = lib.pypto_lanes_run
+            fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p,
+                           ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32]
+            fn.restype = ctypes.c_int
+            _lib = fn
+        except Exception:       # no compiler, no cache directory: the Python lanes do it
+            _lib = None
+        return _lib
+
+
+class Lanes:
+    """What one plan's launches pass to pypto_lanes_run, made once."""
+    __slots__ = ("entry", "args", "blocks", "lanes", "times", "status", "errs")
+
+    def __init__(self, entry, per_block: list, lanes: int):
+        self.entry = ctypes.cast(entry, ctypes.c_void_p)
+        self.blocks = len(per_block)
+        self.lanes = lanes
+        self.args = (ctypes.c_void_p * self.blocks)(*(ctypes.addressof(a) for a in per_block))
+        self.times = (ctypes.c_int64 * (2 * self.blocks))()
+        self.status = (ctypes.c_int32 * self.blocks)()
+        self.errs = ctypes.create_string_buffer(abi.ERR_LEN * lanes)
+
+
+def available() -> bool:
+    """The C lanes are built and loaded (on this machine's first use, once)."""
+    return _load() is not None
+
+
+def make(entry, per_block: list, lanes: int) -> Lanes | None:
+    return Lanes(entry, per_block, lanes) if available() else None
+
+
+def run(lanes: Lanes):
+    """(per-block (start, end) times, failures [(end, block, status, message)]) of one
+    launch, or None when the C lanes are taken (the caller runs the Python lanes)."""
+    used = _lib(lanes.entry, lanes.args, lanes.blocks, lanes.lanes, lanes.times, lanes.status,
+                lanes.errs, abi.ERR_LEN)
+    if used < 1:
+        return None
+    t = lanes.times
+    times = tuple((t[2 * b], t[2 * b + 1]) for b in range(lanes.blocks))     # (0, 0): not run
+    failed = []
+    for b in range(lanes.blocks):
+        if lanes.status[b]:
+            lane = b % used
+            raw = lanes.errs.raw[lane * abi.ERR_LEN:(lane + 1) * abi.ERR_LEN].split(b"\0", 1)[0]
+            failed.append((t[2 * b + 1], b, lanes.status[b], raw.decode("utf-8", "replace")))
+    return times, failed

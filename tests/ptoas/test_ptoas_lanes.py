@@ -1,0 +1,81 @@
+"""The C lanes (pypto/runtime/lanes.cpp) that run a fast-path launch's blocks: every block
+runs once on its lane, the times and failures come back per block, and launch after launch
+hands work over without losing or repeating a block."""
+import ctypes
+
+import numpy as np
+import pytest
+
+from abi_helper import describe
+from ptogen import Pto
+from pypto.runtime import lanes
+
+
+def _window_kernel(make_kernel):
+    """Copies the 16x32 rows of x at row %arg2 into out."""
+    p = Pto("window", [("f32", (64, 32)), ("f32", (16, 32))], scalars=("index",))
+    t = p.tile("t", "vec", "f32", 16, 32)
+    ptv = "!pto.partition_tensor_view<16x32xf32>"
+    p.emit(f"%win = pto.partition_view %v0, offsets = [%arg2, {p.c(0)}], sizes = [{p.c(16)}, {p.c(32)}] : "
+           f"!pto.tensor_view<?x?xf32> -> {ptv}")
+    p.types["%win"] = ptv
+    p.op("tload", ["%win"], t)
+    p.store(t, 1)
+    return make_kernel(p.text())
+
+
+def _blocks(x, rows):
+    """One argument array per block: x, its own output, its row."""
+    outs = [np.zeros((16, 32), np.float32) for _ in rows]
+    keep, per_block = [], []
+    for out, r in zip(outs, rows):
+        descs = [describe(x), describe(out)]
+        args = (ctypes.c_int64 * 8)(*[ctypes.addressof(d) for d in descs], r)
+        keep.append(descs)
+        per_block.append(args)
+    return outs, per_block, keep
+
+
+@pytest.fixture
+def runner():
+    if not lanes.available():
+        pytest.skip("the C lanes could not be built here")
+    return lanes
+
+
+def test_every_block_runs_once_on_its_lane(make_kernel, runner):
+    kern = _window_kernel(make_kernel)
+    x = np.arange(64 * 32, dtype=np.float32).reshape(64, 32)
+    for n_lanes in (1, 2, 3):
+        rows = [48, 0, 32, 16, 8]
+        outs, per_block, _keep = _blocks(x, rows)
+        plan = runner.make(kern.lib.pypto_kernel_entry, per_block, n_lanes)
+        times, failed = runner.run(plan)
+        assert failed == []
+        for out, r in zip(outs, rows):
+            np.testing.assert_array_equal(out, x[r:r + 16])
+        assert len(times) == 5 and all(0 < s <= e for s, e in times)
+
+
+def test_a_failing_block_stops_its_lane_and_names_itself(make_kernel, runner):
+    kern = _window_kernel(make_kernel)
+    x = np.zeros((64, 32), np.float32)
+    outs, per_block, _keep = _blocks(x, [0, 56, 16, 60])      # lane 1: blocks 1 and 3
+    times, failed = runner.run(runner.make(kern.lib.pypto_kernel_entry, per_block, 2))
+    ((end, block, status, message),) = failed
+    assert block == 1 and status != 0 and end == times[1][1]
+    assert "partition [56, 72) of dim 0 is outside the tensor view's extent 64" in message
+    assert times[3] == (0, 0) and times[2][0] > 0        # its lane stopped; the other went on
+
+
+def test_launch_after_launch_loses_no_block(make_kernel, runner):
+    kern = _window_kernel(make_kernel)
+    x = np.random.rand(64, 32).astype(np.float32)
+    rng = np.random.default_rng(0)
+    for k in range(300):
+        rows = [int(r) for r in rng.integers(0, 49, size=int(rng.integers(1, 7)))]
+        outs, per_block, _keep = _blocks(x, rows)
+        ran = runner.run(runner.make(kern.lib.pypto_kernel_entry, per_block, 1 + k % 3))
+        assert ran is not None and ran[1] == []
+        for out, r in zip(outs, rows):
+            np.testing.assert_array_equal(out, x[r:r + 16])
