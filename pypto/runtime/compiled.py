@@ -1,6 +1,7 @@
 """CompiledProgram: a handle to a compiled output directory that can be called."""
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from pathlib import Path
@@ -161,15 +162,21 @@ class CompiledProgram:
     def _results(self, full_args: tuple, allocated):
         if allocated is not None:
             indices = allocated
-        elif not self.has_return:
-            return None
         else:
-            indices = self.output_indices or [i for i, p in enumerate(self.params)
-                                              if p.is_tensor and p.direction == "InOut"]
+            indices = self._returned
         if not indices:
             return None
         outs = tuple(full_args[i] for i in indices)
         return outs[0] if len(outs) == 1 else outs
+
+    @functools.cached_property
+    def _returned(self) -> list:
+        """The arguments a call returns when it allocated none: its Out tensors (else its
+        InOut ones), or none when the program returns nothing."""
+        if not self.has_return:
+            return []
+        return self.output_indices or [i for i, p in enumerate(self.params)
+                                       if p.is_tensor and p.direction == "InOut"]
 
     def _name(self) -> str:
         orch = self.kernel_config["ORCHESTRATION"]

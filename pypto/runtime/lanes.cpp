@@ -25,7 +25,7 @@ struct Job {
 };
 
 constexpr int kMaxLanes = 64;
-constexpr int64_t kSpinNs = 3000000;  // a waiting thread spins this long, then sleeps (futex)
+constexpr int64_t kSpinNs = 1000000;  // a waiting thread spins this long, then sleeps (futex)
 Job job;                              // written only while no helper lane runs
 // Each helper has its own word: the launch bumps it to hand the helper a lane, so a helper
 // never sees a job it has no lane in. `asleep` flags who waits in the kernel for a wake.
