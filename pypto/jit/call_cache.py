@@ -9,6 +9,7 @@ it was then, gets that call's CompiledProgram back without building the spec aga
 from __future__ import annotations
 
 import numbers
+import sys
 
 MAX_ENTRIES = 256
 
@@ -16,10 +17,14 @@ MAX_ENTRIES = 256
 def arg_key(args: tuple, config) -> tuple | None:
     """What decides the spec of a call with these positional arguments, as a hashable
     tuple; None when an argument is of a kind the fast path does not know."""
+    torch = sys.modules.get("torch")         # (a torch tensor's Size is already a hashable tuple)
+    tensor = torch.Tensor if torch is not None else None
     key = []
     for a in args:
         t = type(a)
-        if t is bool or t is int or t is float:
+        if t is tensor:
+            key.append((t, a.dtype, a.shape))
+        elif t is bool or t is int or t is float:
             key.append((t, a))
         elif isinstance(a, numbers.Number):
             return None
