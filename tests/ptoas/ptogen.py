@@ -133,3 +133,17 @@ class Pto:
             f'module attributes {{pto.target_arch = "{self.arch}"}} {{',
             f"  func.func @{self.name}({', '.join(args)}){kind} {{",
             *consts, *self.body, "    return", "  }", "}", ""])
+
+
+def offset_window() -> Pto:
+    """A kernel that loads the 16x32 block of a 64x32 tensor at row %arg2 (a run-time
+    scalar) and stores it into a 16x32 tensor."""
+    p = Pto("window", [("f32", (64, 32)), ("f32", (16, 32))], scalars=("index",))
+    t = p.tile("t", "vec", "f32", 16, 32)
+    ptv = "!pto.partition_tensor_view<16x32xf32>"
+    p.emit(f"%win = pto.partition_view %v0, offsets = [%arg2, {p.c(0)}], sizes = [{p.c(16)}, {p.c(32)}] : "
+           f"!pto.tensor_view<?x?xf32> -> {ptv}")
+    p.types["%win"] = ptv
+    p.op("tload", ["%win"], t)
+    p.store(t, 1)
+    return p

@@ -7,21 +7,13 @@ import numpy as np
 import pytest
 
 from abi_helper import describe
-from ptogen import Pto
+from ptogen import offset_window
 from pypto.runtime import lanes
 
 
 def _window_kernel(make_kernel):
     """Copies the 16x32 rows of x at row %arg2 into out."""
-    p = Pto("window", [("f32", (64, 32)), ("f32", (16, 32))], scalars=("index",))
-    t = p.tile("t", "vec", "f32", 16, 32)
-    ptv = "!pto.partition_tensor_view<16x32xf32>"
-    p.emit(f"%win = pto.partition_view %v0, offsets = [%arg2, {p.c(0)}], sizes = [{p.c(16)}, {p.c(32)}] : "
-           f"!pto.tensor_view<?x?xf32> -> {ptv}")
-    p.types["%win"] = ptv
-    p.op("tload", ["%win"], t)
-    p.store(t, 1)
-    return make_kernel(p.text())
+    return make_kernel(offset_window().text())
 
 
 def _blocks(x, rows):

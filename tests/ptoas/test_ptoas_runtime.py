@@ -5,26 +5,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ptogen import Pto, tile_type
+from ptogen import Pto, offset_window, tile_type
 
 DATA = Path(__file__).parent / "data"
 
 
-def _offset_kernel():
-    """Loads a 16x32 block at row offset %arg2 (a run-time scalar) and stores it."""
-    p = Pto("window", [("f32", (64, 32)), ("f32", (16, 32))], scalars=("index",))
-    t = p.tile("t", "vec", "f32", 16, 32)
-    ptv = "!pto.partition_tensor_view<16x32xf32>"
-    p.emit(f"%win = pto.partition_view %v0, offsets = [%arg2, {p.c(0)}], sizes = [{p.c(16)}, {p.c(32)}] : "
-           f"!pto.tensor_view<?x?xf32> -> {ptv}")
-    p.types["%win"] = ptv
-    p.op("tload", ["%win"], t)
-    p.store(t, 1)
-    return p
-
-
 def test_tload_outside_the_tensor_returns_a_located_error(make_kernel):
-    p = _offset_kernel()
+    p = offset_window()
     kern = make_kernel(p.text())
     src = np.arange(64 * 32, dtype=np.float32).reshape(64, 32)
     out = np.zeros((16, 32), np.float32)
