@@ -94,6 +94,19 @@ void* helper(void* arg) {
     }
     return nullptr;
 }
+// A forked child has none of the parent's helper threads: it starts its own, from a clean slate.
+void forget_after_fork() {
+    started = 0;
+    pthread_mutex_init(&start_lock, nullptr);
+    busy.store(false);
+    done.pending.store(0);
+    done.asleep.store(0);
+    for (Slot& slot : slots) {
+        slot.go.store(0);
+        slot.asleep.store(0);
+    }
+}
+__attribute__((constructor)) void on_load() { pthread_atfork(nullptr, nullptr, forget_after_fork); }
 }  // namespace
 
 extern "C" int pypto_lanes_run(void* entry, const int64_t* const* args, int32_t blocks, int32_t lanes,

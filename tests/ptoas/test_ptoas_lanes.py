@@ -71,3 +71,31 @@ def test_launch_after_launch_loses_no_block(make_kernel, runner):
         assert ran is not None and ran[1] == []
         for out, r in zip(outs, rows):
             np.testing.assert_array_equal(out, x[r:r + 16])
+
+
+def test_a_forked_child_starts_lanes_of_its_own(make_kernel, runner):
+    """The parent's helper threads do not survive a fork: the child must not wait for them."""
+    import os
+    import time
+    kern = _window_kernel(make_kernel)
+    x = np.random.rand(64, 32).astype(np.float32)
+    outs, per_block, _keep = _blocks(x, [0, 16, 32, 48])
+    assert runner.run(runner.make(kern.lib.pypto_kernel_entry, per_block, 2))[1] == []
+    pid = os.fork()
+    if pid == 0:                                # the child: exit 0 only when every copy is right
+        outs, per_block, _keep = _blocks(x, [48, 32, 16, 0])
+        ran = runner.run(runner.make(kern.lib.pypto_kernel_entry, per_block, 2))
+        ok = ran is not None and ran[1] == [] and all(
+            np.array_equal(o, x[r:r + 16]) for o, r in zip(outs, [48, 32, 16, 0]))
+        os._exit(0 if ok else 1)
+    deadline = time.monotonic() + 60
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child's launch hung")
+        time.sleep(0.01)
+    assert os.waitstatus_to_exitcode(status) == 0
