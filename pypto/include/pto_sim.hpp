@@ -1007,9 +1007,7 @@ template <class G, class T> inline void tstore(const GmPart<G>& p, const Tile<T>
 constexpr int64_t kGmWindow = -1;                  // the addr of a tile that is a window onto GM
 template <class T> inline bool gm_window(const Tile<T>& t, const GmPart<T>& p, Tile<T>& w) {
     if (p.layout != GM_STRIDED || p.rank < 1 || p.col_stride() != 1 || t.vr < 1 || t.vc < 1) return false;
-    if (p.rows() != t.vr || p.cols() != t.vc) return false;
-    for (int i = 0; i < p.rank; ++i)
-        if (p.offset[i] < 0 || p.offset[i] + p.size[i] > p.extent[i]) return false;
+    if (p.rows() != t.vr || p.cols() != t.vc || p.outside_dim() >= 0) return false;
     const int64_t stride = t.vr > 1 ? p.row_offset(1) : t.vc;
     if (stride < t.vc || stride > std::numeric_limits<int32_t>::max()) return false;
     if (p.rank > 2)

@@ -162,14 +162,22 @@ template <class T> struct GmPart {
         return off;
     }
     int64_t col_stride() const { return rank ? strides[rank - 1] : 1; }
-    void check_bounds(const char* site) const {
-        for (int i = 0; i < rank; ++i)      // an empty partition touches nothing (a clamped tail)
+    // The first dim the window leaves the view in, or -1 (an empty partition touches
+    // nothing: a clamped tail).
+    int outside_dim() const {
+        for (int i = 0; i < rank; ++i)
             if (size[i] == 0)
-                return;
+                return -1;
         for (int i = 0; i < rank; ++i)
             if (offset[i] < 0 || size[i] < 0 || offset[i] + size[i] > extent[i])
-                fail(site, "partition [%lld, %lld) of dim %d is outside the tensor view's extent %lld",
-                     (long long)offset[i], (long long)(offset[i] + size[i]), i, (long long)extent[i]);
+                return i;
+        return -1;
+    }
+    void check_bounds(const char* site) const {
+        const int i = outside_dim();
+        if (i >= 0)
+            fail(site, "partition [%lld, %lld) of dim %d is outside the tensor view's extent %lld",
+                 (long long)offset[i], (long long)(offset[i] + size[i]), i, (long long)extent[i]);
     }
 };
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..dtype import BY_MLIR
-from .analysis import const_int, tile_bytes
+from .analysis import const_int, defining_ops, tile_bytes
 from .ir import Func, Op, TileType, Value, walk
 from .ops import TILE_OPS, kind_of
 
@@ -74,7 +74,7 @@ def _writes_fully(op: Op, v: Value) -> bool:
 class _Func:
     def __init__(self, f: Func):
         self.ops = list(walk(f.body))
-        self.defs = {r: op for op in self.ops for r in op.results}
+        self.defs = defining_ops(f)
         self.uses: dict[Value, list[Op]] = {}
         for op in self.ops:
             for v in dict.fromkeys(op.all_operands()):

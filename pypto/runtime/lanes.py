@@ -6,6 +6,7 @@ launch holds it, the caller runs its lanes on Python threads as before."""
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 from pathlib import Path
 
@@ -28,7 +29,6 @@ def _load():
             from pypto import pch
             from pypto.cxx import _resolve
             from pypto.toolchain import compiler_id
-            import os
             cxx = _resolve(None)
             text = SOURCE.read_bytes()
             key = "lanes-" + xxhash.xxh3_128_hexdigest(compiler_id(os.path.realpath(cxx)).encode() + b"\0" + text)
