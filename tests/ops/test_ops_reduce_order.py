@@ -102,10 +102,12 @@ def tree_f32(v: torch.Tensor, f) -> torch.Tensor:
     return buf[:, 0]
 
 
-@pytest.mark.parametrize("m, v, n", [(8, 8, 1024), (16, 13, 24), (16, 9, 8), (8, 8, 12), (8, 3, 64)])
+@pytest.mark.parametrize("m, v, n", [(8, 8, 1024), (16, 13, 24), (16, 9, 8), (8, 8, 12), (8, 3, 64),
+                                     (16, 16, 640), (8, 8, 64)])
 def test_fp32_row_reductions_keep_the_tree_order_bit_for_bit(m, v, n, tmp_path, monkeypatch):
     """Rows reduced eight at a time with vector lanes (and the rest one by one) give the
-    bits of the one-row tree, NaN and signed zeros included (max: a < b ? b : a)."""
+    bits of the one-row tree, NaN and signed zeros included (max: a < b ? b : a). Rows of a
+    multiple of 64 values take the row-by-row path (640: its block sums' tree has odd levels)."""
     monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
     run = ir.compile(pl.parse(F32.format(M=m, V=v, N=n), filename="/u/r32.py"), output_dir=tmp_path / "out",
                      platform="a2a3sim")
