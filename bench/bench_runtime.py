@@ -180,11 +180,26 @@ def eager_median(fn, rounds: int, inner: int = 20) -> float:
 
 
 BEST_OF = 3
+# torch's OpenMP workers (libgomp) spin after an op before they sleep: 5-9 ms of CPU on this
+# 2-CPU machine (read from /proc/self/task/*/schedstat), during which a kernel's lanes would
+# share the CPUs with them. The simulator's launches wait that out; torch's calls follow the
+# simulator's, whose lanes spin 1 ms, so a short pause does.
+TORCH_SPIN_S = 0.015
+LANES_SPIN_S = 0.002
 
 
-def best_of(fn, n: int = BEST_OF):
-    """(best seconds of n calls of fn, what the last call returned), after a 2 ms pause."""
-    time.sleep(0.002)
+# After a pause the first calls run slow on both sides (a launch 360 -> 150 -> 120 -> 80 us,
+# torch 235 -> 65 -> 52: caches and the idle CPU waking up), so a group's first calls are
+# not timed.
+WARM = 2
+
+
+def best_of(fn, n: int = BEST_OF, pause: float = LANES_SPIN_S):
+    """(best seconds of n calls of fn, what the last call returned), after a pause and WARM
+    untimed calls."""
+    time.sleep(pause)
+    for _ in range(WARM):
+        fn()
     best, got = None, None
     for _ in range(n):
         t = time.perf_counter_ns()
@@ -278,9 +293,9 @@ def main(argv=None) -> int:
 
     # -- 2. large kernels vs torch eager, round by round -------------------------------------
     # Each round takes the best of a few sim launches, then of a few torch calls (default
-    # threads, then one thread), each group after a short pause: torch's intra-op threads spin
-    # a while after an op and would slow the kernel threads (and those torch's) if the two
-    # alternated call by call. A round's ratio compares times taken moments apart, so a slow
+    # threads, then one thread), each group after a pause: torch's intra-op threads spin a
+    # while after an op and would slow the kernel threads (and the lanes' spin torch's) if the
+    # two alternated call by call (TORCH_SPIN_S). A round's ratio compares times taken moments apart, so a slow
     # spell of the shared machine weighs on both sides; the goal is judged on their median.
     big_rows = []
     with ChipWorker(cfg) as worker:
@@ -293,7 +308,7 @@ def main(argv=None) -> int:
             h.launch(x, y, dst)
             ref(x, y, want)
             for _ in range(max(rounds // 2, 5)):
-                s, rec = best_of(lambda: h.launch(x, y, dst)[1])
+                s, rec = best_of(lambda: h.launch(x, y, dst)[1], pause=TORCH_SPIN_S)
                 kern.append(rec.device_wall_ns / 1e9)
                 t, _ = best_of(lambda: ref(x, y, want))
                 torch.set_num_threads(1)        # no intra-op barrier to wait out when loaded
@@ -357,7 +372,7 @@ def main(argv=None) -> int:
     print(f"{'ratio handle / torch eager':<44}{dispatch[0][1] / eager:>13.1f}x")
     print()
     print(f"2. Large kernels, {BLOCKS} SPMD blocks, vs torch eager: per round the best of "
-          f"{BEST_OF} launches / calls, side by side; goal: the median round's ratio within 2x")
+          f"{BEST_OF} launches / calls (after {WARM} untimed), side by side; goal: the median round's ratio within 2x")
     print(f"{'kernel':<12}{'elements':>10}{'sim (us)':>10}{'device wall':>13}{'torch (us)':>12}"
           f"{'ratio: median':>15}{'min':>6}{'max':>6}{'vs torch 1 thr':>17}")
     for op, numel, sim, kern, tor, one in big_rows:

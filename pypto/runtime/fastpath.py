@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import operator
 import sys
 import time
 
@@ -49,19 +50,25 @@ def identity(args: tuple):
 
 
 class Plan:
-    __slots__ = ("identity", "kernel", "spec", "args", "barrier", "errs", "scopes", "n_threads", "lanes")
+    __slots__ = ("identity", "kernel", "spec", "args", "barrier", "errs", "scopes", "n_threads", "lanes",
+                 "program", "returned")
 
-    def __init__(self, ident, kernel, spec, args, barrier, scopes, n_threads):
+    def __init__(self, ident, kernel, spec, args, barrier, scopes, n_threads, program, returned):
         self.identity, self.kernel, self.spec = ident, kernel, spec
         self.args, self.barrier, self.scopes = args, barrier, scopes     # args: one per block
         self.n_threads = n_threads
+        self.program = program
+        # what a call returns from its arguments (the arguments of that call: the same tensors
+        # by identity, maybe other Python objects)
+        self.returned = (None if not returned else operator.itemgetter(*returned))
         self.errs = [ctypes.create_string_buffer(abi.ERR_LEN)
                      for _ in range(min(n_threads, spec.blocks))]
         self.lanes = lanes.make(kernel.entry, args, len(self.errs)) if spec.blocks > 1 else None
 
 
-def make_plan(args: tuple, graph, n_threads: int) -> Plan | None:
-    """A Plan from a launch that replayed `graph` with `args`, if it is of the kind."""
+def make_plan(args: tuple, graph, n_threads: int, program: str, returned: list) -> Plan | None:
+    """A Plan from a launch that replayed `graph` with `args`, if it is of the kind;
+    `returned`: the indices of the arguments a call returns."""
     ident = identity(args)
     prep = graph.prepared
     if ident is None or prep is None or len(graph.tasks) != 1 or \
@@ -72,7 +79,7 @@ def make_plan(args: tuple, graph, n_threads: int) -> Plan | None:
     if (spec.sync_start and spec.blocks > 1) or spec.predicate is not None or descs is None or \
             getattr(kernel, "group", ()) or kernel.entry is None:
         return None
-    return Plan(ident, kernel, spec, per_block, descs[1], list(graph.scopes), n_threads)
+    return Plan(ident, kernel, spec, per_block, descs[1], list(graph.scopes), n_threads, program, returned)
 
 
 def _lane(plan: Plan, lane: int, times: list, statuses: list) -> None:
@@ -88,45 +95,63 @@ def _lane(plan: Plan, lane: int, times: list, statuses: list) -> None:
             statuses.append((times[b][1], b, status, err.value.decode("utf-8", "replace")))
 
 
-def launch(worker, plan: Plan, program: str, call_ns: int):
-    """Run the plan's kernel once (the caller holds the worker's run lock): the launch's
-    record, and the KernelExecutionError a full launch would raise (or None)."""
-    record = RunRecord(program, worker.platform, worker.runtime)
+def _blocks(plan: Plan):
+    """(start, end, per-block times, status, message) of an SPMD task's blocks on the lanes."""
+    c_lanes = plan.lanes
+    used = lanes.run(c_lanes) if c_lanes is not None else 0
+    if used:
+        launch = c_lanes.launch
+        failed = c_lanes.failures(used) if launch.failed else ()
+        start, end, times = launch.first, launch.last, c_lanes.block_times()
+    else:
+        times, failed = [(0, 0)] * plan.spec.blocks, []
+        _HELPERS.run_all([functools.partial(_lane, plan, i, times, failed)
+                          for i in range(len(plan.errs))])
+        start, end = min(t[0] for t in times if t[0]), max(t[1] for t in times)
+        times = tuple(times)
+    if not failed:
+        return start, end, times, 0, ""
+    first = min(failed)                  # the block that failed first is the task's failure
+    return start, end, times, first[2], first[3]
+
+
+def call(worker, plan: Plan, args: tuple, call_ns: int):
+    """Run the plan's kernel once with `args` (whose identity is the plan's): (what the call
+    returns, the launch's record); raises the KernelExecutionError a full launch would."""
+    record = RunRecord(plan.program, worker.platform, worker.runtime)
     record.call_ns = call_ns
     record.replayed = True
     record.n_threads = plan.n_threads
     record.scopes = list(plan.scopes)
-    plan.barrier[0] = plan.barrier[1] = 0
     kernel, spec = plan.kernel, plan.spec
-    record.start_ns = time.perf_counter_ns()
-    if spec.blocks == 1:                 # (the common case, without the lanes' bookkeeping)
-        err = plan.errs[0]
-        err[0] = b"\0"
-        start = time.perf_counter_ns()
-        status = int(kernel.entry(plan.args[0], err, abi.ERR_LEN))
-        end = time.perf_counter_ns()
-        times = ()
-        message = err.value.decode("utf-8", "replace") if status else ""
-    else:
-        ran = lanes.run(plan.lanes) if plan.lanes is not None else None
-        if ran is not None:
-            times, failed = ran
+    with worker._run_lock:               # (the device is idle while it is held)
+        if worker.closed:
+            raise RuntimeError("ChipWorker is closed")
+        stats = worker.stats
+        stats["launches"] += 1
+        stats["graph_replays"] += 1
+        plan.barrier[0] = plan.barrier[1] = 0
+        record.start_ns = time.perf_counter_ns()
+        if spec.blocks == 1:             # (the common case, without the lanes' bookkeeping)
+            err = plan.errs[0]
+            err[0] = b"\0"
+            start = time.perf_counter_ns()
+            status = kernel.entry(plan.args[0], err, abi.ERR_LEN)
+            end = time.perf_counter_ns()
+            times = ()
+            message = err.value.decode("utf-8", "replace") if status else ""
         else:
-            times, failed = [(0, 0)] * spec.blocks, []
-            _HELPERS.run_all([functools.partial(_lane, plan, i, times, failed)
-                              for i in range(len(plan.errs))])
-        start, end = min(t[0] for t in times if t[0]), max(t[1] for t in times)
-        failed.sort()                    # the block that failed first is the task's failure
-        status, message = (failed[0][2], failed[0][3]) if failed else (0, "")
-        times = tuple(times)
-    # as the device records a task run by the launching thread on the first free core
-    record.tasks = [TaskRecord(spec.index, spec.func_id, kernel.name, kernel.core_type, 0, start,
-                               end, (), plan.n_threads, spec.scope, status, (), (), record.start_ns,
-                               times)]
-    record.end_ns = time.perf_counter_ns()
-    if status == 0:
-        return record, None
-    error = KernelExecutionError(kernel.name, spec.func_id, spec.index, status, message,
-                                 kernel.core_type)
-    record.error = str(error)
-    return record, error
+            start, end, times, status, message = _blocks(plan)
+        # as the device records a task run by the launching thread on the first free core
+        record.tasks = [TaskRecord(spec.index, spec.func_id, kernel.name, kernel.core_type, 0, start,
+                                   end, (), plan.n_threads, spec.scope, status, (), (), record.start_ns,
+                                   times)]
+        record.end_ns = time.perf_counter_ns()
+        worker.last_run = record
+    if status:
+        error = KernelExecutionError(kernel.name, spec.func_id, spec.index, status, message,
+                                     kernel.core_type)
+        record.error = str(error)
+        raise error
+    returned = plan.returned
+    return (returned(args) if returned is not None else None), record

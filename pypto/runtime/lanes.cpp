@@ -4,6 +4,9 @@
 // after a job before they sleep, so a launch hands its blocks over in about a microsecond
 // where a Python thread took tens (a futex wake, the GIL, the bookkeeping). One launch at a
 // time: pypto_lanes_run returns -1 when another is running (the caller runs its lanes itself).
+// The launch is one struct made once per plan (lanes.py), so a call converts one argument,
+// and its summary (first start, last end, failures) comes back in it: after a large kernel
+// the interpreter's own data is out of the caches, and each Python step there costs.
 #include <atomic>
 #include <cstdint>
 #include <ctime>
@@ -24,6 +27,21 @@ struct Job {
     char* errs;                    // errlen bytes per lane
 };
 
+}  // namespace
+
+// Mirrored by lanes.py's _Launch.
+struct PyptoLanes {
+    void* entry;
+    const int64_t* const* args;    // one argument array per block
+    int64_t* times;                // start, end per block (CLOCK_MONOTONIC ns)
+    int32_t* status;               // per block
+    char* errs;                    // errlen bytes per lane
+    int32_t blocks, lanes, errlen;
+    int32_t failed;                // out: blocks whose status is not 0
+    int64_t first, last;           // out: the earliest block start, the latest block end
+};
+
+namespace {
 constexpr int kMaxLanes = 64;
 constexpr int64_t kSpinNs = 1000000;  // a waiting thread spins this long, then sleeps (futex)
 Job job;                              // written only while no helper lane runs
@@ -109,8 +127,8 @@ void forget_after_fork() {
 __attribute__((constructor)) void on_load() { pthread_atfork(nullptr, nullptr, forget_after_fork); }
 }  // namespace
 
-extern "C" int pypto_lanes_run(void* entry, const int64_t* const* args, int32_t blocks, int32_t lanes,
-                               int64_t* times, int32_t* status, char* errs, int32_t errlen) {
+extern "C" int pypto_lanes_run(PyptoLanes* l) {
+    const int32_t lanes = l->lanes, blocks = l->blocks;
     if (lanes < 1 || lanes > kMaxLanes || blocks < 1) return -2;
     if (busy.exchange(true, std::memory_order_acquire)) return -1;
     pthread_mutex_lock(&start_lock);
@@ -125,7 +143,9 @@ extern "C" int pypto_lanes_run(void* entry, const int64_t* const* args, int32_t 
     }
     const int helpers = started < lanes - 1 ? started : lanes - 1;
     pthread_mutex_unlock(&start_lock);
-    job = Job{reinterpret_cast<Entry>(entry), args, blocks, helpers + 1, errlen, times, status, errs};
+    int64_t* times = l->times;
+    int32_t* status = l->status;
+    job = Job{reinterpret_cast<Entry>(l->entry), l->args, blocks, helpers + 1, l->errlen, times, status, l->errs};
     for (int32_t b = 0; b < blocks; ++b) status[b] = 0, times[2 * b] = times[2 * b + 1] = 0;
     done.pending.store(uint32_t(helpers), std::memory_order_seq_cst);
     for (int lane = 1; lane <= helpers; ++lane) {
@@ -136,5 +156,13 @@ extern "C" int pypto_lanes_run(void* entry, const int64_t* const* args, int32_t 
     for (uint32_t left; (left = done.pending.load(std::memory_order_seq_cst)) != 0;)
         await_change(done.pending, left, done.asleep);
     busy.store(false, std::memory_order_release);
+    int64_t first = 0, last = 0;
+    int32_t failed = 0;
+    for (int32_t b = 0; b < blocks; ++b) {
+        if (times[2 * b] && (first == 0 || times[2 * b] < first)) first = times[2 * b];
+        if (times[2 * b + 1] > last) last = times[2 * b + 1];
+        failed += status[b] != 0;
+    }
+    l->first = first, l->last = last, l->failed = failed;
     return helpers + 1;
 }

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import struct
 import threading
 from pathlib import Path
 
@@ -38,8 +39,7 @@ def _load():
                 return None
             lib = ctypes.CDLL(str(so))
             fn = lib.pypto_lanes_run
-            fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p,
-                           ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32]
+            fn.argtypes = [ctypes.c_void_p]
             fn.restype = ctypes.c_int
             _lib = fn
         except Exception:       # no compiler, no cache directory: the Python lanes do it
@@ -47,18 +47,45 @@ def _load():
         return _lib
 
 
+class _Launch(ctypes.Structure):
+    """lanes.cpp's PyptoLanes: what a launch reads, and its summary."""
+    _fields_ = [("entry", ctypes.c_void_p), ("args", ctypes.c_void_p), ("times", ctypes.c_void_p),
+                ("status", ctypes.c_void_p), ("errs", ctypes.c_void_p), ("blocks", ctypes.c_int32),
+                ("lanes", ctypes.c_int32), ("errlen", ctypes.c_int32), ("failed", ctypes.c_int32),
+                ("first", ctypes.c_int64), ("last", ctypes.c_int64)]
+
+
 class Lanes:
     """What one plan's launches pass to pypto_lanes_run, made once."""
-    __slots__ = ("entry", "args", "blocks", "lanes", "times", "status", "errs")
+    __slots__ = ("blocks", "lanes", "args", "times", "status", "errs", "launch", "address", "unpack")
 
     def __init__(self, entry, per_block: list, lanes: int):
-        self.entry = ctypes.cast(entry, ctypes.c_void_p)
         self.blocks = len(per_block)
         self.lanes = lanes
         self.args = (ctypes.c_void_p * self.blocks)(*(ctypes.addressof(a) for a in per_block))
         self.times = (ctypes.c_int64 * (2 * self.blocks))()
         self.status = (ctypes.c_int32 * self.blocks)()
         self.errs = ctypes.create_string_buffer(abi.ERR_LEN * lanes)
+        self.launch = _Launch(ctypes.cast(entry, ctypes.c_void_p), ctypes.addressof(self.args),
+                              ctypes.addressof(self.times), ctypes.addressof(self.status),
+                              ctypes.addressof(self.errs), self.blocks, lanes, abi.ERR_LEN)
+        self.address = ctypes.addressof(self.launch)
+        self.unpack = struct.Struct(f"{2 * self.blocks}q").unpack_from
+
+    def block_times(self) -> tuple:
+        """(start, end) per block of the last launch; (0, 0): not run."""
+        flat = iter(self.unpack(self.times))
+        return tuple(zip(flat, flat))
+
+    def failures(self, used: int) -> list:
+        """[(end, block, status, message)] of the last launch (lane L ran blocks L, L + used, ...)."""
+        out = []
+        for b in range(self.blocks):
+            if self.status[b]:
+                lane = b % used
+                raw = self.errs.raw[lane * abi.ERR_LEN:(lane + 1) * abi.ERR_LEN].split(b"\0", 1)[0]
+                out.append((self.times[2 * b + 1], b, self.status[b], raw.decode("utf-8", "replace")))
+        return out
 
 
 def available() -> bool:
@@ -70,19 +97,17 @@ def make(entry, per_block: list, lanes: int) -> Lanes | None:
     return Lanes(entry, per_block, lanes) if available() else None
 
 
-def run(lanes: Lanes):
+def run(lanes: Lanes) -> int:
+    """Run one launch: the number of lanes used, or 0 when the C lanes are taken (the caller
+    runs the Python lanes). lanes.launch then holds first / last / failed."""
+    used = _lib(lanes.address)
+    return used if used > 0 else 0
+
+
+def run_blocks(lanes: Lanes):
     """(per-block (start, end) times, failures [(end, block, status, message)]) of one
-    launch, or None when the C lanes are taken (the caller runs the Python lanes)."""
-    used = _lib(lanes.entry, lanes.args, lanes.blocks, lanes.lanes, lanes.times, lanes.status,
-                lanes.errs, abi.ERR_LEN)
-    if used < 1:
+    launch, or None when the C lanes are taken."""
+    used = run(lanes)
+    if not used:
         return None
-    t = lanes.times
-    times = tuple((t[2 * b], t[2 * b + 1]) for b in range(lanes.blocks))     # (0, 0): not run
-    failed = []
-    for b in range(lanes.blocks):
-        if lanes.status[b]:
-            lane = b % used
-            raw = lanes.errs.raw[lane * abi.ERR_LEN:(lane + 1) * abi.ERR_LEN].split(b"\0", 1)[0]
-            failed.append((t[2 * b + 1], b, lanes.status[b], raw.decode("utf-8", "replace")))
-    return times, failed
+    return lanes.block_times(), (lanes.failures(used) if lanes.launch.failed else [])

@@ -49,7 +49,7 @@ class RegistrationHandle:
         """Run once; returns (what the call returns, the launch's RunRecord)."""
         plan = self.plan        # (None once unregistered)
         if plan is not None and config is None and fastpath.identity(args) == plan.identity:
-            return self.worker._fast(self, plan, args, time.perf_counter_ns())
+            return fastpath.call(self.worker, plan, args, time.perf_counter_ns())
         if not self.active:
             raise RuntimeError(f"program {self.compiled.output_dir} was unregistered")
         return self.worker._dispatch(self, args, config)
@@ -266,7 +266,7 @@ class ChipWorker(Worker):
         # (a config that asks for no DFX file changes nothing a replay does)
         if plan is not None and fastpath.identity(args) == plan.identity and \
                 (config is None or not dfx.wanted(config)):
-            return self._fast(handle, plan, args, call_ns)
+            return fastpath.call(self, plan, args, call_ns)
         full_args, outputs = compiled._prepare_call(args)
         binding = bind_arguments(compiled.params, full_args, worker=self)
         chip = compiled.chip_callable
@@ -307,20 +307,9 @@ class ChipWorker(Worker):
         if record.replayed and outputs is None and not dfx.wanted(cfg):
             graph = handle.graphs.get(binding.key)
             if graph:
-                handle.plan = fastpath.make_plan(full_args, graph, record.n_threads)
+                handle.plan = fastpath.make_plan(full_args, graph, record.n_threads,
+                                                 str(compiled.output_dir), compiled._returned)
         return compiled._results(full_args, outputs), record
-
-    def _fast(self, handle: RegistrationHandle, plan, args: tuple, call_ns: int):
-        compiled = handle.compiled
-        with self._run_lock:
-            self._check_open()
-            self.stats["launches"] += 1
-            self.stats["graph_replays"] += 1
-            record, error = fastpath.launch(self, plan, str(compiled.output_dir), call_ns)
-            self.last_run = record
-        if error is not None:
-            raise error
-        return compiled._results(args, None), record
 
     # -- resident tensors --------------------------------------------------------------
     def alloc_tensor(self, shape, dtype, init: Any = None) -> DeviceTensor:

@@ -42,7 +42,7 @@ def test_every_block_runs_once_on_its_lane(make_kernel, runner):
         rows = [48, 0, 32, 16, 8]
         outs, per_block, _keep = _blocks(x, rows)
         plan = runner.make(kern.lib.pypto_kernel_entry, per_block, n_lanes)
-        times, failed = runner.run(plan)
+        times, failed = runner.run_blocks(plan)
         assert failed == []
         for out, r in zip(outs, rows):
             np.testing.assert_array_equal(out, x[r:r + 16])
@@ -53,7 +53,7 @@ def test_a_failing_block_stops_its_lane_and_names_itself(make_kernel, runner):
     kern = _window_kernel(make_kernel)
     x = np.zeros((64, 32), np.float32)
     outs, per_block, _keep = _blocks(x, [0, 56, 16, 60])      # lane 1: blocks 1 and 3
-    times, failed = runner.run(runner.make(kern.lib.pypto_kernel_entry, per_block, 2))
+    times, failed = runner.run_blocks(runner.make(kern.lib.pypto_kernel_entry, per_block, 2))
     ((end, block, status, message),) = failed
     assert block == 1 and status != 0 and end == times[1][1]
     assert "partition [56, 72) of dim 0 is outside the tensor view's extent 64" in message
@@ -67,7 +67,7 @@ def test_launch_after_launch_loses_no_block(make_kernel, runner):
     for k in range(300):
         rows = [int(r) for r in rng.integers(0, 49, size=int(rng.integers(1, 7)))]
         outs, per_block, _keep = _blocks(x, rows)
-        ran = runner.run(runner.make(kern.lib.pypto_kernel_entry, per_block, 1 + k % 3))
+        ran = runner.run_blocks(runner.make(kern.lib.pypto_kernel_entry, per_block, 1 + k % 3))
         assert ran is not None and ran[1] == []
         for out, r in zip(outs, rows):
             np.testing.assert_array_equal(out, x[r:r + 16])
@@ -80,11 +80,11 @@ def test_a_forked_child_starts_lanes_of_its_own(make_kernel, runner):
     kern = _window_kernel(make_kernel)
     x = np.random.rand(64, 32).astype(np.float32)
     outs, per_block, _keep = _blocks(x, [0, 16, 32, 48])
-    assert runner.run(runner.make(kern.lib.pypto_kernel_entry, per_block, 2))[1] == []
+    assert runner.run_blocks(runner.make(kern.lib.pypto_kernel_entry, per_block, 2))[1] == []
     pid = os.fork()
     if pid == 0:                                # the child: exit 0 only when every copy is right
         outs, per_block, _keep = _blocks(x, [48, 32, 16, 0])
-        ran = runner.run(runner.make(kern.lib.pypto_kernel_entry, per_block, 2))
+        ran = runner.run_blocks(runner.make(kern.lib.pypto_kernel_entry, per_block, 2))
         ok = ran is not None and ran[1] == [] and all(
             np.array_equal(o, x[r:r + 16]) for o, r in zip(outs, [48, 32, 16, 0]))
         os._exit(0 if ok else 1)
