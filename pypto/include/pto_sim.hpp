@@ -452,9 +452,14 @@ template <class T, class F> inline T tree_reduce(const T* in, T* buf, T* tmp, in
     return src[0];
 }
 template <class T> struct Scratch {                 // one row or column of a reduction
+    // on the stack up to 16 KB: a [8, 1024] f32 row sum made one heap allocation per tile
+    static constexpr int64_t kLocal = 16384 / int64_t(sizeof(T));
+    alignas(64) T local[kLocal];
     T* p;
-    explicit Scratch(int64_t n) : p(new T[n > 0 ? n : 1]) {}
-    ~Scratch() { delete[] p; }
+    explicit Scratch(int64_t n) : p(n <= kLocal ? local : new T[n]) {}
+    ~Scratch() {
+        if (p != local) delete[] p;
+    }
     Scratch(const Scratch&) = delete;
     Scratch& operator=(const Scratch&) = delete;
 };
