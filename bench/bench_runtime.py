@@ -307,16 +307,22 @@ def main(argv=None) -> int:
             sim, tor, one, kern = [], [], [], []
             h.launch(x, y, dst)
             ref(x, y, want)
+            torch.testing.assert_close(dst, want, rtol=1e-4, atol=1e-3)
+            # both sides write the same output tensor: the inputs and outputs fill much of
+            # the last-level cache, and a second output would make each side's first calls
+            # evict the other's
             for _ in range(max(rounds // 2, 5)):
                 s, rec = best_of(lambda: h.launch(x, y, dst)[1], pause=TORCH_SPIN_S)
                 kern.append(rec.device_wall_ns / 1e9)
-                t, _ = best_of(lambda: ref(x, y, want))
+                t, _ = best_of(lambda: ref(x, y, dst))
                 torch.set_num_threads(1)        # no intra-op barrier to wait out when loaded
-                o, _ = best_of(lambda: ref(x, y, want))
+                o, _ = best_of(lambda: ref(x, y, dst))
                 torch.set_num_threads(threads)
                 sim.append(s)
                 tor.append(t)
                 one.append(o)
+            dst.zero_()
+            h.launch(x, y, dst)
             torch.testing.assert_close(dst, want, rtol=1e-4, atol=1e-3)
             numel = dst.numel() if op != "row_sum" else x.numel()
             big_rows.append((op, numel, sim, med(kern), tor, one))
