@@ -125,8 +125,7 @@ def call(worker, plan: Plan, args: tuple, call_ns: int):
     record.scopes = list(plan.scopes)
     kernel, spec = plan.kernel, plan.spec
     with worker._run_lock:               # (the device is idle while it is held)
-        if worker.closed:
-            raise RuntimeError("ChipWorker is closed")
+        worker._check_open()
         stats = worker.stats
         stats["launches"] += 1
         stats["graph_replays"] += 1

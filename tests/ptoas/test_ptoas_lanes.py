@@ -47,6 +47,9 @@ def test_every_block_runs_once_on_its_lane(make_kernel, runner):
         for out, r in zip(outs, rows):
             np.testing.assert_array_equal(out, x[r:r + 16])
         assert len(times) == 5 and all(0 < s <= e for s, e in times)
+        # the summary the fast launch reads instead of every block's times
+        assert (plan.launch.first, plan.launch.last, plan.launch.failed) == \
+            (min(s for s, _ in times), max(e for _, e in times), 0)
 
 
 def test_a_failing_block_stops_its_lane_and_names_itself(make_kernel, runner):
