@@ -535,12 +535,13 @@ __attribute__((target("avx2"))) void blocks8_f32(float* sums, const float* row, 
                                            __builtin_ia32_vperm2f128_ps256(l2a, l2b, 0x31));
     }
 }
-// Eight rows of n (a multiple of 64) values: each row's block trees, then those n / 8 values
-// per row reduced by tree_rows8_f32 (their tree continues the rows' trees level for level).
-// buf holds n + n / 8 values.
+// Eight rows: for n a multiple of 64 each row's block trees, then those n / 8 values per row
+// reduced by tree_rows8_f32 (their tree continues the rows' trees level for level; buf holds
+// n + n / 8 values); otherwise the 8x8 transposes straight away.
 template <int OP>
-__attribute__((target("avx2"))) void seq_rows8_f32(float* out, int64_t ostride, const float* s, int64_t stride,
-                                                  int64_t n, float* buf) {
+__attribute__((target("avx2"))) void rows8_f32(float* out, int64_t ostride, const float* s, int64_t stride,
+                                              int64_t n, float* buf) {
+    if (n % 64 != 0) return tree_rows8_f32<OP>(out, ostride, s, stride, n, buf);
     const int64_t m = n / 8;
     for (int r = 0; r < 8; ++r) blocks8_f32<OP>(buf + r * m, s + r * stride, n);
     tree_rows8_f32<OP>(out, ostride, buf, m, m, buf + n);
@@ -550,17 +551,11 @@ inline bool has_avx2() {
     return yes;
 }
 inline void tree_rows8(float* out, int64_t ostride, const float* s, int64_t stride, int64_t n, float* buf, int op) {
-    if (n % 64 == 0) switch (op) {
-    case RED_SUM: return seq_rows8_f32<RED_SUM>(out, ostride, s, stride, n, buf);
-    case RED_PROD: return seq_rows8_f32<RED_PROD>(out, ostride, s, stride, n, buf);
-    case RED_MAX: return seq_rows8_f32<RED_MAX>(out, ostride, s, stride, n, buf);
-    default: return seq_rows8_f32<RED_MIN>(out, ostride, s, stride, n, buf);
-    }
     switch (op) {
-    case RED_SUM: return tree_rows8_f32<RED_SUM>(out, ostride, s, stride, n, buf);
-    case RED_PROD: return tree_rows8_f32<RED_PROD>(out, ostride, s, stride, n, buf);
-    case RED_MAX: return tree_rows8_f32<RED_MAX>(out, ostride, s, stride, n, buf);
-    default: return tree_rows8_f32<RED_MIN>(out, ostride, s, stride, n, buf);
+    case RED_SUM: return rows8_f32<RED_SUM>(out, ostride, s, stride, n, buf);
+    case RED_PROD: return rows8_f32<RED_PROD>(out, ostride, s, stride, n, buf);
+    case RED_MAX: return rows8_f32<RED_MAX>(out, ostride, s, stride, n, buf);
+    default: return rows8_f32<RED_MIN>(out, ostride, s, stride, n, buf);
     }
 }
 #endif

@@ -98,11 +98,10 @@ def _lane(plan: Plan, lane: int, times: list, statuses: list) -> None:
 def _blocks(plan: Plan):
     """(start, end, per-block times, status, message) of an SPMD task's blocks on the lanes."""
     c_lanes = plan.lanes
-    used = lanes.run(c_lanes) if c_lanes is not None else 0
-    if used:
-        launch = c_lanes.launch
-        failed = c_lanes.failures(used) if launch.failed else ()
-        start, end, times = launch.first, launch.last, c_lanes.block_times()
+    ran = lanes.run_blocks(c_lanes) if c_lanes is not None else None
+    if ran is not None:
+        times, failed = ran
+        start, end = c_lanes.launch.first, c_lanes.launch.last
     else:
         times, failed = [(0, 0)] * plan.spec.blocks, []
         _HELPERS.run_all([functools.partial(_lane, plan, i, times, failed)

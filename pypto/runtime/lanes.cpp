@@ -15,20 +15,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-namespace {
-typedef int (*Entry)(const int64_t*, char*, int32_t);
-
-struct Job {
-    Entry entry;
-    const int64_t* const* args;    // one argument array per block
-    int32_t blocks, lanes, errlen;
-    int64_t* times;                // start, end per block (CLOCK_MONOTONIC ns)
-    int32_t* status;               // per block
-    char* errs;                    // errlen bytes per lane
-};
-
-}  // namespace
-
 // Mirrored by lanes.py's _Launch.
 struct PyptoLanes {
     void* entry;
@@ -42,6 +28,13 @@ struct PyptoLanes {
 };
 
 namespace {
+typedef int (*Entry)(const int64_t*, char*, int32_t);
+
+struct Job {
+    const PyptoLanes* l;           // the launch
+    int32_t lanes;                 // lanes taking part (fewer than asked when helpers are missing)
+};
+
 constexpr int kMaxLanes = 64;
 constexpr int64_t kSpinNs = 1000000;  // a waiting thread spins this long, then sleeps (futex)
 Job job;                              // written only while no helper lane runs
@@ -90,13 +83,15 @@ void wake(std::atomic<uint32_t>& word, std::atomic<int>& asleep) {
 }
 
 void run_lane(int lane) {
-    char* err = job.errs + int64_t(lane) * job.errlen;
-    for (int32_t b = lane; b < job.blocks; b += job.lanes) {
+    const PyptoLanes& l = *job.l;
+    const Entry entry = reinterpret_cast<Entry>(l.entry);
+    char* err = l.errs + int64_t(lane) * l.errlen;
+    for (int32_t b = lane; b < l.blocks; b += job.lanes) {
         err[0] = 0;
-        job.times[2 * b] = now_ns();
-        const int32_t status = job.entry(job.args[b], err, job.errlen);
-        job.times[2 * b + 1] = now_ns();
-        job.status[b] = status;
+        l.times[2 * b] = now_ns();
+        const int32_t status = entry(l.args[b], err, l.errlen);
+        l.times[2 * b + 1] = now_ns();
+        l.status[b] = status;
         if (status != 0) break;                 // the lane's buffer keeps its failure
     }
 }
@@ -145,7 +140,7 @@ extern "C" int pypto_lanes_run(PyptoLanes* l) {
     pthread_mutex_unlock(&start_lock);
     int64_t* times = l->times;
     int32_t* status = l->status;
-    job = Job{reinterpret_cast<Entry>(l->entry), l->args, blocks, helpers + 1, l->errlen, times, status, l->errs};
+    job = Job{l, helpers + 1};
     for (int32_t b = 0; b < blocks; ++b) status[b] = 0, times[2 * b] = times[2 * b + 1] = 0;
     done.pending.store(uint32_t(helpers), std::memory_order_seq_cst);
     for (int lane = 1; lane <= helpers; ++lane) {

@@ -97,17 +97,11 @@ def make(entry, per_block: list, lanes: int) -> Lanes | None:
     return Lanes(entry, per_block, lanes) if available() else None
 
 
-def run(lanes: Lanes) -> int:
-    """Run one launch: the number of lanes used, or 0 when the C lanes are taken (the caller
-    runs the Python lanes). lanes.launch then holds first / last / failed."""
-    used = _lib(lanes.address)
-    return used if used > 0 else 0
-
-
 def run_blocks(lanes: Lanes):
     """(per-block (start, end) times, failures [(end, block, status, message)]) of one
-    launch, or None when the C lanes are taken."""
-    used = run(lanes)
-    if not used:
+    launch, or None when the C lanes are taken (the caller runs the Python lanes);
+    lanes.launch then holds its first start and last end."""
+    used = _lib(lanes.address)
+    if used < 1:
         return None
     return lanes.block_times(), (lanes.failures(used) if lanes.launch.failed else [])
