@@ -83,10 +83,13 @@ def make_plan(args: tuple, graph, n_threads: int, program: str, returned: list) 
 
 
 def _lane(plan: Plan, lane: int, times: list, statuses: list) -> None:
-    """Blocks lane, lane + n, ... of the plan's task, one after another."""
+    """Blocks lane, lane + n, ... of the plan's task, one after another; as on the C lanes,
+    no block starts after one failed."""
     entry, args, err = plan.kernel.entry, plan.args, plan.errs[lane]
     clock = time.perf_counter_ns
     for b in range(lane, len(args), len(plan.errs)):
+        if statuses:
+            return
         err[0] = b"\0"
         start = clock()
         status = int(entry(args[b], err, abi.ERR_LEN))

@@ -1,12 +1,16 @@
 // The blocks of one SPMD kernel call spread over lanes (host threads), for the simulator's
-// shortest launch (fastpath.py): lane L runs blocks L, L + n, ... one after another; lane 0
-// is the calling thread. The other lanes are threads kept for the process that spin a while
-// after a job before they sleep, so a launch hands its blocks over in about a microsecond
-// where a Python thread took tens (a futex wake, the GIL, the bookkeeping). One launch at a
-// time: pypto_lanes_run returns -1 when another is running (the caller runs its lanes itself).
-// The launch is one struct made once per plan (lanes.py), so a call converts one argument,
-// and its summary (first start, last end, failures) comes back in it: after a large kernel
-// the interpreter's own data is out of the caches, and each Python step there costs.
+// shortest launch (fastpath.py). Lane 0 is the calling thread; the other lanes are threads
+// kept for the process that spin a while after a job before they sleep, so a launch hands its
+// blocks over in about a microsecond where a Python thread took tens (a futex wake, the GIL,
+// the bookkeeping). Lanes claim blocks one at a time from a shared counter, and a helper that
+// has not joined when the caller runs out of blocks is told not to: after an idle spell a
+// sleeping helper's CPU can take hundreds of microseconds to wake (measured in this VM: up to
+// 650 us), and with blocks fixed per lane the caller waited for it with its own blocks done.
+// One launch at a time: pypto_lanes_run returns -1 when another is running (the caller runs
+// its lanes itself). The launch is one struct made once per plan (lanes.py), so a call
+// converts one argument, and its summary (first start, last end, failures) comes back in it:
+// after a large kernel the interpreter's own data is out of the caches, and each Python step
+// there costs.
 #include <atomic>
 #include <cstdint>
 #include <ctime>
@@ -25,6 +29,7 @@ struct PyptoLanes {
     int32_t blocks, lanes, errlen;
     int32_t failed;                // out: blocks whose status is not 0
     int64_t first, last;           // out: the earliest block start, the latest block end
+    int32_t* lane_of;              // out: per block, the lane that ran it (-1: not run)
 };
 
 namespace {
@@ -32,21 +37,26 @@ typedef int (*Entry)(const int64_t*, char*, int32_t);
 
 struct Job {
     const PyptoLanes* l;           // the launch
-    int32_t lanes;                 // lanes taking part (fewer than asked when helpers are missing)
+    std::atomic<int32_t> next{0};  // the next block to claim
+    std::atomic<bool> stop{false}; // a block failed: no block starts after it
 };
 
 constexpr int kMaxLanes = 64;
 constexpr int64_t kSpinNs = 1000000;  // a waiting thread spins this long, then sleeps (futex)
-Job job;                              // written only while no helper lane runs
-// Each helper has its own word: the launch bumps it to hand the helper a lane, so a helper
-// never sees a job it has no lane in. `asleep` flags who waits in the kernel for a wake.
+Job job;                              // set up only while no helper lane runs
+// Each helper has its own word: the launch bumps it to offer the helper a lane, and the
+// helper joins by taking the offer (OFFERED -> TAKEN) unless the caller revoked it first
+// (OFFERED -> IDLE), so a helper never touches a job it has not joined. `asleep` flags who
+// waits in the kernel for a wake.
+enum { IDLE, OFFERED, TAKEN };
 struct alignas(64) Slot {
     std::atomic<uint32_t> go{0};
     std::atomic<int> asleep{0};
+    std::atomic<int> state{IDLE};
 };
 Slot slots[kMaxLanes];
 struct alignas(64) Done {
-    std::atomic<uint32_t> pending{0};  // helper lanes of the current job still running
+    std::atomic<uint32_t> pending{0};  // helpers offered the current job and not yet done with it
     std::atomic<int> asleep{0};
 } done;
 std::atomic<bool> busy{false};
@@ -82,18 +92,26 @@ void wake(std::atomic<uint32_t>& word, std::atomic<int>& asleep) {
     if (asleep.load(std::memory_order_seq_cst)) futex(word, FUTEX_WAKE_PRIVATE, 1);
 }
 
+// Claim blocks until none is left; after a failure (here or on another lane) the claimed
+// blocks are not run, and each lane's error buffer keeps at most its one failure.
 void run_lane(int lane) {
     const PyptoLanes& l = *job.l;
     const Entry entry = reinterpret_cast<Entry>(l.entry);
     char* err = l.errs + int64_t(lane) * l.errlen;
-    for (int32_t b = lane; b < l.blocks; b += job.lanes) {
+    for (int32_t b; (b = job.next.fetch_add(1, std::memory_order_relaxed)) < l.blocks;) {
+        if (job.stop.load(std::memory_order_relaxed)) continue;
         err[0] = 0;
+        l.lane_of[b] = lane;
         l.times[2 * b] = now_ns();
         const int32_t status = entry(l.args[b], err, l.errlen);
         l.times[2 * b + 1] = now_ns();
         l.status[b] = status;
-        if (status != 0) break;                 // the lane's buffer keeps its failure
+        if (status != 0) job.stop.store(true, std::memory_order_relaxed);
     }
+}
+
+void finish_helper() {
+    if (done.pending.fetch_sub(1, std::memory_order_seq_cst) == 1) wake(done.pending, done.asleep);
 }
 
 void* helper(void* arg) {
@@ -102,8 +120,11 @@ void* helper(void* arg) {
     uint32_t seen = 0;                        // (go starts at 0; the first job may be in already)
     for (;;) {
         seen = await_change(slot.go, seen, slot.asleep);
+        int offered = OFFERED;
+        if (!slot.state.compare_exchange_strong(offered, TAKEN, std::memory_order_acq_rel)) continue;
         run_lane(lane);
-        if (done.pending.fetch_sub(1, std::memory_order_seq_cst) == 1) wake(done.pending, done.asleep);
+        slot.state.store(IDLE, std::memory_order_release);
+        finish_helper();
     }
     return nullptr;
 }
@@ -117,6 +138,7 @@ void forget_after_fork() {
     for (Slot& slot : slots) {
         slot.go.store(0);
         slot.asleep.store(0);
+        slot.state.store(IDLE);
     }
 }
 __attribute__((constructor)) void on_load() { pthread_atfork(nullptr, nullptr, forget_after_fork); }
@@ -140,14 +162,21 @@ extern "C" int pypto_lanes_run(PyptoLanes* l) {
     pthread_mutex_unlock(&start_lock);
     int64_t* times = l->times;
     int32_t* status = l->status;
-    job = Job{l, helpers + 1};
-    for (int32_t b = 0; b < blocks; ++b) status[b] = 0, times[2 * b] = times[2 * b + 1] = 0;
+    for (int32_t b = 0; b < blocks; ++b) status[b] = 0, l->lane_of[b] = -1, times[2 * b] = times[2 * b + 1] = 0;
+    job.l = l;
+    job.next.store(0, std::memory_order_relaxed);
+    job.stop.store(false, std::memory_order_relaxed);
     done.pending.store(uint32_t(helpers), std::memory_order_seq_cst);
     for (int lane = 1; lane <= helpers; ++lane) {
+        slots[lane].state.store(OFFERED, std::memory_order_seq_cst);
         slots[lane].go.fetch_add(1, std::memory_order_seq_cst);
         wake(slots[lane].go, slots[lane].asleep);
     }
     run_lane(0);
+    for (int lane = 1; lane <= helpers; ++lane) {      // the blocks are all claimed: who never came
+        int offered = OFFERED;                         // is not waited for
+        if (slots[lane].state.compare_exchange_strong(offered, IDLE, std::memory_order_acq_rel)) finish_helper();
+    }
     for (uint32_t left; (left = done.pending.load(std::memory_order_seq_cst)) != 0;)
         await_change(done.pending, left, done.asleep);
     busy.store(false, std::memory_order_release);

@@ -52,12 +52,12 @@ class _Launch(ctypes.Structure):
     _fields_ = [("entry", ctypes.c_void_p), ("args", ctypes.c_void_p), ("times", ctypes.c_void_p),
                 ("status", ctypes.c_void_p), ("errs", ctypes.c_void_p), ("blocks", ctypes.c_int32),
                 ("lanes", ctypes.c_int32), ("errlen", ctypes.c_int32), ("failed", ctypes.c_int32),
-                ("first", ctypes.c_int64), ("last", ctypes.c_int64)]
+                ("first", ctypes.c_int64), ("last", ctypes.c_int64), ("lane_of", ctypes.c_void_p)]
 
 
 class Lanes:
     """What one plan's launches pass to pypto_lanes_run, made once."""
-    __slots__ = ("blocks", "lanes", "args", "times", "status", "errs", "launch", "address", "unpack")
+    __slots__ = ("blocks", "lanes", "args", "times", "status", "lane_of", "errs", "launch", "address", "unpack")
 
     def __init__(self, entry, per_block: list, lanes: int):
         self.blocks = len(per_block)
@@ -65,10 +65,12 @@ class Lanes:
         self.args = (ctypes.c_void_p * self.blocks)(*(ctypes.addressof(a) for a in per_block))
         self.times = (ctypes.c_int64 * (2 * self.blocks))()
         self.status = (ctypes.c_int32 * self.blocks)()
+        self.lane_of = (ctypes.c_int32 * self.blocks)()
         self.errs = ctypes.create_string_buffer(abi.ERR_LEN * lanes)
         self.launch = _Launch(ctypes.cast(entry, ctypes.c_void_p), ctypes.addressof(self.args),
                               ctypes.addressof(self.times), ctypes.addressof(self.status),
-                              ctypes.addressof(self.errs), self.blocks, lanes, abi.ERR_LEN)
+                              ctypes.addressof(self.errs), self.blocks, lanes, abi.ERR_LEN,
+                              lane_of=ctypes.addressof(self.lane_of))
         self.address = ctypes.addressof(self.launch)
         self.unpack = struct.Struct(f"{2 * self.blocks}q").unpack_from
 
@@ -77,12 +79,12 @@ class Lanes:
         flat = iter(self.unpack(self.times))
         return tuple(zip(flat, flat))
 
-    def failures(self, used: int) -> list:
-        """[(end, block, status, message)] of the last launch (lane L ran blocks L, L + used, ...)."""
+    def failures(self) -> list:
+        """[(end, block, status, message)] of the last launch (a lane keeps its one failure)."""
         out = []
         for b in range(self.blocks):
             if self.status[b]:
-                lane = b % used
+                lane = self.lane_of[b]
                 raw = self.errs.raw[lane * abi.ERR_LEN:(lane + 1) * abi.ERR_LEN].split(b"\0", 1)[0]
                 out.append((self.times[2 * b + 1], b, self.status[b], raw.decode("utf-8", "replace")))
         return out
@@ -101,7 +103,6 @@ def run_blocks(lanes: Lanes):
     """(per-block (start, end) times, failures [(end, block, status, message)]) of one
     launch, or None when the C lanes are taken (the caller runs the Python lanes);
     lanes.launch then holds its first start and last end."""
-    used = _lib(lanes.address)
-    if used < 1:
+    if _lib(lanes.address) < 1:
         return None
-    return lanes.block_times(), (lanes.failures(used) if lanes.launch.failed else [])
+    return lanes.block_times(), (lanes.failures() if lanes.launch.failed else [])

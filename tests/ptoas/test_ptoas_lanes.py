@@ -52,15 +52,55 @@ def test_every_block_runs_once_on_its_lane(make_kernel, runner):
             (min(s for s, _ in times), max(e for _, e in times), 0)
 
 
-def test_a_failing_block_stops_its_lane_and_names_itself(make_kernel, runner):
+def test_a_failing_block_stops_the_launch_and_names_itself(make_kernel, runner):
     kern = _window_kernel(make_kernel)
     x = np.zeros((64, 32), np.float32)
-    outs, per_block, _keep = _blocks(x, [0, 56, 16, 60])      # lane 1: blocks 1 and 3
-    times, failed = runner.run_blocks(runner.make(kern.lib.pypto_kernel_entry, per_block, 2))
+    outs, per_block, _keep = _blocks(x, [0, 56, 16, 60])
+    plan = runner.make(kern.lib.pypto_kernel_entry, per_block, 1)
+    times, failed = runner.run_blocks(plan)
     ((end, block, status, message),) = failed
     assert block == 1 and status != 0 and end == times[1][1]
     assert "partition [56, 72) of dim 0 is outside the tensor view's extent 64" in message
-    assert times[3] == (0, 0) and times[2][0] > 0        # its lane stopped; the other went on
+    assert times[2] == times[3] == (0, 0)                   # no block starts after a failure
+    assert list(plan.lane_of) == [0, 0, -1, -1]
+
+
+def test_every_failure_on_two_lanes_names_its_own_block(make_kernel, runner):
+    kern = _window_kernel(make_kernel)
+    x = np.zeros((64, 32), np.float32)
+    rows = [56, 60, 0, 16, 52, 32]
+    for _ in range(20):
+        outs, per_block, _keep = _blocks(x, rows)
+        plan = runner.make(kern.lib.pypto_kernel_entry, per_block, 2)
+        times, failed = runner.run_blocks(plan)
+        assert failed and plan.launch.failed == len(failed)
+        for end, block, status, message in failed:
+            assert end == times[block][1] and f"partition [{rows[block]}, {rows[block] + 16})" in message
+        lanes_failed = [plan.lane_of[b] for _, b, _, _ in failed]
+        assert len(set(lanes_failed)) == len(lanes_failed)    # a lane stops at its failure
+        first_end = min(e for e, _, _, _ in failed)
+        assert all(s <= first_end for s, _ in times if s)     # and no block starts after one
+
+
+def test_a_slow_block_holds_back_no_other(runner):
+    """Lanes claim blocks as they go: while one lane is stuck in a slow block, the other runs
+    every remaining block (with blocks fixed per lane, half of them waited for the slow one)."""
+    import time
+    entry_t = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int64), ctypes.c_char_p, ctypes.c_int32)
+
+    @entry_t
+    def entry(args, err, errlen):
+        if args[0] == 0:
+            time.sleep(0.3)
+        return 0
+
+    per_block = [(ctypes.c_int64 * 1)(b) for b in range(8)]
+    plan = runner.make(ctypes.cast(entry, ctypes.c_void_p).value, per_block, 2)
+    times, failed = runner.run_blocks(plan)
+    assert failed == [] and all(s > 0 for s, _ in times)
+    slow_lane = plan.lane_of[0]
+    assert [plan.lane_of[b] for b in range(1, 8)] == [1 - slow_lane] * 7
+    assert all(e < times[0][1] for _, e in times[1:])
 
 
 def test_launch_after_launch_loses_no_block(make_kernel, runner):
