@@ -6,8 +6,12 @@
 // has not joined when the caller runs out of blocks is told not to: after an idle spell a
 // sleeping helper's CPU can take hundreds of microseconds to wake (measured in this VM: up to
 // 650 us), and with blocks fixed per lane the caller waited for it with its own blocks done.
-// One launch at a time: pypto_lanes_run returns -1 when another is running (the caller runs
-// its lanes itself). The launch is one struct made once per plan (lanes.py), so a call
+// The helpers are kept off the caller's CPU (their affinity is the caller's CPUs but the one
+// it runs on, set again when it moves): Linux wakes a thread on its waker's CPU, and there the
+// helper and the caller took turns while the other CPU idled -- in 46 of 75 bench launches one
+// lane ran every block (with the helpers kept off, none: the row sum's wall 137-199 -> 88-100
+// us). One launch at a time: pypto_lanes_run returns -1 when another is running (the caller
+// runs its lanes itself). The launch is one struct made once per plan (lanes.py), so a call
 // converts one argument, and its summary (first start, last end, failures) comes back in it:
 // after a large kernel the interpreter's own data is out of the caches, and each Python step
 // there costs.
@@ -16,6 +20,7 @@
 #include <ctime>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -62,6 +67,8 @@ struct alignas(64) Done {
 std::atomic<bool> busy{false};
 pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 int started = 0;                      // helper threads made so far (lanes 1..started)
+pthread_t threads[kMaxLanes];         // lane -> its helper thread
+int kept_off = -1;                    // the CPU the helpers are kept off (-1: none yet)
 
 int64_t now_ns() {
     timespec ts;
@@ -128,9 +135,20 @@ void* helper(void* arg) {
     }
     return nullptr;
 }
+// Keep the helpers off the caller's CPU; left as they are when the caller may run on one CPU only.
+void keep_off(int cpu) {
+    if (cpu == kept_off || cpu < 0 || cpu >= CPU_SETSIZE) return;
+    kept_off = cpu;
+    cpu_set_t mask;
+    if (sched_getaffinity(0, sizeof mask, &mask) != 0 || !CPU_ISSET(cpu, &mask) || CPU_COUNT(&mask) < 2) return;
+    CPU_CLR(cpu, &mask);
+    for (int lane = 1; lane <= started; ++lane) pthread_setaffinity_np(threads[lane], sizeof mask, &mask);
+}
+
 // A forked child has none of the parent's helper threads: it starts its own, from a clean slate.
 void forget_after_fork() {
     started = 0;
+    kept_off = -1;
     pthread_mutex_init(&start_lock, nullptr);
     busy.store(false);
     done.pending.store(0);
@@ -157,9 +175,12 @@ extern "C" int pypto_lanes_run(PyptoLanes* l) {
         const int ok = pthread_create(&t, &attr, helper, reinterpret_cast<void*>(intptr_t(started + 1)));
         pthread_attr_destroy(&attr);
         if (ok != 0) break;
+        threads[started + 1] = t;
+        kept_off = -1;                        // (a new helper has the caller's affinity)
     }
     const int helpers = started < lanes - 1 ? started : lanes - 1;
     pthread_mutex_unlock(&start_lock);
+    keep_off(sched_getcpu());
     int64_t* times = l->times;
     int32_t* status = l->status;
     for (int32_t b = 0; b < blocks; ++b) status[b] = 0, l->lane_of[b] = -1, times[2 * b] = times[2 * b + 1] = 0;

@@ -142,3 +142,32 @@ def test_a_forked_child_starts_lanes_of_its_own(make_kernel, runner):
             pytest.fail("the forked child's launch hung")
         time.sleep(0.01)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_the_helpers_keep_off_the_callers_cpu(runner):
+    """Woken on the caller's CPU, a helper took turns with it there while another CPU idled: the
+    helpers' affinity is the caller's CPUs but the one it ran on, and the caller's own is left."""
+    import os
+    import threading
+    import time
+    mine = os.sched_getaffinity(0)
+    if len(mine) < 2:
+        pytest.skip("one CPU: nowhere to keep the helpers")
+    entry_t = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int64), ctypes.c_char_p, ctypes.c_int32)
+    seen = {}
+
+    @entry_t
+    def entry(args, err, errlen):
+        seen[args[0]] = (threading.get_ident(), frozenset(os.sched_getaffinity(0)))
+        time.sleep(0.005)
+        return 0
+
+    per_block = [(ctypes.c_int64 * 1)(b) for b in range(8)]
+    plan = runner.make(ctypes.cast(entry, ctypes.c_void_p).value, per_block, 2)
+    assert runner.run_blocks(plan)[1] == []
+    helper = {seen[b][1] for b in range(8) if plan.lane_of[b] == 1}
+    assert helper, "the helper lane ran no block"
+    (mask,) = helper
+    assert mask < mine and len(mine - mask) == 1
+    assert all(seen[b][0] == threading.get_ident() for b in range(8) if plan.lane_of[b] == 0)
+    assert os.sched_getaffinity(0) == mine
