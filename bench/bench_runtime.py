@@ -50,7 +50,9 @@ class Quickstart:
 '''
 
 
-# -- large kernels: SPMD blocks, each taking row chunks b, b + n, ... -----------------------
+# -- large kernels: SPMD blocks, each taking a slab of row chunks -----------------------------
+# (block b the chunks [b * per, (b + 1) * per): each core streams one contiguous range, as a
+# kernel for the chip would split its rows; chunks b, b + n, ... read 9% slower here)
 ROWS, COLS, CHUNK, BLOCKS = 2048, 1024, 8, 4
 BIG = f"pl.Tensor[[{ROWS}, {COLS}], pl.FP32]"
 MM_M, MM_K, MM_N, MM_T = 1024, 128, 1024, 128
@@ -87,7 +89,8 @@ def large_program(op: str) -> str:
         a_t = b_t = BIG
         y_t = f"pl.Tensor[[{ROWS}, 1], pl.FP32]" if op == "row_sum" else BIG
         tb = f"            tb = pl.load(b, [r * {CHUNK}, 0], [{CHUNK}, {COLS}])\n" if "tb" in expr else ""
-        body = f'''        for r in pl.range(me, {ROWS // CHUNK}, n):
+        body = f'''        per = {ROWS // CHUNK} // n
+        for r in pl.range(me * per, me * per + per):
             ta = pl.load(a, [r * {CHUNK}, 0], [{CHUNK}, {COLS}])
 {tb}            y = pl.store({expr}, [r * {CHUNK}, 0], y)'''
     return f'''
@@ -188,18 +191,22 @@ TORCH_SPIN_S = 0.015
 LANES_SPIN_S = 0.002
 
 
-# After a pause the first calls run slow on both sides (a launch 360 -> 150 -> 120 -> 80 us,
-# torch 235 -> 65 -> 52: caches and the idle CPU waking up), so a group's first calls are
-# not timed.
-WARM = 2
+# After a pause the first calls run slow on both sides, and for a millisecond or more: the
+# row sum's launches ran 1002 -> 544 -> 296 -> 217 -> 196 us, torch's 2626 -> 251 -> 103 -> 73
+# -> 66 (the 8 MB read at a quarter of its later speed: caches and the idle CPUs waking up).
+# So a group first calls for WARM_S untimed (and at least WARM times), then times its calls.
+WARM, WARM_S = 2, 0.003
 
 
 def best_of(fn, n: int = BEST_OF, pause: float = LANES_SPIN_S):
-    """(best seconds of n calls of fn, what the last call returned), after a pause and WARM
-    untimed calls."""
+    """(best seconds of n calls of fn, what the last call returned), after a pause and
+    WARM_S seconds (at least WARM calls) of untimed calls."""
     time.sleep(pause)
-    for _ in range(WARM):
+    until = time.perf_counter() + WARM_S
+    k = 0
+    while k < WARM or time.perf_counter() < until:
         fn()
+        k += 1
     best, got = None, None
     for _ in range(n):
         t = time.perf_counter_ns()
@@ -378,7 +385,7 @@ def main(argv=None) -> int:
     print(f"{'ratio handle / torch eager':<44}{dispatch[0][1] / eager:>13.1f}x")
     print()
     print(f"2. Large kernels, {BLOCKS} SPMD blocks, vs torch eager: per round the best of "
-          f"{BEST_OF} launches / calls (after {WARM} untimed), side by side; goal: the median round's ratio within 2x")
+          f"{BEST_OF} launches / calls (after {WARM_S * 1e3:.0f} ms of untimed ones), side by side; goal: the median round's ratio within 2x")
     print(f"{'kernel':<12}{'elements':>10}{'sim (us)':>10}{'device wall':>13}{'torch (us)':>12}"
           f"{'ratio: median':>15}{'min':>6}{'max':>6}{'vs torch 1 thr':>17}")
     for op, numel, sim, kern, tor, one in big_rows:
