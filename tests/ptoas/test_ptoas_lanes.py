@@ -162,12 +162,13 @@ def test_the_helpers_keep_off_the_callers_cpu(runner):
         time.sleep(0.005)
         return 0
 
-    per_block = [(ctypes.c_int64 * 1)(b) for b in range(8)]
+    n = 16                                  # 80 ms of blocks: time enough for the helper to wake
+    per_block = [(ctypes.c_int64 * 1)(b) for b in range(n)]
     plan = runner.make(ctypes.cast(entry, ctypes.c_void_p).value, per_block, 2)
     assert runner.run_blocks(plan)[1] == []
-    helper = {seen[b][1] for b in range(8) if plan.lane_of[b] == 1}
+    helper = {seen[b][1] for b in range(n) if plan.lane_of[b] == 1}
     assert helper, "the helper lane ran no block"
     (mask,) = helper
     assert mask < mine and len(mine - mask) == 1
-    assert all(seen[b][0] == threading.get_ident() for b in range(8) if plan.lane_of[b] == 0)
+    assert all(seen[b][0] == threading.get_ident() for b in range(n) if plan.lane_of[b] == 0)
     assert os.sched_getaffinity(0) == mine
