@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import itertools
 import operator
 import sys
 import time
@@ -82,13 +83,13 @@ def make_plan(args: tuple, graph, n_threads: int, program: str, returned: list) 
     return Plan(ident, kernel, spec, per_block, descs[1], list(graph.scopes), n_threads, program, returned)
 
 
-def _lane(plan: Plan, lane: int, times: list, statuses: list) -> None:
-    """Blocks lane, lane + n, ... of the plan's task, one after another; as on the C lanes,
-    no block starts after one failed."""
+def _lane(plan: Plan, lane: int, claim, times: list, statuses: list) -> None:
+    """Blocks claimed from `claim` (shared by the lanes) one after another, as on the C lanes:
+    a slow block holds back no other, and no block starts after one failed."""
     entry, args, err = plan.kernel.entry, plan.args, plan.errs[lane]
     clock = time.perf_counter_ns
-    for b in range(lane, len(args), len(plan.errs)):
-        if statuses:
+    for b in claim:                      # (next() on a count is atomic under the GIL)
+        if b >= len(args) or statuses:
             return
         err[0] = b"\0"
         start = clock()
@@ -107,7 +108,8 @@ def _blocks(plan: Plan):
         start, end = c_lanes.launch.first, c_lanes.launch.last
     else:
         times, failed = [(0, 0)] * plan.spec.blocks, []
-        _HELPERS.run_all([functools.partial(_lane, plan, i, times, failed)
+        claim = itertools.count()
+        _HELPERS.run_all([functools.partial(_lane, plan, i, claim, times, failed)
                           for i in range(len(plan.errs))])
         start, end = min(t[0] for t in times if t[0]), max(t[1] for t in times)
         times = tuple(times)

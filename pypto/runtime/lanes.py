@@ -57,11 +57,10 @@ class _Launch(ctypes.Structure):
 
 class Lanes:
     """What one plan's launches pass to pypto_lanes_run, made once."""
-    __slots__ = ("blocks", "lanes", "args", "times", "status", "lane_of", "errs", "launch", "address", "unpack")
+    __slots__ = ("blocks", "args", "times", "status", "lane_of", "errs", "launch", "address", "unpack")
 
     def __init__(self, entry, per_block: list, lanes: int):
         self.blocks = len(per_block)
-        self.lanes = lanes
         self.args = (ctypes.c_void_p * self.blocks)(*(ctypes.addressof(a) for a in per_block))
         self.times = (ctypes.c_int64 * (2 * self.blocks))()
         self.status = (ctypes.c_int32 * self.blocks)()

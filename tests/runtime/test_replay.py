@@ -135,3 +135,13 @@ def test_an_spmd_replay_spreads_its_blocks_over_the_lanes(tmp_path):
         (task,) = rec.tasks
         assert len(task.blocks) == 3 and task.start_ns == min(s for s, _ in task.blocks)
         assert task.end_ns == max(e for _, e in task.blocks)
+        # with the C lanes taken (or not built) the Python lanes run the blocks, claiming them
+        # from one count: every block once
+        h.plan.lanes = None
+        for _ in range(3):
+            x.copy_(torch.randn(256, 64))
+            y.zero_()
+            _, rec = h.launch(x, y)
+            torch.testing.assert_close(y, 3 * x)
+            (task,) = rec.tasks
+            assert len(task.blocks) == 3 and all(0 < s <= e for s, e in task.blocks)
